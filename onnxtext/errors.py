@@ -1,0 +1,76 @@
+"""Exception hierarchy of onnxtext. Every error a user can cause is an OnnxTextError.
+
+ParseError carries the position (1-based line and column), what was expected and an optional hint,
+and knows how to render itself as ``file:line:col: message`` followed by the source line and a caret.
+"""
+
+from __future__ import annotations
+
+
+class OnnxTextError(Exception):
+    """Base class of every error onnxtext raises on bad input."""
+
+
+class ParseError(OnnxTextError):
+    """A syntax or semantic error in onnxtext source text."""
+
+    def __init__(self, message: str, *, line: int | None = None, column: int | None = None,
+                 expected: list[str] | None = None, hint: str | None = None,
+                 source: str | None = None, filename: str | None = None, end_column: int | None = None):
+        self.message = message
+        self.line = line
+        self.column = column
+        self.end_column = end_column
+        self.expected = list(expected or [])
+        self.hint = hint
+        self.source = source
+        self.filename = filename
+        super().__init__(self.format())
+
+    def source_line(self) -> str | None:
+        if self.source is None or self.line is None:
+            return None
+        lines = self.source.splitlines()
+        if 1 <= self.line <= len(lines):
+            return lines[self.line - 1]
+        return ""
+
+    def format(self, filename: str | None = None) -> str:
+        """``file:line:col: message``, the source line with a caret, and the hint if any."""
+        name = filename or self.filename or "<text>"
+        where = f"{name}:{self.line}:{self.column}" if self.line is not None else name
+        out = [f"{where}: {self.message}"]
+        src = self.source_line()
+        if src is not None and self.column is not None:
+            shown = src.expandtabs(1)
+            if len(shown) > 200:  # keep huge single-line inputs readable
+                start = max(0, self.column - 100)
+                shown = shown[start:start + 200]
+                col = self.column - start
+            else:
+                col = self.column
+            width = max(1, (self.end_column or self.column + 1) - self.column)
+            out.append("  " + shown)
+            out.append("  " + " " * (col - 1) + "^" * min(width, 60))
+        if self.hint:
+            out.append(f"hint: {self.hint}")
+        return "\n".join(out)
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+class ModelFileError(OnnxTextError):
+    """A model file that is missing, unreadable, truncated or not an ONNX model."""
+
+
+class ExternalDataError(OnnxTextError):
+    """External tensor data that cannot be resolved safely (missing file, path escaping the model dir...)."""
+
+
+class CheckError(OnnxTextError):
+    """Raised when a model has diagnostics of severity error and the caller asked to raise."""
+
+
+class EvalError(OnnxTextError):
+    """An error while evaluating a model: names the node, its op and the input shapes/types."""
