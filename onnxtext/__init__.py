@@ -1,0 +1,39 @@
+"""onnxtext: read, write, diff and run ONNX models as plain text.
+
+The public API is listed in ``__all__``; heavy modules are imported lazily so ``import onnxtext``
+stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .errors import CheckError, EvalError, ExternalDataError, ModelFileError, OnnxTextError, ParseError
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "parse": "parser", "parse_model": "parser", "parse_graph": "parser", "parse_function": "parser",
+    "parse_node": "parser",
+    "to_text": "printer",
+    "load": "io", "save": "io",
+    "Evaluator": "evaluator",
+    "check": "checker", "Diagnostic": "checker",
+    "diff": "differ",
+}
+
+__all__ = sorted([*_LAZY, "OnnxTextError", "ParseError", "CheckError", "EvalError", "ExternalDataError",
+                  "ModelFileError", "__version__"])
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'onnxtext' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

@@ -1,0 +1,75 @@
+"""The ``onnxtext`` command line: a thin dispatcher over subcommand modules in onnxtext/commands/.
+
+Each subcommand lives in ``onnxtext/commands/<name>.py`` exposing ``HELP`` (one line),
+``add_arguments(parser)`` and ``run(args) -> int``. Modules are imported only when their command runs,
+so ``onnxtext --help`` stays fast. Every OnnxTextError becomes a clean message and exit status 1 or 2;
+no Python traceback reaches the user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+#: subcommand -> (module, one-line help). Order is the order shown by --help.
+COMMANDS = {
+    "print": ("print_", "print a model (.onnx or text) as canonical onnxtext"),
+    "compile": ("compile", "compile onnxtext to a binary .onnx model"),
+    "fmt": ("fmt", "rewrite .onnxtext files in canonical form"),
+    "check": ("check", "check models against the ONNX IR spec rules"),
+    "diff": ("diff", "semantic diff of two models"),
+    "run": ("run", "run a model with the embedded evaluator"),
+    "repl": ("repl", "interactive model building and evaluation"),
+    "info": ("info", "summary of a model: IR version, opsets, sizes"),
+    "git-setup": ("git_setup", "configure git to diff .onnx files as text"),
+}
+
+
+def _available():
+    import importlib.util
+
+    return {name: spec for name, spec in COMMANDS.items()
+            if importlib.util.find_spec(f"onnxtext.commands.{spec[0]}") is not None}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(prog="onnxtext", description="Read, write, diff and run ONNX models as text.")
+    parser.add_argument("--version", action="version", version=f"onnxtext {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_) in _available().items():
+        p = sub.add_parser(name, help=help_, description=help_)
+        if only == name:
+            mod = importlib.import_module(f"onnxtext.commands.{module}")
+            mod.add_arguments(p)
+            p.set_defaults(_module=mod)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    command = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(command if command in COMMANDS else None)
+    args = parser.parse_args(argv)
+    if not getattr(args, "_module", None):
+        parser.print_help()
+        return 0 if args.command is None and not argv else 2
+    from .errors import OnnxTextError
+
+    try:
+        return int(args._module.run(args) or 0)
+    except OnnxTextError as e:
+        print(f"onnxtext {args.command}: {e}" if not str(e).startswith(("<", "/", ".")) and ":" not in
+              str(e).split("\n")[0][:80] else str(e), file=sys.stderr)
+        return 2 if args.command == "diff" else 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

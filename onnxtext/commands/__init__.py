@@ -1,0 +1,1 @@
+"""CLI subcommands, one module each (see onnxtext/cli.py for the contract)."""

@@ -1,0 +1,170 @@
+"""ONNX backend conformance harness for the evaluator (used by tests/test_conformance.py and by hand).
+
+    python tests/conformance.py [REGEX] [-v]      run node cases whose name matches REGEX
+
+Cases come from the installed onnx package: the node suite (``collect_testcases``) and the folder
+suites under ``onnx/backend/test/data``. Expected outputs and tolerances are the suite's own.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import sys
+import warnings
+
+import numpy as np
+import onnx
+
+DATA = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
+KNOWN_FAILURES = os.path.join(os.path.dirname(__file__), "data", "known_failures.txt")
+
+
+def node_cases():
+    """All node-suite cases as (name, model, [(inputs, outputs)], rtol, atol)."""
+    from onnx.backend.test.case.node import collect_testcases
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = collect_testcases(None)
+    return [(c.name, c.model, c.data_sets, c.rtol, c.atol) for c in cases]
+
+
+def _read_pb(path, type_proto=None):
+    """Read a test_data_set *.pb file: a TensorProto, SequenceProto, MapProto or OptionalProto."""
+    from onnx import numpy_helper
+
+    data = open(path, "rb").read()
+    if type_proto is not None and type_proto.HasField("sequence_type"):
+        s = onnx.SequenceProto()
+        s.ParseFromString(data)
+        return numpy_helper.to_list(s)
+    if type_proto is not None and type_proto.HasField("optional_type"):
+        o = onnx.OptionalProto()
+        o.ParseFromString(data)
+        return numpy_helper.to_optional(o)
+    if type_proto is not None and type_proto.HasField("map_type"):
+        m = onnx.MapProto()
+        m.ParseFromString(data)
+        return numpy_helper.to_dict(m)
+    t = onnx.TensorProto()
+    t.ParseFromString(data)
+    return numpy_helper.to_array(t)
+
+
+def folder_cases(suites=("simple", "pytorch-converted", "pytorch-operator", "light")):
+    """Cases of the folder suites: (name, model_path, [(inputs, outputs)], rtol, atol)."""
+    out = []
+    for suite in suites:
+        for d in sorted(glob.glob(os.path.join(DATA, suite, "*"))):
+            if suite == "light":
+                if not d.endswith(".onnx"):
+                    continue
+                name = os.path.basename(d)[:-5]
+                model_path = d
+                sets_dir = os.path.join(DATA, suite, name)
+            else:
+                name = os.path.basename(d)
+                model_path = os.path.join(d, "model.onnx")
+                sets_dir = d
+            if not os.path.exists(model_path):
+                continue
+            model = onnx.load(model_path, load_external_data=False)
+            ins = model.graph.input
+            init = {t.name for t in model.graph.initializer}
+            ins = [i for i in ins if i.name not in init]
+            sets = []
+            for ds in sorted(glob.glob(os.path.join(sets_dir, "test_data_set_*"))):
+                inputs = [_read_pb(os.path.join(ds, f"input_{i}.pb"), ins[i].type if i < len(ins) else None)
+                          for i in range(len(glob.glob(os.path.join(ds, "input_*.pb"))))]
+                outputs = [_read_pb(os.path.join(ds, f"output_{i}.pb"), model.graph.output[i].type)
+                           for i in range(len(glob.glob(os.path.join(ds, "output_*.pb"))))]
+                sets.append((inputs, outputs))
+            rtol, atol = (1e-3, 1e-7)
+            out.append((f"{suite}/{name}", model_path, sets, rtol, atol))
+    return out
+
+
+def assert_close(expected, actual, rtol, atol, where="output"):
+    """Compare one output like onnx's backend runner (tensors, sequences, maps, optionals)."""
+    if isinstance(expected, list):
+        assert isinstance(actual, list), f"{where}: expected a sequence, got {type(actual).__name__}"
+        assert len(expected) == len(actual), f"{where}: sequence length {len(actual)} != {len(expected)}"
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            assert_close(e, a, rtol, atol, f"{where}[{i}]")
+        return
+    if isinstance(expected, dict):
+        assert isinstance(actual, dict) and set(expected) == set(actual), f"{where}: map keys differ"
+        for k in expected:
+            assert_close(expected[k], actual[k], rtol, atol, f"{where}[{k!r}]")
+        return
+    if expected is None:
+        assert actual is None, f"{where}: expected an empty optional"
+        return
+    expected = np.asarray(expected)
+    assert actual is not None, f"{where}: got None"
+    actual = np.asarray(actual)
+    assert expected.shape == actual.shape, f"{where}: shape {actual.shape} != expected {expected.shape}"
+    if expected.dtype == object or actual.dtype == object:
+        assert expected.tolist() == actual.tolist(), f"{where}: string values differ"
+        return
+    assert expected.dtype == actual.dtype, f"{where}: dtype {actual.dtype} != expected {expected.dtype}"
+    if expected.dtype.kind in "biu" or expected.dtype == np.bool_:
+        np.testing.assert_array_equal(actual, expected, err_msg=where)
+    else:
+        np.testing.assert_allclose(actual.astype(np.float64) if actual.dtype.itemsize < 2 or
+                                   actual.dtype.kind == "V" or str(actual.dtype).startswith(("float8", "float4",
+                                                                                              "float6", "bfloat"))
+                                   else actual,
+                                   expected.astype(np.float64) if str(expected.dtype).startswith(
+                                       ("float8", "float4", "float6", "bfloat")) else expected,
+                                   rtol=rtol, atol=atol, err_msg=where)
+
+
+def run_case(model, data_sets, rtol, atol):
+    """Run every data set of a case through the evaluator; raises AssertionError/OnnxTextError on failure."""
+    from onnxtext.evaluator import Evaluator
+
+    ev = Evaluator(model)
+    for inputs, expected in data_sets:
+        feeds = dict(zip(ev.input_names, inputs))
+        got = ev.run(None, feeds)
+        assert len(got) >= len(expected), f"{len(got)} outputs, {len(expected)} expected"
+        for i, (e, a) in enumerate(zip(expected, got)):
+            assert_close(e, a, rtol, atol, f"output {i} ({ev.output_names[i]})")
+
+
+def known_failures() -> dict[str, str]:
+    """case name -> reason, from tests/data/known_failures.txt (``name<TAB or spaces>reason`` lines)."""
+    out = {}
+    if os.path.exists(KNOWN_FAILURES):
+        for line in open(KNOWN_FAILURES, encoding="utf-8"):
+            line = line.strip()
+            if line and not line.startswith("#"):
+                name, _, reason = line.partition(" ")
+                out[name] = reason.strip()
+    return out
+
+
+def main(argv):
+    pattern = re.compile(argv[0] if argv and not argv[0].startswith("-") else ".")
+    verbose = "-v" in argv
+    passed, failed = 0, []
+    for name, model, sets, rtol, atol in node_cases() + (folder_cases() if "--folders" in argv else []):
+        if not pattern.search(name):
+            continue
+        try:
+            run_case(model, sets, rtol, atol)
+            passed += 1
+        except Exception as e:  # report every failure kind
+            failed.append((name, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:200]))
+    for name, why in failed:
+        print(f"FAIL {name}: {why}" if verbose else f"FAIL {name}: {why[:120]}")
+    print(f"{passed} passed, {len(failed)} failed")
+    return 0 if not failed else 1
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.exit(main(sys.argv[1:]))
