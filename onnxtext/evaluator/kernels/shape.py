@@ -1,0 +1,408 @@
+"""Shape and layout kernels: reshaping, slicing, padding, stacking, sorting and selecting elements.
+
+Operators whose inputs moved between attributes and inputs across opsets (Reshape, Split, Slice,
+Squeeze, Unsqueeze, Pad, Tile, TopK) register one kernel per form and share the implementation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import dtypes
+from ..registry import kernel
+
+
+def _axis(axis: int, rank: int) -> int:
+    """Normalize a possibly negative axis into [0, rank)."""
+    axis = int(axis)
+    if not -rank <= axis < max(rank, 1):
+        raise ValueError(f"axis {axis} out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+def _ints(values) -> list[int]:
+    return [int(v) for v in np.asarray(values).reshape(-1)]
+
+
+# --- Reshape, Shape, Size, Flatten, Squeeze, Unsqueeze, Expand, Transpose ---------------------
+
+def _reshape(data, shape, allowzero=0):
+    shape = _ints(shape)
+    if not allowzero:
+        # a 0 copies the input dimension at the same position (unless allowzero says it is a real 0)
+        shape = [data.shape[i] if d == 0 else d for i, d in enumerate(shape)]
+    return data.reshape(shape)
+
+
+@kernel("Reshape", since=1)
+def reshape_1(data, shape=(), consumed_inputs=None):
+    return _reshape(data, shape)
+
+
+@kernel("Reshape", since=5)
+def reshape(data, shape, allowzero=0):
+    return _reshape(data, shape, allowzero)
+
+
+@kernel("Shape", since=1)
+def shape_(data, start=0, end=None):
+    dims = data.shape[start:end] if end is not None else data.shape[start:]
+    return np.array(dims, dtype=np.int64)
+
+
+@kernel("Size", since=1)
+def size(data):
+    return np.array(data.size, dtype=np.int64)
+
+
+@kernel("Flatten", since=1)
+def flatten(data, axis=1):
+    axis = axis + data.ndim if axis < 0 else axis
+    return data.reshape(math.prod(data.shape[:axis]), math.prod(data.shape[axis:]))
+
+
+def _squeeze(data, axes):
+    if axes is None or len(axes) == 0:
+        return data.reshape([d for d in data.shape if d != 1])
+    return np.squeeze(data, axis=tuple(_axis(a, data.ndim) for a in _ints(axes)))
+
+
+@kernel("Squeeze", since=1)
+def squeeze_1(data, axes=None):
+    return _squeeze(data, axes)
+
+
+@kernel("Squeeze", since=13)
+def squeeze(data, axes=None):
+    return _squeeze(data, axes)
+
+
+def _unsqueeze(data, axes):
+    axes = _ints(axes)
+    rank = data.ndim + len(axes)
+    inserted = sorted(_axis(a, rank) for a in axes)
+    dims = list(data.shape)
+    for a in inserted:
+        dims.insert(a, 1)
+    return data.reshape(dims)
+
+
+@kernel("Unsqueeze", since=1)
+def unsqueeze_1(data, axes):
+    return _unsqueeze(data, axes)
+
+
+@kernel("Unsqueeze", since=13)
+def unsqueeze(data, axes):
+    return _unsqueeze(data, axes)
+
+
+@kernel("Expand", since=8)
+def expand(data, shape):
+    out_shape = np.broadcast_shapes(data.shape, tuple(_ints(shape)))
+    return np.array(np.broadcast_to(data, out_shape))
+
+
+@kernel("Transpose", since=1)
+def transpose(data, perm=None):
+    return np.ascontiguousarray(np.transpose(data, perm if perm else None))
+
+
+# --- Concat, Split, Slice -------------------------------------------------------------------
+
+@kernel("Concat", since=1)
+def concat(*inputs, axis=1):
+    arrays = [np.asarray(x) for x in inputs]
+    return np.concatenate(arrays, axis=_axis(axis, arrays[0].ndim))
+
+
+def _split(data, num_outputs, axis, split=None):
+    axis = _axis(axis, data.ndim)
+    dim = data.shape[axis]
+    if split is None or len(np.asarray(split).reshape(-1)) == 0:
+        # equal parts; when the dimension is not divisible the last chunk is smaller (Split-18)
+        chunk = -(-dim // num_outputs)
+        split = [min(chunk, max(dim - i * chunk, 0)) for i in range(num_outputs)]
+    offsets = np.cumsum([0] + _ints(split))
+    index = [slice(None)] * data.ndim
+    outs = []
+    for begin, end in zip(offsets[:-1], offsets[1:]):
+        index[axis] = slice(int(begin), int(end))
+        outs.append(data[tuple(index)].copy())
+    return tuple(outs)
+
+
+@kernel("Split", since=1, context=True)
+def split_1(ctx, data, split_input=None, axis=0, split=None):
+    # Split-1 accepted the sizes either as a second input or as an attribute
+    return _split(data, ctx.num_outputs, axis, split_input if split_input is not None else split)
+
+
+@kernel("Split", since=2, context=True)
+def split_2(ctx, data, axis=0, split=None):
+    return _split(data, ctx.num_outputs, axis, split)
+
+
+@kernel("Split", since=13, context=True)
+def split_13(ctx, data, split=None, axis=0, num_outputs=None):
+    return _split(data, num_outputs or ctx.num_outputs, axis, split)
+
+
+def _slice(data, starts, ends, axes=None, steps=None):
+    starts, ends = _ints(starts), _ints(ends)
+    axes = list(range(len(starts))) if axes is None or len(np.asarray(axes)) == 0 else _ints(axes)
+    steps = [1] * len(starts) if steps is None or len(np.asarray(steps)) == 0 else _ints(steps)
+    index = [slice(None)] * data.ndim
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        axis = _axis(axis, data.ndim)
+        dim = data.shape[axis]
+        start = start + dim if start < 0 else start
+        end = end + dim if end < 0 else end
+        if step > 0:
+            start, end = min(max(start, 0), dim), min(max(end, 0), dim)
+        else:
+            # with a negative step, clamping to -1 means "through index 0", which a Python slice
+            # can only express with None (a literal -1 would wrap to the last element)
+            start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
+            end = None if end < 0 else end
+        index[axis] = slice(start, end, step)
+    return data[tuple(index)].copy()
+
+
+@kernel("Slice", since=1)
+def slice_1(data, starts, ends, axes=None):
+    return _slice(data, starts, ends, axes)
+
+
+@kernel("Slice", since=10)
+def slice_10(data, starts, ends, axes=None, steps=None):
+    return _slice(data, starts, ends, axes, steps)
+
+
+# --- Tile, Pad, CenterCropPad ----------------------------------------------------------------
+
+@kernel("Tile", since=1)
+def tile_1(data, tiles, axis):
+    # Tile-1 repeated the whole tensor `tiles` times along one axis
+    reps = [1] * data.ndim
+    reps[_axis(int(np.asarray(axis).reshape(-1)[0]), data.ndim)] = int(np.asarray(tiles).reshape(-1)[0])
+    return np.tile(data, reps)
+
+
+@kernel("Tile", since=6)
+def tile(data, repeats):
+    return np.tile(data, _ints(repeats))
+
+
+_NP_PAD_MODE = {"constant": "constant", "reflect": "reflect", "edge": "edge", "wrap": "wrap"}
+
+
+def _pad(data, pads, mode="constant", value=None, axes=None):
+    pads = _ints(pads)
+    rank = data.ndim
+    axes = list(range(rank)) if axes is None or len(np.asarray(axes)) == 0 else \
+        [_axis(a, rank) for a in _ints(axes)]
+    n = len(axes)
+    before, after = [0] * rank, [0] * rank
+    for i, a in enumerate(axes):
+        before[a], after[a] = pads[i], pads[i + n]
+    # negative pads remove elements: crop first, then pad with what remains positive
+    crop = tuple(slice(-b if b < 0 else 0, data.shape[a] + e if e < 0 else None)
+                 for a, (b, e) in enumerate(zip(before, after)))
+    data = data[crop]
+    widths = [(max(b, 0), max(e, 0)) for b, e in zip(before, after)]
+    if mode == "constant":
+        fill = np.zeros((), data.dtype) if value is None else np.asarray(value).reshape(-1)
+        fill = fill.reshape(-1)[0] if fill.size else np.zeros((), data.dtype)
+        if data.dtype == object and value is None:
+            fill = ""
+        out = np.empty([d + b + e for d, (b, e) in zip(data.shape, widths)], dtype=data.dtype)
+        out[...] = fill
+        out[tuple(slice(b, b + d) for d, (b, _) in zip(data.shape, widths))] = data
+        return out
+    if mode not in _NP_PAD_MODE:
+        raise ValueError(f"unsupported Pad mode {mode!r}")
+    return np.pad(data, widths, mode=_NP_PAD_MODE[mode])
+
+
+@kernel("Pad", since=1)
+def pad_1(data, paddings=(), mode="constant", value=0.0):
+    return _pad(data, paddings, mode, np.array(value, data.dtype) if data.dtype != object else None)
+
+
+@kernel("Pad", since=2)
+def pad_2(data, pads=(), mode="constant", value=0.0):
+    return _pad(data, pads, mode, np.array(value, data.dtype) if data.dtype != object else None)
+
+
+@kernel("Pad", since=11)
+def pad_11(data, pads, constant_value=None, axes=None, mode="constant"):
+    return _pad(data, pads, mode, constant_value, axes)
+
+
+@kernel("CenterCropPad", since=18)
+def center_crop_pad(data, shape, axes=None):
+    shape = _ints(shape)
+    axes = list(range(data.ndim)) if not axes else [_axis(a, data.ndim) for a in axes]
+    out_shape = list(data.shape)
+    src = [slice(None)] * data.ndim
+    dst = [slice(None)] * data.ndim
+    for a, target in zip(axes, shape):
+        dim = data.shape[a]
+        out_shape[a] = target
+        if dim > target:  # crop: the window start rounds down
+            begin = (dim - target) // 2
+            src[a] = slice(begin, begin + target)
+        elif dim < target:  # pad: the odd extra pixel goes to the right side
+            begin = (target - dim) // 2
+            dst[a] = slice(begin, begin + dim)
+    out = np.zeros(out_shape, dtype=data.dtype)
+    out[tuple(dst)] = data[tuple(src)]
+    return out
+
+
+# --- DepthToSpace, SpaceToDepth --------------------------------------------------------------
+
+@kernel("DepthToSpace", since=1)
+def depth_to_space(data, blocksize, mode="DCR"):
+    n, c, h, w = data.shape
+    b = blocksize
+    if mode == "DCR":
+        tmp = data.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    else:
+        tmp = data.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+    return np.ascontiguousarray(tmp).reshape(n, c // (b * b), h * b, w * b)
+
+
+@kernel("SpaceToDepth", since=1)
+def space_to_depth(data, blocksize, mode="DCR"):
+    n, c, h, w = data.shape
+    b = blocksize
+    tmp = data.reshape(n, c, h // b, b, w // b, b)
+    # DCR puts the block offsets outermost in the new depth, CRD puts the channel outermost
+    tmp = tmp.transpose(0, 3, 5, 1, 2, 4) if mode == "DCR" else tmp.transpose(0, 1, 3, 5, 2, 4)
+    return np.ascontiguousarray(tmp).reshape(n, c * b * b, h // b, w // b)
+
+
+# --- Constant generators: ConstantOfShape, EyeLike, Range, Trilu -----------------------------
+
+@kernel("ConstantOfShape", since=9)
+def constant_of_shape(shape, value=None):
+    value = np.zeros(1, np.float32) if value is None else np.asarray(value)
+    return np.full(_ints(shape), value.reshape(-1)[0], dtype=value.dtype)
+
+
+@kernel("EyeLike", since=9)
+def eye_like(data, dtype=None, k=0):
+    np_type = data.dtype if dtype is None else dtypes.np_dtype(dtype)
+    rows, cols = data.shape
+    return np.eye(rows, cols, k=k, dtype=np_type)
+
+
+@kernel("Range", since=11)
+def range_(start, limit, delta, stash_type=1):
+    out_type = np.asarray(start).dtype
+    low_precision = out_type in (np.float16, dtypes.from_name("bfloat16").np)
+    # stash_type=1 (float) computes float16/bfloat16 ranges in float32; otherwise in the type itself
+    work = np.float32 if low_precision and stash_type == 1 else out_type
+    s, l, d = (np.asarray(v).astype(work) for v in (start, limit, delta))
+    if out_type.kind in "iu":
+        count = max(-(-(int(l) - int(s)) // int(d)), 0)
+    else:
+        count = max(math.ceil((float(l) - float(s)) / float(d)), 0)
+    out = s + np.arange(count).astype(work) * d
+    return out.astype(out_type)
+
+
+@kernel("Trilu", since=14)
+def trilu(data, k=None, upper=1):
+    k = 0 if k is None else int(np.asarray(k))
+    return np.triu(data, k) if upper else np.tril(data, k)
+
+
+# --- ReverseSequence, Compress, NonZero, Unique, TopK, OneHot --------------------------------
+
+@kernel("ReverseSequence", since=10)
+def reverse_sequence(data, sequence_lens, batch_axis=1, time_axis=0):
+    x = np.moveaxis(data, (batch_axis, time_axis), (0, 1))
+    batch, steps = x.shape[:2]
+    t = np.arange(steps)[None, :]
+    lens = np.asarray(sequence_lens, dtype=np.int64)[:, None]
+    # the first lens[b] steps are read backwards, the rest stays in place
+    source = np.where(t < lens, lens - 1 - t, t)
+    out = x[np.arange(batch)[:, None], source]
+    return np.ascontiguousarray(np.moveaxis(out, (0, 1), (batch_axis, time_axis)))
+
+
+@kernel("Compress", since=9)
+def compress(data, condition, axis=None):
+    cond = np.asarray(condition, dtype=bool).reshape(-1)
+    if axis is None:
+        return np.compress(cond, data.reshape(-1))
+    return np.compress(cond, data, axis=_axis(axis, data.ndim))
+
+
+@kernel("NonZero", since=9)
+def non_zero(data):
+    if data.ndim == 0:
+        return np.zeros((0, int(bool(data))), dtype=np.int64)
+    return np.array(np.nonzero(data), dtype=np.int64).reshape(data.ndim, -1)
+
+
+@kernel("Unique", since=11)
+def unique(data, axis=None, sorted=1):
+    flat = data.reshape(-1) if axis is None else data
+    axis_n = None if axis is None else _axis(axis, data.ndim)
+    values, first, inverse, counts = np.unique(flat, return_index=True, return_inverse=True,
+                                               return_counts=True, axis=axis_n)
+    inverse = inverse.reshape(-1)
+    if not sorted:
+        # reorder the (sorted) uniques by first occurrence and remap the inverse indices
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        values = np.take(values, order, axis=0 if axis_n is None else axis_n)
+        first, counts, inverse = first[order], counts[order], rank[inverse]
+    i64 = np.int64
+    return values, first.astype(i64), inverse.astype(i64), counts.astype(i64)
+
+
+def _top_k(x, k, axis, largest, sorted_):
+    axis = _axis(axis, x.ndim)
+    k = int(np.asarray(k).reshape(-1)[0])
+    n = x.shape[axis]
+    if largest:
+        # stable ascending sort of the reversed axis, read backwards: descending values with ties
+        # broken by the lower original index first, without negating (which breaks unsigned ints)
+        order = np.argsort(np.flip(x, axis), axis=axis, kind="stable")
+        order = (n - 1) - np.flip(order, axis)
+    else:
+        order = np.argsort(x, axis=axis, kind="stable")
+    index = np.take(order, np.arange(k), axis=axis)
+    return np.take_along_axis(x, index, axis=axis), index.astype(np.int64)
+
+
+@kernel("TopK", since=1)
+def top_k_1(x, axis=-1, k=None):
+    return _top_k(x, k, axis, True, True)
+
+
+@kernel("TopK", since=10)
+def top_k(x, k, axis=-1, largest=1, sorted=1):
+    return _top_k(x, k, axis, largest, sorted)
+
+
+@kernel("OneHot", since=9)
+def one_hot(indices, depth, values, axis=-1):
+    depth = int(np.asarray(depth).reshape(-1)[0])
+    idx = np.asarray(indices).astype(np.int64)
+    idx = np.where(idx < 0, idx + depth, idx)
+    rank = idx.ndim + 1
+    axis = _axis(axis, rank)
+    classes = np.arange(depth).reshape([depth] + [1] * (rank - 1 - axis))
+    # out-of-range indices match no class, so their row is all "off"
+    hot = np.expand_dims(idx, axis) == classes
+    off, on = np.asarray(values).reshape(-1)[:2]
+    return np.where(hot, on, off).astype(np.asarray(values).dtype)
