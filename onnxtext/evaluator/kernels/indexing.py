@@ -1,0 +1,108 @@
+"""Indexing kernels: Gather, GatherElements, GatherND, Scatter, ScatterElements, ScatterND, TensorScatter.
+
+Scatter reductions use numpy's unbuffered ``ufunc.at`` so that duplicate indices accumulate (a plain
+fancy-index assignment would keep only one of them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import kernel
+
+_REDUCTIONS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def _axis(axis: int, rank: int) -> int:
+    return axis + rank if axis < 0 else axis
+
+
+def _wrap_negative(indices, dim):
+    indices = np.asarray(indices).astype(np.int64)
+    return np.where(indices < 0, indices + dim, indices)
+
+
+@kernel("Gather", since=1)
+def gather(data, indices, axis=0):
+    axis = _axis(axis, data.ndim)
+    return np.take(data, _wrap_negative(indices, data.shape[axis]), axis=axis)
+
+
+@kernel("GatherElements", since=11)
+def gather_elements(data, indices, axis=0):
+    axis = _axis(axis, data.ndim)
+    return np.take_along_axis(data, _wrap_negative(indices, data.shape[axis]), axis=axis)
+
+
+@kernel("GatherND", since=11)
+def gather_nd(data, indices, batch_dims=0):
+    indices = np.asarray(indices).astype(np.int64)
+    batch_shape = data.shape[:batch_dims]
+    batch = int(np.prod(batch_shape, dtype=np.int64))
+    k = indices.shape[-1]
+    flat_data = data.reshape((batch,) + data.shape[batch_dims:])
+    flat_idx = indices.reshape(batch, -1, k)
+    dims = np.array(data.shape[batch_dims:batch_dims + k], dtype=np.int64)
+    flat_idx = np.where(flat_idx < 0, flat_idx + dims, flat_idx)
+    # one advanced index per indexed axis, plus the batch position broadcast against them
+    picked = flat_data[(np.arange(batch)[:, None],) + tuple(flat_idx[..., i] for i in range(k))]
+    out_shape = batch_shape + indices.shape[batch_dims:-1] + data.shape[batch_dims + k:]
+    return picked.reshape(out_shape)
+
+
+def _scatter_elements(data, indices, updates, axis, reduction="none"):
+    out = np.array(data, copy=True)
+    axis = _axis(axis, data.ndim)
+    indices = _wrap_negative(indices, data.shape[axis])
+    # the full coordinate of every update: its own position, except along `axis`
+    coords = list(np.indices(indices.shape, sparse=True))
+    coords[axis] = indices
+    coords = tuple(coords)
+    if reduction == "none":
+        out[coords] = updates
+    else:
+        _REDUCTIONS[reduction].at(out, coords, updates)
+    return out
+
+
+@kernel("Scatter", since=9)
+def scatter(data, indices, updates, axis=0):
+    return _scatter_elements(data, indices, updates, axis)
+
+
+@kernel("ScatterElements", since=11)
+def scatter_elements(data, indices, updates, axis=0, reduction="none"):
+    return _scatter_elements(data, indices, updates, axis, reduction)
+
+
+@kernel("ScatterND", since=11)
+def scatter_nd(data, indices, updates, reduction="none"):
+    out = np.array(data, copy=True)
+    indices = np.asarray(indices).astype(np.int64)
+    k = indices.shape[-1]
+    dims = np.array(data.shape[:k], dtype=np.int64)
+    indices = np.where(indices < 0, indices + dims, indices)
+    coords = tuple(indices[..., i] for i in range(k))
+    if reduction == "none":
+        out[coords] = updates
+    else:
+        _REDUCTIONS[reduction].at(out, coords, updates)
+    return out
+
+
+@kernel("TensorScatter", since=24)
+def tensor_scatter(past_cache, update, write_indices=None, axis=-2, mode="linear"):
+    axis = _axis(axis, past_cache.ndim)
+    batch, seq, max_seq = update.shape[0], update.shape[axis], past_cache.shape[axis]
+    starts = np.zeros(batch, np.int64) if write_indices is None else \
+        np.asarray(write_indices, dtype=np.int64).reshape(batch)
+    # cache position of every update step, per batch entry: shape (batch, seq)
+    positions = starts[:, None] + np.arange(seq)[None, :]
+    if mode == "circular":
+        positions %= max_seq
+    shape = [1] * update.ndim
+    shape[0], shape[axis] = batch, seq
+    positions = np.broadcast_to(positions.reshape(shape), update.shape)
+    out = np.array(past_cache, copy=True)
+    np.put_along_axis(out, positions, update, axis=axis)
+    return out
