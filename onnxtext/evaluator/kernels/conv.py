@@ -1,0 +1,405 @@
+"""Convolution kernels: Conv, ConvTranspose, ConvInteger, QLinearConv, DeformConv, Col2Im, CausalConvWithState.
+
+Speed matters here (the CNN benchmarks spend most of their time in Conv), so the layout is fixed:
+
+* a convolution is im2col + ONE batched matmul over the groups: the columns are an ``as_strided``
+  view of the zero-padded input, shaped (N, group, C/group, *kernel, *out), copied once by a reshape
+  into (N, group, C/group * K, P) and multiplied by the weights seen as (group, M/group, C/group * K).
+  The copy reads the input contiguously along the last output axis, and the product lands directly
+  in NCHW order, so no transposes follow;
+* a 1x1 convolution without padding skips im2col: the input itself is the column matrix;
+* a depthwise convolution (one input channel per group) is a multiply-add per kernel tap over
+  strided views, which beats a matmul made of thousands of 1-row products;
+* the transposed direction (ConvTranspose, Col2Im) is one matmul followed by a scatter-add per tap.
+
+Half precision inputs are computed in float32 (numpy has no half-precision BLAS) and cast back;
+integer convolutions are computed in float64, which is exact for any realistic accumulation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..registry import kernel
+
+# ---------------------------------------------------------------------------------------- geometry
+
+
+def spatial_geometry(in_shape, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode=False):
+    """Padding and output size of a sliding window along each spatial axis.
+
+    Returns ``(pads_begin, pads_end, out_shape)`` following the Conv/pooling rules: ``auto_pad``
+    SAME_UPPER/SAME_LOWER give ``ceil(in / stride)`` outputs with the padding split evenly (the odd
+    element at the end for UPPER, at the beginning for LOWER), VALID means no padding, NOTSET uses
+    ``pads``. With ``ceil_mode`` a window that would start in the end padding is dropped.
+    """
+    nd = len(in_shape)
+    strides = list(strides) if strides else [1] * nd
+    dilations = list(dilations) if dilations else [1] * nd
+    extents = [(k - 1) * d + 1 for k, d in zip(kernel_shape, dilations)]
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        out = [-(-i // s) for i, s in zip(in_shape, strides)]
+        total = [max(0, (o - 1) * s + e - i) for o, s, e, i in zip(out, strides, extents, in_shape)]
+        small = [t // 2 for t in total]
+        if auto_pad == "SAME_UPPER":
+            return small, [t - h for t, h in zip(total, small)], out
+        return [t - h for t, h in zip(total, small)], small, out
+    if auto_pad == "VALID":
+        begin = end = [0] * nd
+    else:
+        pads = list(pads) if pads else [0] * (2 * nd)
+        begin, end = pads[:nd], pads[nd:]
+    out = []
+    for i, b, e, ext, s in zip(in_shape, begin, end, extents, strides):
+        span = i + b + e - ext
+        if ceil_mode:
+            o = -(-span // s) + 1
+            if (o - 1) * s >= i + b:  # the last window would start in the end padding
+                o -= 1
+        else:
+            o = span // s + 1
+        out.append(max(o, 0))
+    return list(begin), list(end), out
+
+
+def pad_input(x, pads_begin, pads_end, value=0):
+    """``x`` padded on its trailing spatial axes (a fresh array, or ``x`` itself when no padding)."""
+    if not any(pads_begin) and not any(pads_end):
+        return x
+    nd = len(pads_begin)
+    lead = x.shape[: x.ndim - nd]
+    shape = lead + tuple(d + b + e for d, b, e in zip(x.shape[-nd:], pads_begin, pads_end))
+    out = np.full(shape, value, dtype=x.dtype) if value != 0 else np.zeros(shape, dtype=x.dtype)
+    out[(Ellipsis,) + tuple(slice(b, b + d) for b, d in zip(pads_begin, x.shape[-nd:]))] = x
+    return out
+
+
+def window_view(xp, kernel_shape, strides, dilations, out_shape, split=None):
+    """Strided view of a padded (N, C, *S) array as (N, C, *kernel, *out) without copying.
+
+    ``split=(group, channels_per_group)`` views the channel axis as two axes (group, C/group).
+    """
+    nd = len(kernel_shape)
+    st = xp.strides
+    lead_shape, lead_strides = xp.shape[:2], st[:2]
+    if split is not None:
+        lead_shape = (xp.shape[0],) + tuple(split)
+        lead_strides = (st[0], st[1] * split[1], st[1])
+    spatial = st[2:]
+    shape = lead_shape + tuple(kernel_shape) + tuple(out_shape)
+    strides_ = lead_strides + tuple(s * d for s, d in zip(spatial, dilations)) + \
+        tuple(s * t for s, t in zip(spatial, strides))
+    assert len(shape) == len(lead_shape) + 2 * nd
+    return as_strided(xp, shape, strides_, writeable=False)
+
+
+def _compute_dtype(dtype):
+    """The dtype the arithmetic runs in: float32 for half types, the dtype itself otherwise."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float64 or dtype == np.float32:
+        return dtype
+    return np.dtype(np.float32)
+
+
+# ------------------------------------------------------------------------------------------- Conv
+
+
+def conv_core(x, w, group, strides, dilations, pads_begin, pads_end, out_shape):
+    """Grouped N-D convolution of x (N, C, *S) by w (M, C/group, *K) without bias; dtype of x."""
+    n, c = x.shape[:2]
+    m = w.shape[0]
+    kshape = w.shape[2:]
+    nd = len(kshape)
+    cg, mg = c // group, m // group
+    k_size = math.prod(kshape)
+    p_size = math.prod(out_shape)
+    no_pad = not any(pads_begin) and not any(pads_end)
+    if k_size == 1 and no_pad:
+        # 1x1 convolution: the (strided) input is already the column matrix
+        xs = x[(Ellipsis,) + tuple(slice(0, o * s, s) for o, s in zip(out_shape, strides))]
+        cols = xs.reshape(n, group, cg, p_size)
+        y = np.matmul(w.reshape(group, mg, cg), cols)
+        return y.reshape((n, m) + tuple(out_shape))
+    xp = pad_input(x, pads_begin, pads_end)
+    if cg == 1 and group > 1:
+        return _depthwise(xp, w, group, strides, dilations, out_shape)
+    win = window_view(xp, kshape, strides, dilations, out_shape, split=(group, cg))
+    cols = win.reshape(n, group, cg * k_size, p_size)  # the one im2col copy
+    y = np.matmul(w.reshape(group, mg, cg * k_size), cols)
+    return y.reshape((n, m) + tuple(out_shape))
+
+
+def _depthwise(xp, w, group, strides, dilations, out_shape):
+    """Convolution with one input channel per group: a multiply-add per kernel tap."""
+    n = xp.shape[0]
+    m = w.shape[0]
+    mg = m // group
+    kshape = w.shape[2:]
+    win = window_view(xp, kshape, strides, dilations, out_shape)  # (N, G, *K, *O)
+    wk = w.reshape(group, mg, -1)
+    y = np.zeros((n, group, mg) + tuple(out_shape), dtype=xp.dtype)
+    tmp = np.empty_like(y)
+    expand = (slice(None), slice(None)) + (None,) * len(out_shape)
+    for t, tap in enumerate(np.ndindex(*kshape)):
+        view = win[(slice(None), slice(None)) + tap][:, :, None]  # (N, G, 1, *O)
+        np.multiply(view, wk[:, :, t][expand], out=tmp)
+        y += tmp
+    return y.reshape((n, m) + tuple(out_shape))
+
+
+def _conv_geometry(x, w, kernel_shape, strides, dilations, pads, auto_pad):
+    nd = x.ndim - 2
+    kshape = list(w.shape[2:])
+    strides = list(strides) if strides else [1] * nd
+    dilations = list(dilations) if dilations else [1] * nd
+    pb, pe, out = spatial_geometry(x.shape[2:], kshape, strides, dilations, pads, auto_pad)
+    return strides, dilations, pb, pe, out
+
+
+def _conv_float(X, W, B, auto_pad, dilations, group, kernel_shape, pads, strides):
+    ct = _compute_dtype(X.dtype)
+    x = X.astype(ct, copy=False)
+    w = W.astype(ct, copy=False)
+    strides, dilations, pb, pe, out = _conv_geometry(x, w, kernel_shape, strides, dilations, pads, auto_pad)
+    y = conv_core(x, w, group, strides, dilations, pb, pe, out)
+    if B is not None:
+        y += B.astype(ct, copy=False).reshape((-1,) + (1,) * len(out))
+    return y.astype(X.dtype, copy=False)
+
+
+@kernel("Conv", since=1)
+def conv(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None,
+         strides=None):
+    return _conv_float(X, W, B, auto_pad, dilations, group, kernel_shape, pads, strides)
+
+
+def _integer_conv(x, x_zero_point, w, w_zero_point, auto_pad, dilations, group, kernel_shape, pads, strides):
+    """Exact integer convolution (float64 accumulation) of zero-point-shifted x and w."""
+    xf = x.astype(np.float64)
+    if x_zero_point is not None:
+        xf -= np.float64(np.asarray(x_zero_point).reshape(-1)[0])
+    wf = w.astype(np.float64)
+    if w_zero_point is not None:
+        wz = np.asarray(w_zero_point, dtype=np.float64)
+        wf -= wz.reshape((-1,) + (1,) * (w.ndim - 1)) if wz.size > 1 else wz.reshape(())
+    strides, dilations, pb, pe, out = _conv_geometry(xf, wf, kernel_shape, strides, dilations, pads, auto_pad)
+    # padding with 0 after the shift is padding with the zero point before it
+    return conv_core(xf, wf, group, strides, dilations, pb, pe, out)
+
+
+@kernel("ConvInteger", since=10)
+def conv_integer(x, w, x_zero_point=None, w_zero_point=None, *, auto_pad="NOTSET", dilations=None, group=1,
+                 kernel_shape=None, pads=None, strides=None):
+    acc = _integer_conv(x, x_zero_point, w, w_zero_point, auto_pad, dilations, group, kernel_shape, pads,
+                        strides)
+    return acc.astype(np.int32)
+
+
+@kernel("QLinearConv", since=10)
+def qlinear_conv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B=None, *,
+                 auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None, strides=None):
+    acc = _integer_conv(x, x_zero_point, w, w_zero_point, auto_pad, dilations, group, kernel_shape, pads,
+                        strides)
+    spatial = (1,) * (acc.ndim - 2)
+    if B is not None:
+        acc += B.astype(np.float64).reshape((-1,) + spatial)
+    # the requantization multiplier is formed in float32 like the scales themselves
+    w_scale = np.asarray(w_scale, dtype=np.float32)
+    multiplier = (np.float32(np.asarray(x_scale).reshape(-1)[0]) * w_scale /
+                  np.float32(np.asarray(y_scale).reshape(-1)[0])).astype(np.float64)
+    multiplier = multiplier.reshape((-1,) + spatial) if multiplier.size > 1 else multiplier.reshape(())
+    y = np.rint(acc * multiplier) + np.float64(np.asarray(y_zero_point).reshape(-1)[0])
+    info = np.iinfo(y_zero_point.dtype)
+    return np.clip(y, info.min, info.max).astype(y_zero_point.dtype)
+
+
+# ---------------------------------------------------------------------------------- ConvTranspose
+
+
+def scatter_taps(cols, kernel_shape, strides, dilations, full_shape):
+    """Sum of the tap planes of cols (N, M, *K, *I) placed at ``k * dilation + i * stride``.
+
+    This is the adjoint of the im2col view; the result has shape (N, M, *full_shape).
+    """
+    n, m = cols.shape[:2]
+    in_shape = cols.shape[2 + len(kernel_shape):]
+    full = np.zeros((n, m) + tuple(full_shape), dtype=cols.dtype)
+    for tap in np.ndindex(*kernel_shape):
+        dest = tuple(slice(k * d, k * d + (i - 1) * s + 1, s)
+                     for k, d, i, s in zip(tap, dilations, in_shape, strides))
+        full[(slice(None), slice(None)) + dest] += cols[(slice(None), slice(None)) + tap]
+    return full
+
+
+def crop_spatial(full, begin, out_shape):
+    """``full[..., begin:begin+out]`` on the spatial axes, zero-filled where that leaves ``full``."""
+    nd = len(out_shape)
+    fs = full.shape[-nd:]
+    if all(b >= 0 and b + o <= f for b, o, f in zip(begin, out_shape, fs)):
+        return full[(Ellipsis,) + tuple(slice(b, b + o) for b, o in zip(begin, out_shape))]
+    out = np.zeros(full.shape[:-nd] + tuple(out_shape), dtype=full.dtype)
+    src, dst = [], []
+    for b, o, f in zip(begin, out_shape, fs):
+        lo, hi = max(b, 0), min(b + o, f)
+        if hi <= lo:
+            return out
+        src.append(slice(lo, hi))
+        dst.append(slice(lo - b, hi - b))
+    out[(Ellipsis,) + tuple(dst)] = full[(Ellipsis,) + tuple(src)]
+    return out
+
+
+def _conv_transpose_geometry(in_shape, kshape, strides, dilations, pads, output_padding, output_shape, auto_pad):
+    nd = len(in_shape)
+    extents = [(k - 1) * d + 1 for k, d in zip(kshape, dilations)]
+    full = [s * (i - 1) + op + e for s, i, op, e in zip(strides, in_shape, output_padding, extents)]
+    if output_shape or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        out = list(output_shape)[-nd:] if output_shape else [i * s for i, s in zip(in_shape, strides)]
+        total = [f - o for f, o in zip(full, out)]
+        if auto_pad == "SAME_UPPER":
+            begin = [t // 2 for t in total]
+        else:
+            begin = [t - t // 2 for t in total]
+        return begin, out, full
+    if auto_pad == "VALID" or not pads:
+        return [0] * nd, full, full
+    begin, end = list(pads[:nd]), list(pads[nd:])
+    return begin, [f - b - e for f, b, e in zip(full, begin, end)], full
+
+
+@kernel("ConvTranspose", since=1)
+def conv_transpose(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
+                   output_padding=None, output_shape=None, pads=None, strides=None):
+    ct = _compute_dtype(X.dtype)
+    x = X.astype(ct, copy=False)
+    w = W.astype(ct, copy=False)
+    nd = x.ndim - 2
+    n, c = x.shape[:2]
+    in_shape = x.shape[2:]
+    kshape = w.shape[2:]
+    strides = list(strides) if strides else [1] * nd
+    dilations = list(dilations) if dilations else [1] * nd
+    output_padding = list(output_padding) if output_padding else [0] * nd
+    begin, out, full_shape = _conv_transpose_geometry(in_shape, kshape, strides, dilations, pads, output_padding,
+                                                      output_shape, auto_pad)
+    cg, mg = c // group, w.shape[1]
+    k_size, p_size = math.prod(kshape), math.prod(in_shape)
+    # cols[n, g] = W[g]^T (mg*K, cg) @ X[n, g] (cg, P): one batched matmul
+    wt = w.reshape(group, cg, mg * k_size).transpose(0, 2, 1)
+    cols = np.matmul(wt, x.reshape(n, group, cg, p_size))
+    cols = cols.reshape((n, group * mg) + tuple(kshape) + tuple(in_shape))
+    y = crop_spatial(scatter_taps(cols, kshape, strides, dilations, full_shape), begin, out)
+    if B is not None:
+        y = y + B.astype(ct, copy=False).reshape((-1,) + (1,) * nd)
+    return np.ascontiguousarray(y).astype(X.dtype, copy=False)
+
+
+@kernel("Col2Im", since=18)
+def col2im(input, image_shape, block_shape, *, dilations=None, pads=None, strides=None):
+    image_shape = [int(v) for v in image_shape]
+    block_shape = [int(v) for v in block_shape]
+    nd = len(image_shape)
+    strides = list(strides) if strides else [1] * nd
+    dilations = list(dilations) if dilations else [1] * nd
+    pads = list(pads) if pads else [0] * (2 * nd)
+    begin, end = pads[:nd], pads[nd:]
+    padded = [i + b + e for i, b, e in zip(image_shape, begin, end)]
+    blocks = [(p - ((k - 1) * d + 1)) // s + 1 for p, k, d, s in zip(padded, block_shape, dilations, strides)]
+    n = input.shape[0]
+    c = input.shape[1] // math.prod(block_shape)
+    cols = input.reshape((n, c) + tuple(block_shape) + tuple(blocks))
+    full = scatter_taps(cols, block_shape, strides, dilations, padded)
+    return np.ascontiguousarray(crop_spatial(full, begin, image_shape))
+
+
+# ------------------------------------------------------------------------------------- DeformConv
+
+
+def _deform_columns(x, offset, mask, kshape, strides, dilations, pads_begin, out_shape, offset_group):
+    """Bilinearly sampled columns (N, C, K, P) at the offset kernel positions (zero outside x)."""
+    n, c = x.shape[:2]
+    spatial = x.shape[2:]
+    nd = len(spatial)
+    k_size, p_size = math.prod(kshape), math.prod(out_shape)
+    cpg = c // offset_group
+    off = offset.reshape((n, offset_group, k_size, nd, p_size)).astype(x.dtype, copy=False)
+    # base sampling position of (tap, output) along each axis, without offsets
+    taps = np.array(list(np.ndindex(*kshape)), dtype=x.dtype).reshape(k_size, nd)
+    grid = np.stack([g.reshape(-1) for g in np.meshgrid(*[np.arange(o) for o in out_shape], indexing="ij")],
+                    axis=-1).astype(x.dtype) if out_shape else np.zeros((1, 0), x.dtype)
+    base = [taps[:, i, None] * dilations[i] + grid[None, :, i] * strides[i] - pads_begin[i] for i in range(nd)]
+    pos = [base[i] + off[:, :, :, i] for i in range(nd)]  # each (N, OG, K, P)
+    low = [np.floor(p) for p in pos]
+    frac = [p - lo for p, lo in zip(pos, low)]
+    xr = x.reshape(n, offset_group, cpg, -1)
+    weight_all = mask.reshape(n, offset_group, k_size, p_size).astype(x.dtype) if mask is not None else None
+    cols = np.zeros((n, offset_group, cpg, k_size * p_size), dtype=x.dtype)
+    for corner in np.ndindex(*([2] * nd)):
+        flat = np.zeros((n, offset_group, k_size, p_size), dtype=np.int64)
+        weight = np.ones((n, offset_group, k_size, p_size), dtype=x.dtype)
+        valid = np.ones((n, offset_group, k_size, p_size), dtype=bool)
+        for i, up in enumerate(corner):
+            idx = low[i] + up
+            weight *= frac[i] if up else 1 - frac[i]
+            valid &= (idx >= 0) & (idx < spatial[i])
+            flat = flat * spatial[i] + np.clip(idx, 0, spatial[i] - 1).astype(np.int64)
+        weight *= valid
+        if weight_all is not None:
+            weight *= weight_all
+        vals = np.take_along_axis(xr, flat.reshape(n, offset_group, 1, -1), axis=3)
+        cols += vals * weight.reshape(n, offset_group, 1, -1)
+    return cols.reshape(n, c, k_size, p_size)
+
+
+@kernel("DeformConv", since=19)
+def deform_conv(X, W, offset, B=None, mask=None, *, dilations=None, group=1, kernel_shape=None,
+                offset_group=1, pads=None, strides=None):
+    ct = _compute_dtype(X.dtype)
+    x = X.astype(ct, copy=False)
+    w = W.astype(ct, copy=False)
+    nd = x.ndim - 2
+    kshape = w.shape[2:]
+    strides = list(strides) if strides else [1] * nd
+    dilations = list(dilations) if dilations else [1] * nd
+    pb, _, out = spatial_geometry(x.shape[2:], kshape, strides, dilations, pads, "NOTSET")
+    cols = _deform_columns(x, offset, mask, kshape, strides, dilations, pb, out, offset_group)
+    n, c = x.shape[:2]
+    m = w.shape[0]
+    cg = c // group
+    cols = cols.reshape(n, group, cg * math.prod(kshape), -1)
+    y = np.matmul(w.reshape(group, m // group, -1), cols).reshape((n, m) + tuple(out))
+    if B is not None:
+        y += B.astype(ct, copy=False).reshape((-1,) + (1,) * nd)
+    return y.astype(X.dtype, copy=False)
+
+
+# ---------------------------------------------------------------------------- CausalConvWithState
+
+
+@kernel("CausalConvWithState", since=27)
+def causal_conv_with_state(input, weight, bias=None, past_state=None, *, activation="none"):
+    """Depthwise causal 1-D convolution over [past_state | input]; returns (output, present_state)."""
+    ct = _compute_dtype(input.dtype)
+    x = input.astype(ct, copy=False)
+    b, c, length = x.shape
+    k = weight.shape[-1]
+    if past_state is None:
+        past = np.zeros((b, c, k - 1), dtype=ct)
+    else:
+        past = past_state.astype(ct, copy=False)
+    seq = np.concatenate([past, x], axis=2)  # (B, C, k - 1 + L)
+    wk = weight.astype(ct, copy=False).reshape(c, k)
+    y = np.zeros((b, c, length), dtype=ct)
+    for j in range(k):
+        y += seq[:, :, j:j + length] * wk[:, j, None]
+    if bias is not None:
+        y += bias.astype(ct, copy=False)[:, None]
+    if activation in ("silu", "swish"):
+        y = y / (1 + np.exp(-y))
+    elif activation != "none":
+        raise ValueError(f"unknown activation {activation!r}")
+    present = seq[:, :, seq.shape[2] - (k - 1):] if k > 1 else seq[:, :, :0]
+    return y.astype(input.dtype, copy=False), np.ascontiguousarray(present).astype(input.dtype, copy=False)
