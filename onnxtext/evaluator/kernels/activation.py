@@ -1,0 +1,167 @@
+"""Activation kernels: the ReLU family, sigmoids, Gelu, Mish, Shrink, SwiGLU, and the normalizers
+Softmax, LogSoftmax and Hardmax in both of their semantics.
+
+Softmax-like ops changed meaning at opset 13: before, the input is coerced to 2-D at ``axis``
+(default 1) and normalized over all the flattened trailing dimensions together; from 13 the default
+axis is -1 and normalization is over that single axis. (Relu lives in elementwise.py.)
+
+Attributes are Python floats, which numpy treats as "weak" scalars: float32 stays float32.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import kernel
+from .elementwise import erf
+
+_ignore = np.errstate(all="ignore")
+
+
+def _sigmoid(x):
+    with np.errstate(all="ignore"):  # exp overflow for large |x| gives the right limit 0 or 1
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+@kernel("Sigmoid", since=1)
+def sigmoid(x, **_legacy):
+    return np.asarray(_sigmoid(x), dtype=x.dtype)
+
+
+@kernel("LeakyRelu", since=1)
+def leaky_relu(x, alpha=0.01, **_legacy):
+    return np.asarray(np.where(x < 0, x * alpha, x), dtype=x.dtype)
+
+
+@kernel("PRelu", since=1)
+def prelu(x, slope, **_legacy):
+    return np.asarray(np.where(x < 0, x * slope, x), dtype=x.dtype)
+
+
+@kernel("ThresholdedRelu", since=10)
+def thresholded_relu(x, alpha=1.0):
+    return np.asarray(np.where(x > alpha, x, 0), dtype=x.dtype)
+
+
+@kernel("Elu", since=1)
+def elu(x, alpha=1.0, **_legacy):
+    with np.errstate(all="ignore"):
+        return np.asarray(np.where(x > 0, x, alpha * np.expm1(x)), dtype=x.dtype)
+
+
+@kernel("Selu", since=1)
+def selu(x, alpha=1.67326, gamma=1.0507, **_legacy):
+    with np.errstate(all="ignore"):
+        return np.asarray(gamma * np.where(x > 0, x, alpha * np.expm1(x)), dtype=x.dtype)
+
+
+@kernel("Celu", since=12)
+def celu(x, alpha=1.0):
+    with np.errstate(all="ignore"):
+        return np.asarray(np.maximum(x, 0) + np.minimum(0, alpha * np.expm1(x / alpha)), dtype=x.dtype)
+
+
+@kernel("HardSigmoid", since=1)
+def hard_sigmoid(x, alpha=0.2, beta=0.5, **_legacy):
+    return np.asarray(np.clip(x * alpha + beta, 0, 1), dtype=x.dtype)
+
+
+@kernel("HardSwish", since=14)
+def hard_swish(x):
+    return np.asarray(x * np.clip(x * (1 / 6) + 0.5, 0, 1), dtype=x.dtype)
+
+
+def _softplus(x):
+    with np.errstate(all="ignore"):
+        return np.logaddexp(x, 0)  # log(1 + exp(x)) without overflow
+
+
+@kernel("Softplus", since=1)
+def softplus(x):
+    return np.asarray(_softplus(x), dtype=x.dtype)
+
+
+@kernel("Softsign", since=1)
+def softsign(x):
+    return np.asarray(x / (1 + np.abs(x)), dtype=x.dtype)
+
+
+@kernel("Mish", since=18)
+def mish(x):
+    return np.asarray(x * np.tanh(_softplus(x)), dtype=x.dtype)
+
+
+@kernel("Shrink", since=9)
+def shrink(x, bias=0.0, lambd=0.5):
+    out = np.where(x < -lambd, x + bias, np.where(x > lambd, x - bias, 0))
+    return np.asarray(out, dtype=x.dtype)
+
+
+@kernel("Gelu", since=20)
+def gelu(x, approximate="none"):
+    if approximate == "tanh":
+        inner = np.sqrt(2 / np.pi) * (x + 0.044715 * x * x * x)
+        return np.asarray(0.5 * x * (1 + np.tanh(inner)), dtype=x.dtype)
+    return np.asarray(0.5 * x * (1 + erf(x * (1 / np.sqrt(2)))), dtype=x.dtype)
+
+
+@kernel("Swish", since=24)
+def swish(x, alpha=1.0):
+    return np.asarray(x * _sigmoid(alpha * x), dtype=x.dtype)
+
+
+@kernel("SwiGLU", since=28)
+def swiglu(a, b, alpha=1.0):
+    return np.asarray(a * _sigmoid(alpha * a) * b, dtype=a.dtype)
+
+
+# ------------------------------------------------------------------------------ softmax family
+
+
+def _softmax(x, axis):
+    with np.errstate(all="ignore"):
+        shifted = x - np.max(x, axis=axis, keepdims=True)
+        e = np.exp(shifted)
+        return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _log_softmax(x, axis):
+    with np.errstate(all="ignore"):
+        shifted = x - np.max(x, axis=axis, keepdims=True)
+        return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
+def _hardmax(x, axis):
+    """One-hot of the first maximum along ``axis``."""
+    first_max = np.expand_dims(np.argmax(x, axis=axis), axis)
+    out = np.zeros_like(x)
+    np.put_along_axis(out, first_max, 1, axis=axis)
+    return out
+
+
+def _coerced_2d(fn, x, axis):
+    """Pre-13 semantics: view x as (prod(shape[:axis]), prod(shape[axis:])) and normalize rows."""
+    if x.ndim == 0:
+        return fn(x.reshape(1, 1), 1).reshape(())
+    axis = axis % x.ndim if x.ndim else 0
+    rows = int(np.prod(x.shape[:axis], dtype=np.int64))
+    flat = x.reshape(rows, -1) if x.size else x.reshape(rows, int(np.prod(x.shape[axis:], dtype=np.int64)))
+    return fn(flat, 1).reshape(x.shape)
+
+
+def _register_normalizer(op, fn):
+    def legacy(x, axis=1):
+        return np.asarray(_coerced_2d(fn, x, axis), dtype=x.dtype)
+
+    def per_axis(x, axis=-1):
+        return np.asarray(fn(x, axis), dtype=x.dtype)
+
+    legacy.__name__ = f"{fn.__name__.strip('_')}_coerced_2d"
+    per_axis.__name__ = fn.__name__.strip("_")
+    kernel(op, since=1)(legacy)
+    kernel(op, since=13)(per_axis)
+
+
+_register_normalizer("Softmax", _softmax)
+_register_normalizer("LogSoftmax", _log_softmax)
+_register_normalizer("Hardmax", _hardmax)

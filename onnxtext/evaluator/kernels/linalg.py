@@ -1,0 +1,89 @@
+"""Linear-algebra kernels: MatMul, MatMulInteger, Gemm (every version), Det, Einsum.
+
+Float products go straight to numpy's BLAS-backed ``matmul``. Integer products (MatMulInteger, and
+QLinearMatMul in quantize.py) also use BLAS, in float64: 8/16-bit products summed in float64 stay
+exact up to 2**53, far beyond any realistic inner dimension, and BLAS is much faster than numpy's
+integer matmul loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import kernel
+
+
+@kernel("MatMul", since=1)
+def mat_mul(a, b):
+    if a.dtype.kind == "V":  # ml_dtypes (bfloat16...): accumulate in float32, BLAS instead of a slow loop
+        return np.asarray(np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype))
+    return np.asarray(np.matmul(a, b))
+
+
+def integer_matmul(a, b) -> np.ndarray:
+    """Exact int32 ``a @ b`` of small-integer (already zero-point shifted) operands via float64 BLAS."""
+    out = np.matmul(a.astype(np.float64, copy=False), b.astype(np.float64, copy=False))
+    # Accumulation wraps in 32 bits per the spec; go through int64 so the wrap is two's complement.
+    return np.asarray(out.astype(np.int64).astype(np.int32))
+
+
+def _row_zero_point(a, zero_point):
+    """A zero point that is scalar, or 1-D per row of ``a`` (per-row quantization of A)."""
+    zero_point = np.asarray(zero_point).astype(np.int32)
+    if zero_point.ndim == 1 and zero_point.size > 1 and a.ndim >= 2:
+        return zero_point.reshape(-1, 1)
+    return zero_point
+
+
+@kernel("MatMulInteger", since=10)
+def mat_mul_integer(a, b, a_zero_point=None, b_zero_point=None):
+    a32 = a.astype(np.int32)
+    b32 = b.astype(np.int32)
+    if a_zero_point is not None:
+        a32 = a32 - _row_zero_point(a, a_zero_point)
+    if b_zero_point is not None:
+        b32 = b32 - np.asarray(b_zero_point).astype(np.int32)  # scalar or per column: broadcasts on N
+    return integer_matmul(a32, b32)
+
+
+def _gemm(a, b, c, alpha, beta, trans_a, trans_b):
+    if trans_a:
+        a = a.T
+    if trans_b:
+        b = b.T
+    y = np.matmul(a, b)
+    if alpha != 1.0:
+        y = np.multiply(y, alpha, dtype=y.dtype, casting="unsafe")
+    if c is not None and beta != 0.0:
+        if beta != 1.0:
+            c = np.multiply(c, beta, dtype=c.dtype, casting="unsafe")
+        y = np.add(y, c, out=y) if np.broadcast_shapes(y.shape, c.shape) == y.shape else y + c
+    return np.asarray(y)
+
+
+@kernel("Gemm", since=1)
+def gemm_legacy(a, b, c, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=0, **_legacy):
+    """Opset 1-6: C is required; ``broadcast`` only permits what numpy broadcasting does anyway."""
+    return _gemm(a, b, c, alpha, beta, transA, transB)
+
+
+@kernel("Gemm", since=7)
+def gemm(a, b, c=None, alpha=1.0, beta=1.0, transA=0, transB=0):
+    """Y = alpha * A' @ B' + beta * C, C optional (opset 11+) and unidirectionally broadcast."""
+    return _gemm(a, b, c, alpha, beta, transA, transB)
+
+
+@kernel("Det", since=11)
+def det(x):
+    return np.asarray(np.linalg.det(x)).astype(x.dtype, copy=False)
+
+
+@kernel("Einsum", since=12)
+def einsum(*inputs, equation):
+    equation = equation.replace(" ", "")
+    # Contraction order matters only with three or more operands; numpy's optimizer picks it.
+    dtype = inputs[0].dtype
+    if dtype.kind == "V":  # ml_dtypes (bfloat16, float8...): numpy's einsum has no loop for them
+        inputs = [x.astype(np.float32) for x in inputs]
+    out = np.einsum(equation, *inputs, optimize=len(inputs) > 2)
+    return np.asarray(out).astype(dtype, copy=False)
