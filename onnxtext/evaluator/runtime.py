@@ -1,7 +1,14 @@
-"""Execution of ONNX graphs with numpy kernels (first version: straight-line graphs and subgraphs).
+"""The :class:`Evaluator`: runs ONNX models with numpy kernels (or hands them to onnxruntime).
 
-An :class:`Evaluator` prepares a plan once (kernels resolved, attributes converted, schema defaults
-filled) and runs it many times. Values are numpy arrays, lists (sequences), dicts (maps) or None.
+``Evaluator(model).run(output_names, feeds) -> list`` has the call shape of onnxruntime's
+``InferenceSession.run``. The model may be a ModelProto, a path to a binary ``.onnx`` or an onnxtext
+file, or onnxtext source text. Construction prepares the plan once (see :mod:`.plan`); ``run`` checks
+the feeds against the declared input types and runs the plan.
+
+Training models (IR spec, "Training Related Information"): the state variables are the initializers
+named by the keys of ``initialization_binding`` and ``update_binding``. :meth:`Evaluator.initialize`
+runs the initialization graphs, :meth:`Evaluator.train_step` runs an algorithm graph and applies its
+update binding; inference then sees the updated values.
 """
 
 from __future__ import annotations
@@ -10,166 +17,270 @@ import os
 
 import numpy as np
 import onnx
-from onnx import AttributeProto, defs
 
-from .. import tensors
-from ..errors import EvalError
-from .registry import lookup, normalize_domain
+from .. import dtypes, tensors
+from ..errors import EvalError, ModelFileError, OnnxTextError
+from .plan import (GraphPlan, KernelContext, Preparation, attribute_value, prepare_graph,  # noqa: F401
+                   schema_defaults)
+from .registry import normalize_domain
 
-_A = AttributeProto
-
-
-def attribute_value(attr: AttributeProto, base_dir: str | None = None):
-    """Python value of an AttributeProto (see the registry's calling convention)."""
-    t = attr.type
-    if t == _A.FLOAT:
-        return attr.f
-    if t == _A.INT:
-        return attr.i
-    if t == _A.STRING:
-        return _text(attr.s)
-    if t == _A.TENSOR:
-        return tensors.to_array(attr.t, base_dir)
-    if t == _A.GRAPH:
-        return attr.g
-    if t == _A.SPARSE_TENSOR:
-        return attr.sparse_tensor
-    if t == _A.TYPE_PROTO:
-        return attr.tp
-    if t == _A.FLOATS:
-        return list(attr.floats)
-    if t == _A.INTS:
-        return list(attr.ints)
-    if t == _A.STRINGS:
-        return [_text(s) for s in attr.strings]
-    if t == _A.TENSORS:
-        return [tensors.to_array(x, base_dir) for x in attr.tensors]
-    if t == _A.GRAPHS:
-        return list(attr.graphs)
-    if t == _A.SPARSE_TENSORS:
-        return list(attr.sparse_tensors)
-    if t == _A.TYPE_PROTOS:
-        return list(attr.type_protos)
-    raise EvalError(f"attribute {attr.name!r} has no type")
+ENGINES = ("numpy", "onnxruntime")
 
 
-def _text(b: bytes):
-    try:
-        return b.decode("utf-8")
-    except UnicodeDecodeError:
-        return b
-
-
-_DEFAULTS: dict[tuple[str, str, int], dict] = {}
-
-
-def schema_defaults(op: str, domain: str, version: int) -> dict:
-    """Attribute defaults declared by the onnx.defs schema of ``domain::op`` at opset ``version``."""
-    key = (op, domain, version)
-    d = _DEFAULTS.get(key)
-    if d is None:
-        d = {}
+def load_model(model) -> tuple[onnx.ModelProto, str | None]:
+    """(ModelProto, directory for external data) from a ModelProto, bytes, a path or onnxtext text."""
+    if isinstance(model, onnx.ModelProto):
+        return model, None
+    if isinstance(model, (bytes, bytearray)):
+        m = onnx.ModelProto()
         try:
-            schema = defs.get_schema(op, version, domain)
-        except Exception:  # not a schema op (model-local function, custom domain)
-            schema = None
-        if schema is not None:
-            for name, a in schema.attributes.items():
-                if a.default_value is not None and a.default_value.type != 0:
-                    d[name] = attribute_value(a.default_value)
-        _DEFAULTS[key] = d
-    return d
+            m.ParseFromString(bytes(model))
+        except Exception as e:  # noqa: BLE001 - protobuf's DecodeError and friends
+            raise ModelFileError(f"bytes are not a binary ONNX model: {e}") from None
+        return m, None
+    if isinstance(model, os.PathLike) or (isinstance(model, str) and "\n" not in model and os.path.exists(model)):
+        path = os.fspath(model)
+        base_dir = os.path.dirname(os.path.abspath(path))
+        try:
+            data = open(path, "rb").read()
+        except OSError as e:
+            raise ModelFileError(f"{path}: cannot read: {e.strerror}") from None
+        if not path.endswith((".onnx", ".pb")):
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                text = None
+            if text is not None and "\x00" not in text:
+                return _parse_text(text), base_dir
+        m = onnx.ModelProto()
+        try:
+            m.ParseFromString(data)
+        except Exception as e:  # noqa: BLE001
+            raise ModelFileError(f"{path}: not a binary ONNX model ({e})") from None
+        return m, base_dir
+    if isinstance(model, str):
+        stripped = model.strip()
+        if "\n" not in stripped and stripped.endswith((".onnx", ".onnxtext", ".pb")):
+            raise ModelFileError(f"{model}: no such file")
+        return _parse_text(model), None
+    raise EvalError(f"cannot evaluate a {type(model).__name__}: expected a ModelProto, a path or onnxtext text")
 
 
-class KernelContext:
-    """What a ``context=True`` kernel sees: the node, its opset, and a way to run subgraphs."""
-
-    __slots__ = ("node", "opset", "evaluator", "scope", "num_outputs")
-
-    def __init__(self, node, opset, evaluator, scope):
-        self.node = node
-        self.opset = opset
-        self.evaluator = evaluator
-        self.scope = scope
-        self.num_outputs = len(node.output)
-
-    @property
-    def rng(self):
-        return self.evaluator.rng
-
-    def run_graph(self, graph, inputs, scope=None):
-        """Run a subgraph with positional ``inputs`` (outer-scope values visible); returns its outputs."""
-        return self.evaluator._run_graph(graph, list(inputs), self.scope if scope is None else scope)
+def _parse_text(text: str) -> onnx.ModelProto:
+    try:
+        from ..parser import parse_model
+    except ImportError as e:
+        raise EvalError(f"cannot read onnxtext source: the text parser is not available ({e})") from None
+    return parse_model(text)
 
 
 class Evaluator:
-    """Runs an ONNX model with numpy. ``Evaluator(model).run(output_names, feeds) -> list``."""
+    """Runs an ONNX model. ``Evaluator(model).run(output_names, feeds) -> list``.
 
-    def __init__(self, model, *, opsets: dict[str, int] | None = None, seed: int | None = None):
-        base_dir = None
-        if isinstance(model, (str, os.PathLike)) and not str(model).lstrip().startswith(("<", "{")) and \
-                os.path.exists(model):
-            base_dir = os.path.dirname(os.path.abspath(model))
-            model = onnx.load(str(model), load_external_data=False)
-        self.model = model
-        self.base_dir = base_dir
-        self.opsets = {normalize_domain(o.domain): o.version for o in model.opset_import}
+    ``opsets`` overrides or adds imported opset versions; ``seed`` seeds the random generator used by
+    random operators; ``engine="onnxruntime"`` runs the same model with onnxruntime instead (optional
+    dependency; inference only).
+    """
+
+    def __init__(self, model, *, opsets: dict[str, int] | None = None, seed: int | None = None,
+                 engine: str = "numpy"):
+        if engine not in ENGINES:
+            raise EvalError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
+        self.engine = engine
+        self.model, self.base_dir = load_model(model)
+        self.rng = np.random.default_rng(seed)
+        g = self.model.graph
+        self._inits = {t.name for t in g.initializer} | {t.values.name for t in g.sparse_initializer}
+        self.input_names = [i.name for i in g.input if i.name not in self._inits]
+        self.output_names = [o.name for o in g.output]
+        self._input_types = {i.name: i.type for i in g.input}
+        if engine == "onnxruntime":
+            self._ort = _onnxruntime_session(self.model, model, self.base_dir)
+            return
+        self.opsets = {normalize_domain(o.domain): o.version for o in self.model.opset_import}
         if opsets:
             self.opsets.update({normalize_domain(k): v for k, v in opsets.items()})
-        self.rng = np.random.default_rng(seed)
-        g = model.graph
-        self.input_names = [i.name for i in g.input if i.name not in {t.name for t in g.initializer}]
-        self.output_names = [o.name for o in g.output]
-
-    def run(self, output_names, feeds: dict):
-        scope = {}
-        values = self._run_graph(self.model.graph, None, scope, feeds=feeds, full=True)
-        names = output_names or self.output_names
-        missing = [n for n in names if n not in values]
+        self.functions = {(f.domain, f.name, getattr(f, "overload", "")): f for f in self.model.functions}
+        self._decoded: dict[int, tuple] = {}
+        self._state_names = {b.key for ti in self.model.training_info
+                             for b in list(ti.initialization_binding) + list(ti.update_binding)}
+        self._state = self._initial_state()
+        self._prep = Preparation(self, self.opsets)
+        self._plans: dict[tuple, GraphPlan] = {}
+        self._main = self._plan_for(None)
+        missing = [n for n in self._main.free if n not in self._state]
         if missing:
-            raise EvalError(f"no value named {missing[0]!r} in the graph")
-        return [values[n] for n in names]
+            raise EvalError(f"graph {g.name!r}: value {missing[0]!r} is used but never defined")
 
-    def _run_graph(self, graph, inputs, outer, feeds=None, full=False):
-        env = dict(outer)
-        for init in graph.initializer:
-            env[init.name] = tensors.to_array(init, self.base_dir)
-        if feeds is not None:
-            env.update(feeds)
-        else:
-            for vi, v in zip(graph.input, inputs):
-                env[vi.name] = v
-        for node in graph.node:
-            self._run_node(node, env)
-        if full:
-            return env
-        return [env[o.name] for o in graph.output]
+    # ------------------------------------------------------------------------------------ preparation
+    def decode_initializer(self, init: onnx.TensorProto) -> np.ndarray:
+        """The numpy value of an initializer, decoded once per TensorProto."""
+        entry = self._decoded.get(id(init))
+        if entry is None or entry[0] is not init:
+            try:
+                entry = self._decoded[id(init)] = (init, tensors.to_array(init, self.base_dir))
+            except OnnxTextError as e:
+                raise EvalError(f"initializer {init.name!r}: {e}") from None
+        return entry[1]
 
-    def _run_node(self, node, env):
-        domain = normalize_domain(node.domain)
-        version = self.opsets.get(domain)
-        if version is None:
-            raise EvalError(f"node {node.name or node.op_type!r}: domain {node.domain!r} is not imported")
-        k = lookup(node.op_type, domain, version)
-        if k is None:
-            raise EvalError(f"no kernel for {node.domain or 'ai.onnx'}::{node.op_type} at opset {version}")
-        attrs = dict(schema_defaults(node.op_type, domain, version))
-        for a in node.attribute:
-            attrs[a.name] = attribute_value(a, self.base_dir)
-        args = [env[n] if n else None for n in node.input]
+    def _plan_for(self, output_names) -> GraphPlan:
+        key = tuple(output_names) if output_names else None
+        plan = self._plans.get(key)
+        if plan is None:
+            outputs = None
+            if key is not None and key != tuple(self.output_names):
+                outputs = key
+            plan = self._plans[key] = prepare_graph(self.model.graph, self._prep, external=self._state_names,
+                                                    outputs=outputs)
+        return plan
+
+    # ------------------------------------------------------------------------------------ inference
+    def run(self, output_names, feeds: dict, run_options=None) -> list:
+        """Values of ``output_names`` (all graph outputs when None) for the given ``feeds`` (name -> value)."""
+        if self.engine == "onnxruntime":
+            try:
+                return self._ort.run(output_names, feeds)
+            except Exception as e:  # noqa: BLE001 - onnxruntime's own exception types
+                raise EvalError(f"onnxruntime: {e}") from None
+        plan = self._plan_for(output_names)
+        env = plan.bind_outer(self._state)
+        for name, value in feeds.items():
+            if name not in self._input_types:
+                raise EvalError(f"{name!r} is not an input of the model (inputs: {', '.join(self.input_names)})")
+            env[name] = check_input(name, self._input_types[name], value)
+        for name in self.input_names:
+            if name not in feeds:
+                raise EvalError(f"missing input {name!r}")
+        plan.execute(env)
         try:
-            if k.context:
-                out = k.fn(KernelContext(node, version, self, env), *args, **attrs)
-            else:
-                out = k.fn(*args, **attrs)
-        except EvalError:
-            raise
-        except Exception as e:
-            shapes = ", ".join(f"{getattr(a, 'dtype', type(a).__name__)}{list(getattr(a, 'shape', []))}"
-                               for a in args)
-            raise EvalError(f"node {node.name!r} ({node.op_type}) failed on inputs ({shapes}): "
-                            f"{type(e).__name__}: {e}") from e
-        outs = out if isinstance(out, tuple) else (out,)
-        for name, v in zip(node.output, outs):
-            if name:
-                env[name] = v
+            return [env[n] for n in plan.output_names]
+        except KeyError as e:
+            raise EvalError(f"no value named {e.args[0]!r} was computed") from None
+
+    # ------------------------------------------------------------------------------------ training
+    def _initial_state(self) -> dict:
+        """State variables pre-initialized from their initializers (main graph, then algorithm graphs)."""
+        state = {}
+        sources = list(self.model.graph.initializer)
+        for ti in self.model.training_info:
+            sources += list(ti.algorithm.initializer)
+        for init in sources:
+            if init.name in self._state_names and init.name not in state:
+                state[init.name] = self.decode_initializer(init)
+        missing = self._state_names - set(state)
+        if missing:
+            raise EvalError(f"training binding names {sorted(missing)[0]!r}, which is not an initializer")
+        return state
+
+    @property
+    def state(self) -> dict:
+        """Current values of the training state variables (name -> array)."""
+        return dict(self._state)
+
+    def _training_scope(self) -> dict:
+        scope = {t.name: self.decode_initializer(t) for t in self.model.graph.initializer}
+        scope.update(self._state)
+        return scope
+
+    def _run_training_graph(self, graph, feeds: dict, kind: str) -> dict:
+        key = ("training", id(graph))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = prepare_graph(graph, self._prep, external=self._state_names)
+        env = plan.bind_outer(self._training_scope())
+        types = {i.name: i.type for i in graph.input}
+        for name in plan.input_names:
+            if name not in feeds and name not in env:
+                raise EvalError(f"{kind} graph: missing input {name!r}")
+        for name, value in feeds.items():
+            if name not in types:
+                raise EvalError(f"{kind} graph: {name!r} is not one of its inputs")
+            env[name] = check_input(name, types[name], value)
+        plan.execute(env)
+        return {n: env[n] for n in plan.output_names}
+
+    def initialize(self, feeds: dict | None = None) -> None:
+        """Run every initialization graph in order and bind its outputs to the state variables."""
+        self._require_numpy("initialize")
+        for ti in self.model.training_info:
+            if not ti.initialization_binding:
+                continue
+            out = self._run_training_graph(ti.initialization, feeds or {}, "initialization")
+            for b in ti.initialization_binding:
+                self._state[b.key] = out[b.value]
+
+    def train_step(self, feeds: dict, algorithm: int = 0) -> dict:
+        """Run training algorithm ``algorithm`` once, apply its update binding; returns its outputs by name."""
+        self._require_numpy("train_step")
+        if not 0 <= algorithm < len(self.model.training_info):
+            raise EvalError(f"the model has {len(self.model.training_info)} training algorithms, "
+                            f"no algorithm {algorithm}")
+        ti = self.model.training_info[algorithm]
+        out = self._run_training_graph(ti.algorithm, feeds, "algorithm")
+        for b in ti.update_binding:
+            self._state[b.key] = out[b.value]
+        return out
+
+    def _require_numpy(self, what):
+        if self.engine != "numpy":
+            raise EvalError(f"{what} needs the numpy engine (onnxruntime runs inference only)")
+
+
+# ---------------------------------------------------------------------------------------- input checks
+def check_input(name: str, tp: onnx.TypeProto, value):
+    """``value`` checked against the declared type ``tp`` (element type and rank); may convert scalars."""
+    kind = tp.WhichOneof("value")
+    if kind == "tensor_type":
+        return _check_tensor(name, tp.tensor_type, value)
+    if kind == "sequence_type":
+        if not isinstance(value, (list, tuple)):
+            raise EvalError(f"input {name!r}: expected a sequence (list), got {type(value).__name__}")
+        return [_check_nested(f"{name}[{i}]", tp.sequence_type.elem_type, v) for i, v in enumerate(value)]
+    if kind == "optional_type":
+        return None if value is None else _check_nested(name, tp.optional_type.elem_type, value)
+    if kind == "map_type":
+        if not isinstance(value, dict):
+            raise EvalError(f"input {name!r}: expected a map (dict), got {type(value).__name__}")
+        return value
+    return value
+
+
+def _check_nested(name, tp, value):
+    return check_input(name, tp, value) if tp.WhichOneof("value") else value
+
+
+def _check_tensor(name: str, tt, value):
+    if not isinstance(value, np.ndarray):
+        if isinstance(value, np.generic):
+            value = np.asarray(value)
+        elif isinstance(value, (int, float, bool, str, list)) and tt.elem_type:
+            value = np.asarray(value, dtype=dtypes.np_dtype(tt.elem_type))
+        else:
+            raise EvalError(f"input {name!r}: expected a numpy array, got {type(value).__name__}")
+    if tt.elem_type:
+        want = dtypes.from_enum(tt.elem_type)
+        if want.kind == "string":
+            if value.dtype.kind in "US":
+                value = value.astype(object)
+            elif value.dtype != object:
+                raise EvalError(f"input {name!r}: expected a string tensor, got {value.dtype}")
+        elif value.dtype != want.np:
+            raise EvalError(f"input {name!r}: expected element type {want.name}, got {value.dtype}")
+    if tt.HasField("shape") and len(tt.shape.dim) != value.ndim:
+        raise EvalError(f"input {name!r}: expected rank {len(tt.shape.dim)}, got shape {list(value.shape)}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------- onnxruntime
+def _onnxruntime_session(model: onnx.ModelProto, original, base_dir):
+    try:
+        import onnxruntime
+    except ImportError:
+        raise EvalError("engine 'onnxruntime' needs the onnxruntime package (pip install onnxruntime)") from None
+    try:
+        if isinstance(original, (str, os.PathLike)) and base_dir is not None and \
+                os.fspath(original).endswith(".onnx"):
+            return onnxruntime.InferenceSession(os.fspath(original), providers=["CPUExecutionProvider"])
+        return onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    except Exception as e:  # noqa: BLE001 - onnxruntime raises its own exception types
+        raise EvalError(f"onnxruntime cannot load the model: {e}") from None

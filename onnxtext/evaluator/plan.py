@@ -1,0 +1,457 @@
+"""Prepared execution plans: everything about a graph that does not depend on the feeds, done once.
+
+A :class:`GraphPlan` is built once per graph (main graph, subgraph of If/Loop/Scan, function body)
+and run many times. Preparing a plan resolves each node's kernel for the imported opset, converts its
+attributes and fills schema defaults, decodes initializers, folds nodes that depend only on constants
+(initializers, Constant nodes and what is computed from them), and computes for each value the step
+after which it is no longer needed, so intermediates are released as early as possible.
+
+Running a plan is a tight loop over prepared steps; a step is a plain tuple
+``(fn, input_names, output_names, attrs, free_after, info, context)`` where ``info`` is the
+:class:`StepInfo` (node, opset, subgraph plans) used by context kernels and error messages. Values live in one dict
+per run (``env``); the empty name maps to ``None`` so absent optional inputs need no test per input.
+
+Subgraphs read outer-scope values: a plan lists the names it takes from the enclosing scope
+(``free``), computed at preparation, so running a subgraph copies only those values.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import AttributeProto, defs
+
+from .. import tensors
+from ..errors import EvalError, OnnxTextError
+from .registry import lookup, normalize_domain
+
+_A = AttributeProto
+
+#: placeholder name for outputs a node leaves unnamed (its value is dropped right away)
+UNUSED = "\x00unused"
+
+
+# ------------------------------------------------------------------------------------------ attributes
+def attribute_value(attr: AttributeProto, base_dir: str | None = None):
+    """Python value of an AttributeProto (see the registry's calling convention)."""
+    t = attr.type
+    if t == _A.FLOAT:
+        return attr.f
+    if t == _A.INT:
+        return attr.i
+    if t == _A.STRING:
+        return _text(attr.s)
+    if t == _A.TENSOR:
+        return tensors.to_array(attr.t, base_dir)
+    if t == _A.GRAPH:
+        return attr.g
+    if t == _A.SPARSE_TENSOR:
+        return attr.sparse_tensor
+    if t == _A.TYPE_PROTO:
+        return attr.tp
+    if t == _A.FLOATS:
+        return list(attr.floats)
+    if t == _A.INTS:
+        return list(attr.ints)
+    if t == _A.STRINGS:
+        return [_text(s) for s in attr.strings]
+    if t == _A.TENSORS:
+        return [tensors.to_array(x, base_dir) for x in attr.tensors]
+    if t == _A.GRAPHS:
+        return list(attr.graphs)
+    if t == _A.SPARSE_TENSORS:
+        return list(attr.sparse_tensors)
+    if t == _A.TYPE_PROTOS:
+        return list(attr.type_protos)
+    raise EvalError(f"attribute {attr.name!r} has no type")
+
+
+def _text(b: bytes):
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        return b
+
+
+_SCHEMAS: dict[tuple[str, str, int], object] = {}
+
+
+def find_schema(op: str, domain: str, version: int):
+    """The onnx.defs schema of ``domain::op`` in force at opset ``version``, or None."""
+    key = (op, domain, version)
+    if key not in _SCHEMAS:
+        try:
+            _SCHEMAS[key] = defs.get_schema(op, version, domain)
+        except Exception:  # not a schema op (model-local function, custom domain, too old opset)
+            _SCHEMAS[key] = None
+    return _SCHEMAS[key]
+
+
+_DEFAULTS: dict[tuple[str, str, int], dict] = {}
+
+
+def schema_defaults(op: str, domain: str, version: int) -> dict:
+    """Attribute defaults declared by the onnx.defs schema of ``domain::op`` at opset ``version``."""
+    key = (op, domain, version)
+    d = _DEFAULTS.get(key)
+    if d is None:
+        d = {}
+        schema = find_schema(op, domain, version)
+        if schema is not None:
+            for name, a in schema.attributes.items():
+                if a.default_value is not None and a.default_value.type != 0:
+                    d[name] = attribute_value(a.default_value)
+        _DEFAULTS[key] = d
+    return d
+
+
+def resolve_attributes(attributes, func_attrs: dict | None) -> list[AttributeProto]:
+    """Attributes of a node with ``ref_attr_name`` references replaced by the caller's attributes.
+
+    A reference to an attribute the caller did not set drops the attribute (the schema default, if
+    any, then applies), as the IR spec says for function bodies.
+    """
+    out = []
+    for a in attributes:
+        if a.ref_attr_name:
+            ref = (func_attrs or {}).get(a.ref_attr_name)
+            if ref is None:
+                continue
+            a2 = AttributeProto()
+            a2.CopyFrom(ref)
+            a2.name = a.name
+            a = a2
+        out.append(a)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ describing
+def describe_node(node, index: int | None = None) -> str:
+    """``node 'name' (domain::Op)`` for messages; unnamed nodes are named by their position."""
+    domain = node.domain or "ai.onnx"
+    who = repr(node.name) if node.name else f"#{index}" if index is not None else "<unnamed>"
+    return f"node {who} ({domain}::{node.op_type})"
+
+
+def describe_value(name: str, v) -> str:
+    if v is None:
+        kind = "none"
+    elif isinstance(v, np.ndarray):
+        kind = f"{v.dtype}{list(v.shape)}"
+    elif isinstance(v, list):
+        kind = f"sequence[{len(v)}]" + (f" of {describe_value('', v[0]).strip()}" if v else "")
+    elif isinstance(v, dict):
+        kind = f"map[{len(v)}]"
+    else:
+        kind = type(v).__name__
+    return f"{name}: {kind}" if name else kind
+
+
+# ------------------------------------------------------------------------------------------ steps
+class StepInfo:
+    """Per-step metadata: the node, where it is, its opset, prepared subgraph plans."""
+
+    __slots__ = ("node", "index", "opset", "domain", "subplans", "prep", "folded")
+
+    def __init__(self, node, index, opset, domain, prep):
+        self.node = node
+        self.index = index
+        self.opset = opset
+        self.domain = domain
+        self.subplans: dict[int, tuple[object, GraphPlan]] = {}
+        self.prep = prep
+        self.folded = False
+
+    def describe(self) -> str:
+        return describe_node(self.node, self.index)
+
+    def subplan(self, graph) -> GraphPlan:
+        """The prepared plan of a graph attribute of this node (prepared on first use if needed)."""
+        entry = self.subplans.get(id(graph))
+        if entry is None or entry[0] is not graph:
+            entry = (graph, prepare_graph(graph, self.prep.child()))
+            self.subplans[id(graph)] = entry
+        return entry[1]
+
+
+class KernelContext:
+    """What a ``context=True`` kernel sees: the node, its opset, and a way to run subgraphs."""
+
+    __slots__ = ("info", "scope", "evaluator")
+
+    def __init__(self, info: StepInfo, scope: dict):
+        self.info = info
+        self.scope = scope
+        self.evaluator = info.prep.evaluator
+
+    @property
+    def node(self):
+        return self.info.node
+
+    @property
+    def opset(self) -> int:
+        return self.info.opset
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.info.node.output)
+
+    @property
+    def rng(self):
+        return self.evaluator.rng
+
+    def run_graph(self, graph, inputs, scope=None):
+        """Run a graph attribute of this node with positional ``inputs``; returns its outputs (a list)."""
+        plan = self.info.subplan(graph)
+        return plan.run_positional(inputs, self.scope if scope is None else scope)
+
+    def graph_runner(self, graph):
+        """A function ``inputs -> outputs`` running a graph attribute many times (Loop, Scan bodies).
+
+        Outer-scope values are bound once, so each call costs only the body's own steps.
+        """
+        plan = self.info.subplan(graph)
+        base = plan.bind_outer(self.scope)
+        return lambda inputs: plan.run_bound(base, inputs)
+
+
+# ------------------------------------------------------------------------------------------ plans
+class GraphPlan:
+    """A graph prepared for repeated execution (see the module docstring)."""
+
+    __slots__ = ("name", "input_names", "output_names", "constants", "free", "steps", "keep")
+
+    def __init__(self, name, input_names, output_names, constants, free, steps, keep):
+        self.name = name
+        self.input_names = input_names
+        self.output_names = output_names
+        self.constants = constants
+        self.free = free
+        self.steps = steps
+        self.keep = keep
+
+    # ---------------------------------------------------------------- running
+    def bind_outer(self, outer: dict) -> dict:
+        """The starting environment: constants, the empty name, and the outer values this plan reads."""
+        env = dict(self.constants)
+        env[""] = None
+        try:
+            for n in self.free:
+                env[n] = outer[n]
+        except KeyError as e:
+            raise EvalError(f"graph {self.name!r} reads {e.args[0]!r}, which no enclosing scope defines") from None
+        return env
+
+    def run_bound(self, base: dict, inputs) -> list:
+        env = base.copy()
+        for n, v in zip(self.input_names, inputs):
+            env[n] = v
+        self.execute(env)
+        return [env[n] for n in self.output_names]
+
+    def run_positional(self, inputs, outer: dict) -> list:
+        return self.run_bound(self.bind_outer(outer), inputs)
+
+    def execute(self, env: dict) -> None:
+        """Run every step on ``env`` (the hot loop: no allocation beyond arguments and results)."""
+        st = None
+        try:
+            for st in self.steps:
+                fn, ins, outs, attrs, free, info, context = st
+                if context:
+                    out = fn(KernelContext(info, env), *[env[n] for n in ins], **attrs)
+                else:
+                    out = fn(*[env[n] for n in ins], **attrs)
+                if type(out) is tuple:
+                    for n, v in zip(outs, out):
+                        env[n] = v
+                else:
+                    env[outs[0]] = out
+                for n in free:
+                    env.pop(n, None)
+        except Exception as e:
+            raise step_error(st, env, e) from e
+
+
+def step_error(st, env, e) -> Exception:
+    """An EvalError naming the failing node, with its inputs' types and shapes."""
+    if st is None:
+        return e
+    where = st[5].describe()
+    if isinstance(e, EvalError):
+        return EvalError(f"in {where}: {e}")
+    missing = [n for n in st[1] if n not in env]
+    if missing:
+        return EvalError(f"{where}: input {missing[0]!r} has no value (not computed, or an optional output "
+                         f"the producing node did not compute)")
+    shapes = ", ".join(describe_value(n or "<absent>", env[n]) for n in st[1])
+    return EvalError(f"{where} failed on inputs ({shapes}): {type(e).__name__}: {e}")
+
+
+class Preparation:
+    """What preparing a graph needs: the evaluator, the opsets in force, and function attributes."""
+
+    __slots__ = ("evaluator", "opsets", "func_attrs", "local_functions")
+
+    def __init__(self, evaluator, opsets: dict, func_attrs: dict | None = None, local_functions=None):
+        self.evaluator = evaluator
+        self.opsets = opsets
+        self.func_attrs = func_attrs
+        self.local_functions = evaluator.functions if local_functions is None else local_functions
+
+    def child(self) -> Preparation:
+        return self
+
+
+def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=None) -> GraphPlan:
+    """Prepare ``graph``: see the module docstring.
+
+    ``external`` names initializers whose current value comes from the enclosing scope at run time
+    (training state variables): they are neither decoded nor folded. ``keep`` are extra names to keep
+    alive; ``outputs`` overrides the graph's outputs (and prunes nodes not needed for them).
+    """
+    input_names = [i.name for i in graph.input]
+    output_names = list(outputs) if outputs is not None else [o.name for o in graph.output]
+    constants = {}
+    free_names: list[str] = []
+    for init in graph.initializer:
+        if init.name in external:
+            free_names.append(init.name)
+        else:
+            constants[init.name] = prep.evaluator.decode_initializer(init)
+    for sp in graph.sparse_initializer:
+        from .kernels.core import sparse_to_dense
+        constants[sp.values.name] = sparse_to_dense(sp, prep.evaluator.base_dir)
+    # initializers that are also graph inputs are defaults a feed may override: not constants
+    const_names = set(constants) - set(input_names)
+    defined = set(input_names) | set(constants) | set(free_names) | {""}
+
+    nodes = list(graph.node)
+    if outputs is not None:
+        nodes = _needed_nodes(nodes, set(output_names) | set(keep))
+    produced_later = {o for n in nodes for o in n.output}
+
+    raw_steps = []  # (step tuple, used names)
+    for index, node in enumerate(nodes):
+        info, fn, attrs, context = prepare_node(node, index, prep)
+        used = [n for n in node.input]
+        for g, plan in info.subplans.values():
+            used.extend(plan.free)
+        for n in used:
+            if n not in defined:
+                if n in produced_later:
+                    raise EvalError(f"{info.describe()} uses {n!r} before the node that computes it "
+                                    "(nodes must be in topological order)")
+                defined.add(n)
+                free_names.append(n)
+        outs = tuple(o if o else UNUSED for o in node.output) or (UNUSED,)
+        step = (fn, tuple(node.input), outs, attrs, (), info, context)
+        if _foldable(info, used, const_names):
+            values = _fold(step, constants)
+            if values is not None:
+                info.folded = True
+                for n, v in zip(outs, values):
+                    if n != UNUSED:
+                        constants[n] = v
+                        const_names.add(n)
+                        defined.add(n)
+                continue
+        defined.update(node.output)
+        raw_steps.append((step, used))
+
+    keep_set = set(output_names) | set(keep)
+    last_use: dict[str, int] = {}
+    for i, (step, used) in enumerate(raw_steps):
+        for n in used:
+            last_use[n] = i
+    steps = []
+    for i, (step, used) in enumerate(raw_steps):
+        free = {n for n in used if last_use.get(n) == i and n not in keep_set and n}
+        free.update(n for n in step[2] if n not in last_use and n not in keep_set)
+        steps.append(step[:4] + (tuple(free),) + step[5:])
+    needed = set(last_use) | keep_set
+    constants = {k: v for k, v in constants.items() if k in needed or k in input_names}
+    for n in output_names:
+        if n and n not in defined and n not in free_names:
+            free_names.append(n)
+    return GraphPlan(graph.name, input_names, output_names, constants, tuple(free_names), steps, keep_set)
+
+
+def _needed_nodes(nodes, wanted: set) -> list:
+    """The nodes needed to compute ``wanted`` (subgraph reads of outer values count as inputs)."""
+    keep = []
+    need = set(wanted)
+    for node in reversed(nodes):
+        if any(o in need for o in node.output):
+            keep.append(node)
+            need.update(node.input)
+            for a in node.attribute:
+                for g in ([a.g] if a.type == _A.GRAPH else list(a.graphs)):
+                    need.update(_graph_reads(g))
+    return keep[::-1]
+
+
+def _graph_reads(graph) -> set:
+    names = set()
+    for node in graph.node:
+        names.update(node.input)
+        for a in node.attribute:
+            for g in ([a.g] if a.type == _A.GRAPH else list(a.graphs)):
+                names |= _graph_reads(g)
+    names.update(o.name for o in graph.output)
+    return names
+
+
+def _foldable(info: StepInfo, used, const_names) -> bool:
+    if not all(n in const_names or not n for n in used):
+        return False
+    schema = find_schema(info.node.op_type, info.domain, info.opset or 0)
+    # only schema ops declared deterministic (random ops, Dropout, control flow are not)
+    return schema is not None and not schema.non_deterministic and not info.subplans
+
+
+def _fold(step, constants):
+    """Outputs of a step computed from constants, or None when it fails (then it runs normally)."""
+    fn, ins, outs, attrs, _, info, context = step
+    try:
+        args = [constants[n] if n else None for n in ins]
+        out = fn(KernelContext(info, constants), *args, **attrs) if context else fn(*args, **attrs)
+    except Exception:  # noqa: BLE001 - the node fails at run time instead, with a proper message
+        return None
+    return out if type(out) is tuple else (out,)
+
+
+def prepare_node(node, index: int, prep: Preparation):
+    """(StepInfo, fn, attrs, context) of one node: a kernel, a model-local or a schema function."""
+    from .functions import local_function_call, schema_function_call
+
+    domain = normalize_domain(node.domain)
+    version = prep.opsets.get(domain)
+    info = StepInfo(node, index, version, domain, prep)
+    attributes = resolve_attributes(node.attribute, prep.func_attrs)
+    base_dir = prep.evaluator.base_dir
+    fkey = (node.domain, node.op_type, getattr(node, "overload", ""))
+    if fkey in prep.local_functions:
+        fn = local_function_call(prep.local_functions[fkey], attributes, info)
+        return info, fn, {}, True
+    if version is None:
+        raise EvalError(f"{info.describe()}: domain {node.domain!r} is not imported by the model")
+    k = lookup(node.op_type, domain, version)
+    if k is None:
+        fn = schema_function_call(node, attributes, info)
+        if fn is None:
+            raise EvalError(f"{info.describe()}: no kernel for {node.domain or 'ai.onnx'}::{node.op_type} "
+                            f"at opset {version}")
+        return info, fn, {}, True
+    attrs = dict(schema_defaults(node.op_type, domain, version))
+    try:
+        for a in attributes:
+            attrs[a.name] = attribute_value(a, base_dir)
+    except OnnxTextError as e:
+        raise EvalError(f"{info.describe()}: {e}") from None
+    for a in attributes:
+        if a.type in (_A.GRAPH, _A.GRAPHS):
+            # the kernel receives the GraphProto objects stored in attrs: key their plans by them
+            value = attrs[a.name]
+            for g in (value if isinstance(value, list) else [value]):
+                info.subplans[id(g)] = (g, prepare_graph(g, prep.child()))
+    return info, k.fn, attrs, k.context
