@@ -1,0 +1,268 @@
+"""Pooling kernels: MaxPool, AveragePool, LpPool, their Global forms, MaxRoiPool and MaxUnpool.
+
+A window reduction is computed as a loop over the kernel taps (9 for a 3x3 window), each tap being
+one strided view of the padded input covering every output position at once. Every pass is then a
+long vectorized ufunc call, which is much faster than reducing a sliding-window view over its tiny
+trailing window axes. Padding uses -inf (or the integer minimum) for max, zeros for sums, and the
+divisor of an average is a per-axis count of the taps inside the counted region.
+
+One kernel per operator covers every version: attributes that older versions lack (dilations,
+ceil_mode, storage_order, count_include_pad) take their neutral value from the signature.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..registry import kernel
+from .conv import crop_spatial, pad_input, spatial_geometry
+
+
+def _geometry(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):
+    """Strides, dilations, pads and output shape; the end padding is grown to hold ceil-mode windows."""
+    nd = len(kernel_shape)
+    strides = list(strides) if strides else [1] * nd
+    dilations = list(dilations) if dilations else [1] * nd
+    in_shape = x.shape[2:]
+    begin, end, out = spatial_geometry(in_shape, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
+    end_full = [max(e, (o - 1) * s + (k - 1) * d + 1 - i - b)
+                for e, o, s, k, d, i, b in zip(end, out, strides, kernel_shape, dilations, in_shape, begin)]
+    return strides, dilations, begin, end, end_full, out
+
+
+def _taps(xp, kernel_shape, strides, dilations, out_shape):
+    """Yield (tap, view) for every kernel tap: view[..., o] = xp[..., o * stride + tap * dilation]."""
+    for tap in np.ndindex(*kernel_shape):
+        index = tuple(slice(k * d, k * d + (o - 1) * s + 1, s)
+                      for k, d, o, s in zip(tap, dilations, out_shape, strides))
+        yield tap, xp[(Ellipsis,) + index]
+
+
+def _lowest(dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).min
+    if dtype == np.bool_:
+        return False
+    return -np.inf
+
+
+def _compute_dtype(dtype):
+    dtype = np.dtype(dtype)
+    return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float32)
+
+
+def _empty_output(x, out):
+    return np.zeros(x.shape[:2] + tuple(out), dtype=x.dtype)
+
+
+# --------------------------------------------------------------------------------------- MaxPool
+
+
+@kernel("MaxPool", since=1, context=True)
+def max_pool(ctx, X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, pads=None,
+             storage_order=0, strides=None):
+    strides, dilations, begin, _, end_full, out = _geometry(X, kernel_shape, strides, dilations, pads, auto_pad,
+                                                            ceil_mode)
+    want_indices = ctx.num_outputs > 1 and bool(ctx.node.output[1])
+    if min(out, default=1) <= 0:
+        y = _empty_output(X, out)
+        return (y, np.zeros(y.shape, np.int64)) if want_indices else y
+    xp = pad_input(X, begin, end_full, _lowest(X.dtype))
+    y = arg = None
+    for t, (tap, view) in enumerate(_taps(xp, kernel_shape, strides, dilations, out)):
+        if y is None:
+            y = view.copy()
+            if want_indices:
+                arg = np.zeros(y.shape, dtype=np.int64)
+        elif want_indices:
+            # strictly greater: the first maximal tap (in row-major window order) wins ties
+            better = view > y
+            np.copyto(y, view, where=better)
+            np.copyto(arg, t, where=better)
+        else:
+            np.maximum(y, view, out=y)
+    if not want_indices:
+        return y
+    return y, _max_indices(X.shape, arg, kernel_shape, strides, dilations, begin, out, storage_order)
+
+
+def _max_indices(shape, arg, kernel_shape, strides, dilations, begin, out, storage_order):
+    """Flat input indices (padding excluded) of the maximal taps ``arg`` (N, C, *out)."""
+    n, c = shape[:2]
+    spatial = shape[2:]
+    nd = len(spatial)
+    taps = np.array(list(np.ndindex(*kernel_shape)), dtype=np.int64).reshape(-1, nd)
+    flat = np.zeros(arg.shape, dtype=np.int64)
+    for i in range(nd):
+        grid_shape = [1] * nd
+        grid_shape[i] = out[i]
+        pos = np.arange(out[i], dtype=np.int64).reshape(grid_shape) * strides[i] - begin[i]
+        coord = pos + taps[:, i][arg] * dilations[i]
+        # row-major: first spatial axis slowest; column-major (storage_order 1): first axis fastest
+        weight = math.prod(spatial[i + 1:]) if storage_order == 0 else math.prod(spatial[:i])
+        flat += coord * weight
+    plane = math.prod(spatial)
+    nc = np.arange(n * c, dtype=np.int64).reshape((n, c) + (1,) * nd)
+    return flat + nc * plane
+
+
+# ----------------------------------------------------------------------------------- AveragePool
+
+
+def _window_counts(in_shape, kernel_shape, strides, dilations, begin, end, out, count_include_pad):
+    """How many taps of each window fall in the counted region (an array broadcastable to out)."""
+    counts = None
+    for i, (size, k, s, d, b, e, o) in enumerate(zip(in_shape, kernel_shape, strides, dilations, begin, end, out)):
+        lo, hi = (0, size + b + e) if count_include_pad else (b, b + size)
+        pos = np.arange(o)[:, None] * s + np.arange(k)[None, :] * d
+        axis_counts = ((pos >= lo) & (pos < hi)).sum(axis=1)
+        shape = [1] * len(out)
+        shape[i] = o
+        axis_counts = axis_counts.reshape(shape)
+        counts = axis_counts if counts is None else counts * axis_counts
+    return counts
+
+
+@kernel("AveragePool", since=1)
+def average_pool(X, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=None, kernel_shape=None,
+                 pads=None, strides=None):
+    strides, dilations, begin, end, end_full, out = _geometry(X, kernel_shape, strides, dilations, pads, auto_pad,
+                                                              ceil_mode)
+    if min(out, default=1) <= 0:
+        return _empty_output(X, out)
+    ct = _compute_dtype(X.dtype)
+    xp = pad_input(X.astype(ct, copy=False), begin, end_full)
+    y = _sum_taps(xp, kernel_shape, strides, dilations, out)
+    counts = _window_counts(X.shape[2:], kernel_shape, strides, dilations, begin, end, out, count_include_pad)
+    full = math.prod(kernel_shape)
+    if np.all(counts == full):
+        y *= ct.type(1.0 / full) if ct == np.float32 else 1.0 / full
+    else:
+        y /= np.maximum(counts, 1).astype(ct)
+    return y.astype(X.dtype, copy=False)
+
+
+def _sum_taps(xp, kernel_shape, strides, dilations, out):
+    y = None
+    for _, view in _taps(xp, kernel_shape, strides, dilations, out):
+        if y is None:
+            y = view.copy()
+        else:
+            y += view
+    return y
+
+
+# ---------------------------------------------------------------------------------------- LpPool
+
+
+def _lp_power(x, p):
+    return np.square(x) if p == 2 else np.power(np.abs(x), p)
+
+
+def _lp_root(s, p):
+    return np.sqrt(s) if p == 2 else np.power(s, 1.0 / p)
+
+
+@kernel("LpPool", since=1)
+def lp_pool(X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, p=2, pads=None,
+            strides=None):
+    strides, dilations, begin, _, end_full, out = _geometry(X, kernel_shape, strides, dilations, pads, auto_pad,
+                                                            ceil_mode)
+    if min(out, default=1) <= 0:
+        return _empty_output(X, out)
+    ct = _compute_dtype(X.dtype)
+    xp = pad_input(_lp_power(X.astype(ct, copy=False), p), begin, end_full)
+    y = _sum_taps(xp, kernel_shape, strides, dilations, out)
+    return _lp_root(y, p).astype(X.dtype, copy=False)
+
+
+# ----------------------------------------------------------------------------------- Global pools
+
+
+def _spatial_axes(x):
+    return tuple(range(2, x.ndim))
+
+
+@kernel("GlobalAveragePool", since=1)
+def global_average_pool(X):
+    ct = _compute_dtype(X.dtype)
+    flat = X.reshape(X.shape[:2] + (-1,)).astype(ct, copy=False)
+    y = flat.mean(axis=2) if flat.shape[2] else np.full(X.shape[:2], np.nan, ct)
+    return y.reshape(X.shape[:2] + (1,) * (X.ndim - 2)).astype(X.dtype, copy=False)
+
+
+@kernel("GlobalMaxPool", since=1)
+def global_max_pool(X):
+    return X.max(axis=_spatial_axes(X), keepdims=True)
+
+
+@kernel("GlobalLpPool", since=1)
+def global_lp_pool(X, *, p=2):
+    ct = _compute_dtype(X.dtype)
+    s = _lp_power(X.astype(ct, copy=False), p).sum(axis=_spatial_axes(X), keepdims=True)
+    return _lp_root(s, p).astype(X.dtype, copy=False)
+
+
+# ------------------------------------------------------------------------------------ MaxRoiPool
+
+
+def _round_half_away(v):
+    return np.sign(v) * np.floor(np.abs(v) + 0.5)
+
+
+@kernel("MaxRoiPool", since=1)
+def max_roi_pool(X, rois, *, pooled_shape=None, spatial_scale=1.0):
+    """Caffe ROI pooling: each ROI is split into pooled_shape bins, each bin is a max (0 if empty)."""
+    ph, pw = pooled_shape
+    num_rois = rois.shape[0]
+    c, height, width = X.shape[1:]
+    y = np.zeros((num_rois, c, ph, pw), dtype=X.dtype)
+    lowest = _lowest(X.dtype)
+    rows, cols = np.arange(height), np.arange(width)
+    for r in range(num_rois):  # a loop over ROIs; each ROI is vectorized over channels and bins
+        batch = int(rois[r, 0])
+        x1, y1, x2, y2 = _round_half_away(rois[r, 1:5].astype(np.float64) * spatial_scale).astype(np.int64)
+        roi_h, roi_w = max(y2 - y1 + 1, 1), max(x2 - x1 + 1, 1)
+        bins_h = np.arange(ph) * (roi_h / ph)
+        bins_w = np.arange(pw) * (roi_w / pw)
+        h0 = np.clip(np.floor(bins_h).astype(np.int64) + y1, 0, height)
+        h1 = np.clip(np.ceil(bins_h + roi_h / ph).astype(np.int64) + y1, 0, height)
+        w0 = np.clip(np.floor(bins_w).astype(np.int64) + x1, 0, width)
+        w1 = np.clip(np.ceil(bins_w + roi_w / pw).astype(np.int64) + x1, 0, width)
+        hmask = (rows[None, :] >= h0[:, None]) & (rows[None, :] < h1[:, None])  # (PH, H)
+        wmask = (cols[None, :] >= w0[:, None]) & (cols[None, :] < w1[:, None])  # (PW, W)
+        img = X[batch]
+        by_rows = np.where(hmask[None, :, :, None], img[:, None, :, :], lowest).max(axis=2)  # (C, PH, W)
+        pooled = np.where(wmask[None, None, :, :], by_rows[:, :, None, :], lowest).max(axis=3)  # (C, PH, PW)
+        empty = (h1 <= h0)[:, None] | (w1 <= w0)[None, :]
+        y[r] = np.where(empty[None], 0, pooled)
+    return y
+
+
+# -------------------------------------------------------------------------------------- MaxUnpool
+
+
+@kernel("MaxUnpool", since=9)
+def max_unpool(X, I, output_shape=None, *, kernel_shape=None, pads=None, strides=None):
+    """Scatter X to the flat positions I of the unpooled shape (pool input shape inferred from attributes).
+
+    The indices address the shape a MaxPool with these attributes would have read; an explicit
+    ``output_shape`` keeps those coordinates and only grows (zero-fills) or crops the far end.
+    """
+    nd = X.ndim - 2
+    strides = list(strides) if strides else [1] * nd
+    pads = list(pads) if pads else [0] * (2 * nd)
+    spatial = [(i - 1) * s + k - pads[a] - pads[a + nd]
+               for a, (i, s, k) in enumerate(zip(X.shape[2:], strides, kernel_shape))]
+    shape = X.shape[:2] + tuple(spatial)
+    y = np.zeros(math.prod(shape), dtype=X.dtype)
+    y[I.reshape(-1)] = X.reshape(-1)
+    y = y.reshape(shape)
+    if output_shape is not None:
+        target = tuple(int(v) for v in output_shape)
+        if target != shape:
+            y = np.ascontiguousarray(crop_spatial(y, [0] * nd, target[2:]))
+    return y
