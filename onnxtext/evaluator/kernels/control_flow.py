@@ -1,0 +1,150 @@
+"""Control-flow kernels: If, Loop, Scan (opset 8 with a batch axis, opset 9+ with axes and directions)
+and SequenceMap.
+
+They are context kernels: bodies are prepared once by the runtime (one plan per graph attribute) and
+run through ``ctx.graph_runner(graph)``, which binds the outer-scope values a body reads once per
+node execution rather than once per iteration.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes
+from ...errors import EvalError
+from ..registry import kernel
+
+
+def _truth(cond) -> bool:
+    c = np.asarray(cond)
+    if c.size != 1:
+        raise EvalError(f"condition must hold a single element, got shape {list(c.shape)}")
+    return bool(c.reshape(()))
+
+
+# ---------------------------------------------------------------------------------------------- If
+@kernel("If", since=1, context=True)
+def if_(ctx, cond, then_branch, else_branch):
+    outputs = ctx.run_graph(then_branch if _truth(cond) else else_branch, [])
+    return tuple(outputs)
+
+
+# ---------------------------------------------------------------------------------------------- Loop
+def _empty_scan_output(value_info) -> np.ndarray:
+    """The stacked value of a scan output after zero iterations, shaped from the body's declared type."""
+    tt = value_info.type.tensor_type
+    dtype = dtypes.np_dtype(tt.elem_type) if tt.elem_type else np.float32
+    dims = [d.dim_value if d.HasField("dim_value") else 0 for d in tt.shape.dim]
+    return np.empty((0, *dims), dtype=dtype)
+
+
+@kernel("Loop", since=1, context=True)
+def loop(ctx, M, cond, *v_initial, body):
+    max_trips = None if M is None else int(np.asarray(M).reshape(()))
+    keep_going = True if cond is None else _truth(cond)
+    n_carried = len(v_initial)
+    n_scan = len(body.output) - 1 - n_carried
+    if n_scan < 0:
+        raise EvalError(f"Loop body has {len(body.output)} outputs, fewer than 1 + {n_carried} carried values")
+    run_body = ctx.graph_runner(body)
+    carried = list(v_initial)
+    scans: list[list] = [[] for _ in range(n_scan)]
+    i = 0
+    while keep_going and (max_trips is None or i < max_trips):
+        out = run_body([np.array(i, dtype=np.int64), np.array(keep_going), *carried])
+        if cond is not None:  # without a cond input the body's condition output is ignored
+            keep_going = _truth(out[0])
+        carried = out[1:1 + n_carried]
+        for k in range(n_scan):
+            scans[k].append(out[1 + n_carried + k])
+        i += 1
+    stacked = [np.stack(s) if s else _empty_scan_output(body.output[1 + n_carried + k])
+               for k, s in enumerate(scans)]
+    return tuple(carried + stacked)
+
+
+# ---------------------------------------------------------------------------------------------- Scan
+def _scan(run_body, states, scan_inputs, in_axes, in_dirs, out_axes, out_dirs, n_scan_out):
+    """One scan over ``scan_inputs`` (no batch axis): final states and stacked scan outputs."""
+    lengths = {x.shape[a] for x, a in zip(scan_inputs, in_axes)}
+    if len(lengths) > 1:
+        raise EvalError(f"scan inputs have different sequence lengths {sorted(lengths)}")
+    length = lengths.pop() if lengths else 0
+    # move each scan axis first (a view), so iteration t takes x[t] or x[length - 1 - t]
+    moved = [np.moveaxis(x, a, 0) for x, a in zip(scan_inputs, in_axes)]
+    collected: list[list] = [[] for _ in range(n_scan_out)]
+    states = list(states)
+    for t in range(length):
+        elems = [x[length - 1 - t] if d else x[t] for x, d in zip(moved, in_dirs)]
+        out = run_body(states + elems)
+        states = out[:len(states)]
+        for k in range(n_scan_out):
+            collected[k].append(out[len(states) + k])
+    outputs = []
+    for k, values in enumerate(collected):
+        if out_dirs[k]:
+            values = values[::-1]
+        if not values:
+            raise EvalError("Scan over a sequence of length 0 cannot shape its scan outputs")
+        stacked = np.stack(values)
+        outputs.append(np.moveaxis(stacked, 0, out_axes[k]) if out_axes[k] else stacked)
+    return states, outputs
+
+
+@kernel("Scan", since=9, context=True)
+def scan(ctx, *inputs, body, num_scan_inputs, scan_input_axes=None, scan_input_directions=None,
+         scan_output_axes=None, scan_output_directions=None):
+    m = num_scan_inputs
+    states, scan_inputs = list(inputs[:len(inputs) - m]), list(inputs[len(inputs) - m:])
+    n_scan_out = len(body.output) - len(states)
+    in_axes = [a + x.ndim if a < 0 else a for a, x in zip(scan_input_axes or [0] * m, scan_inputs)]
+    in_dirs = scan_input_directions or [0] * m
+    out_axes = scan_output_axes or [0] * n_scan_out
+    out_ranks = []
+    for k in range(n_scan_out):  # rank of the stacked output: element rank + 1
+        tt = body.output[len(states) + k].type.tensor_type
+        out_ranks.append(len(tt.shape.dim) + 1 if tt.HasField("shape") else None)
+    out_axes = [a + r if a < 0 and r is not None else a for a, r in zip(out_axes, out_ranks)]
+    out_dirs = scan_output_directions or [0] * n_scan_out
+    final, outputs = _scan(ctx.graph_runner(body), states, scan_inputs, in_axes, in_dirs, out_axes, out_dirs,
+                           n_scan_out)
+    return tuple(final + outputs)
+
+
+@kernel("Scan", since=8, context=True)
+def scan_batched(ctx, sequence_lens, *inputs, body, num_scan_inputs, directions=None):
+    # opset 8: axis 0 of every input and output is a batch axis, axis 1 the sequence axis
+    m = num_scan_inputs
+    states, scan_inputs = list(inputs[:len(inputs) - m]), list(inputs[len(inputs) - m:])
+    n_scan_out = len(body.output) - len(states)
+    run_body = ctx.graph_runner(body)
+    batch = (states or scan_inputs)[0].shape[0]
+    max_len = scan_inputs[0].shape[1] if scan_inputs else 0
+    lens = [max_len] * batch if sequence_lens is None else [int(v) for v in np.asarray(sequence_lens).ravel()]
+    finals, outs = [], []
+    for b in range(batch):
+        final, scanned = _scan(run_body, [s[b] for s in states], [x[b, :lens[b]] for x in scan_inputs],
+                               [0] * m, directions or [0] * m, [0] * n_scan_out, [0] * n_scan_out, n_scan_out)
+        # shorter sequences are padded with zeros up to the batch's longest one
+        scanned = [np.concatenate([y, np.zeros((max_len - y.shape[0], *y.shape[1:]), y.dtype)])
+                   if y.shape[0] < max_len else y for y in scanned]
+        finals.append(final)
+        outs.append(scanned)
+    return tuple([np.stack([f[i] for f in finals]) for i in range(len(states))] +
+                 [np.stack([o[k] for o in outs]) for k in range(n_scan_out)])
+
+
+# ---------------------------------------------------------------------------------------------- SequenceMap
+@kernel("SequenceMap", since=17, context=True)
+def sequence_map(ctx, input_sequence, *additional_inputs, body):
+    n = len(input_sequence)
+    for extra in additional_inputs:
+        if isinstance(extra, list) and len(extra) != n:
+            raise EvalError(f"SequenceMap: sequences of lengths {n} and {len(extra)}")
+    run_body = ctx.graph_runner(body)
+    results: list[list] = [[] for _ in body.output]
+    for i in range(n):
+        args = [input_sequence[i]] + [x[i] if isinstance(x, list) else x for x in additional_inputs]
+        for k, v in enumerate(run_body(args)):
+            results[k].append(v)
+    return tuple(results)
