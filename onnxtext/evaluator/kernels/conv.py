@@ -171,7 +171,7 @@ def _conv_float(X, W, B, auto_pad, dilations, group, kernel_shape, pads, strides
 
 
 @kernel("Conv", since=1)
-def conv(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None,
+def conv(X, W, B=None, *, auto_pad, dilations=None, group, kernel_shape=None, pads=None,
          strides=None):
     return _conv_float(X, W, B, auto_pad, dilations, group, kernel_shape, pads, strides)
 
@@ -191,7 +191,7 @@ def _integer_conv(x, x_zero_point, w, w_zero_point, auto_pad, dilations, group, 
 
 
 @kernel("ConvInteger", since=10)
-def conv_integer(x, w, x_zero_point=None, w_zero_point=None, *, auto_pad="NOTSET", dilations=None, group=1,
+def conv_integer(x, w, x_zero_point=None, w_zero_point=None, *, auto_pad, dilations=None, group,
                  kernel_shape=None, pads=None, strides=None):
     acc = _integer_conv(x, x_zero_point, w, w_zero_point, auto_pad, dilations, group, kernel_shape, pads,
                         strides)
@@ -200,7 +200,7 @@ def conv_integer(x, w, x_zero_point=None, w_zero_point=None, *, auto_pad="NOTSET
 
 @kernel("QLinearConv", since=10)
 def qlinear_conv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B=None, *,
-                 auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None, strides=None):
+                 auto_pad, dilations=None, group, kernel_shape=None, pads=None, strides=None):
     acc = _integer_conv(x, x_zero_point, w, w_zero_point, auto_pad, dilations, group, kernel_shape, pads,
                         strides)
     spatial = (1,) * (acc.ndim - 2)
@@ -271,7 +271,7 @@ def _conv_transpose_geometry(in_shape, kshape, strides, dilations, pads, output_
 
 
 @kernel("ConvTranspose", since=1)
-def conv_transpose(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
+def conv_transpose(X, W, B=None, *, auto_pad, dilations=None, group, kernel_shape=None,
                    output_padding=None, output_shape=None, pads=None, strides=None):
     ct = _compute_dtype(X.dtype)
     x = X.astype(ct, copy=False)
@@ -355,8 +355,8 @@ def _deform_columns(x, offset, mask, kshape, strides, dilations, pads_begin, out
 
 
 @kernel("DeformConv", since=19)
-def deform_conv(X, W, offset, B=None, mask=None, *, dilations=None, group=1, kernel_shape=None,
-                offset_group=1, pads=None, strides=None):
+def deform_conv(X, W, offset, B=None, mask=None, *, dilations=None, group, kernel_shape=None,
+                offset_group, pads=None, strides=None):
     ct = _compute_dtype(X.dtype)
     x = X.astype(ct, copy=False)
     w = W.astype(ct, copy=False)
@@ -380,7 +380,7 @@ def deform_conv(X, W, offset, B=None, mask=None, *, dilations=None, group=1, ker
 
 
 @kernel("CausalConvWithState", since=27)
-def causal_conv_with_state(input, weight, bias=None, past_state=None, *, activation="none"):
+def causal_conv_with_state(input, weight, bias=None, past_state=None, *, activation):
     """Depthwise causal 1-D convolution over [past_state | input]; returns (output, present_state)."""
     ct = _compute_dtype(input.dtype)
     x = input.astype(ct, copy=False)

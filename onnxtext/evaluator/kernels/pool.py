@@ -62,7 +62,7 @@ def _empty_output(x, out):
 
 
 @kernel("MaxPool", since=1, context=True)
-def max_pool(ctx, X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, pads=None,
+def max_pool(ctx, X, *, auto_pad, ceil_mode=0, dilations=None, kernel_shape=None, pads=None,
              storage_order=0, strides=None):
     strides, dilations, begin, _, end_full, out = _geometry(X, kernel_shape, strides, dilations, pads, auto_pad,
                                                             ceil_mode)
@@ -127,7 +127,7 @@ def _window_counts(in_shape, kernel_shape, strides, dilations, begin, end, out, 
 
 
 @kernel("AveragePool", since=1)
-def average_pool(X, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=None, kernel_shape=None,
+def average_pool(X, *, auto_pad, ceil_mode=0, count_include_pad=0, dilations=None, kernel_shape=None,
                  pads=None, strides=None):
     strides, dilations, begin, end, end_full, out = _geometry(X, kernel_shape, strides, dilations, pads, auto_pad,
                                                               ceil_mode)
@@ -167,7 +167,7 @@ def _lp_root(s, p):
 
 
 @kernel("LpPool", since=1)
-def lp_pool(X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, p=2, pads=None,
+def lp_pool(X, *, auto_pad, ceil_mode=0, dilations=None, kernel_shape=None, p, pads=None,
             strides=None):
     strides, dilations, begin, _, end_full, out = _geometry(X, kernel_shape, strides, dilations, pads, auto_pad,
                                                             ceil_mode)
@@ -200,7 +200,7 @@ def global_max_pool(X):
 
 
 @kernel("GlobalLpPool", since=1)
-def global_lp_pool(X, *, p=2):
+def global_lp_pool(X, *, p):
     ct = _compute_dtype(X.dtype)
     s = _lp_power(X.astype(ct, copy=False), p).sum(axis=_spatial_axes(X), keepdims=True)
     return _lp_root(s, p).astype(X.dtype, copy=False)
@@ -214,7 +214,7 @@ def _round_half_away(v):
 
 
 @kernel("MaxRoiPool", since=1)
-def max_roi_pool(X, rois, *, pooled_shape=None, spatial_scale=1.0):
+def max_roi_pool(X, rois, *, pooled_shape, spatial_scale):
     """Caffe ROI pooling: each ROI is split into pooled_shape bins, each bin is a max (0 if empty)."""
     ph, pw = pooled_shape
     num_rois = rois.shape[0]

@@ -1,0 +1,252 @@
+"""Normalization kernels: BatchNormalization, Instance/Layer/Group/RMS normalization, LRN, MVN,
+LpNormalization, and Dropout (which shares their train/inference split).
+
+BatchNormalization in inference mode is folded into one multiply-add per element with a per-channel
+``scale / sqrt(var + eps)`` and ``B - mean * that``. Which mode a BatchNormalization node runs in
+depends on its version:
+
+* v1, v6: training when ``is_test`` is 0 and the node asks for the statistics outputs;
+* v7, v9: training when the node asks for the statistics outputs (the spec's "output case #1");
+  with Y alone it is pure inference with the given estimated statistics, never blended with the
+  batch statistics;
+* v14, v15: the ``training_mode`` attribute; training returns (Y, running_mean, running_var).
+
+Statistics are computed in float32 for half-precision inputs (``stash_type`` where the op has it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...dtypes import np_dtype
+from ..registry import kernel
+
+
+def _compute_dtype(dtype):
+    dtype = np.dtype(dtype)
+    return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float32)
+
+
+def _requested_outputs(ctx):
+    """How many outputs the node asks for (trailing empty names do not count)."""
+    names = list(ctx.node.output)
+    while names and not names[-1]:
+        names.pop()
+    return len(names)
+
+
+# ----------------------------------------------------------------------------- BatchNormalization
+
+
+def _channel_shape(param, x):
+    """Reshape a per-channel (C,) parameter to broadcast over (N, C, *spatial); (C, *spatial) stays."""
+    if param.ndim == 1 and x.ndim > 2:
+        return param.reshape((-1,) + (1,) * (x.ndim - 2))
+    return param
+
+
+def _bn_apply(x, scale, bias, mean, var, epsilon):
+    """(x - mean) / sqrt(var + eps) * scale + bias as one multiply and one add over x."""
+    ct = _compute_dtype(x.dtype)
+    factor = scale.astype(ct) / np.sqrt(var.astype(ct) + ct.type(epsilon))
+    shift = bias.astype(ct) - mean.astype(ct) * factor
+    factor, shift = _channel_shape(factor, x), _channel_shape(shift, x)
+    xc = x.astype(ct, copy=False)
+    y = np.multiply(xc, factor)
+    np.add(y, shift, out=y)
+    return y.astype(x.dtype, copy=False)
+
+
+def _bn_train(x, scale, bias, mean, var, epsilon, momentum, spatial=True):
+    """Batch statistics, normalized Y and the updated running statistics."""
+    ct = _compute_dtype(x.dtype)
+    xc = x.astype(ct, copy=False)
+    axes = (0,) + tuple(range(2, x.ndim)) if spatial else (0,)
+    batch_mean = xc.mean(axis=axes)
+    batch_var = xc.var(axis=axes)
+    y = _bn_apply(x, scale, bias, batch_mean, batch_var, epsilon)
+    stat_type = mean.dtype
+    running_mean = (mean.astype(ct) * ct.type(momentum) + batch_mean * ct.type(1 - momentum)).astype(stat_type)
+    running_var = (var.astype(ct) * ct.type(momentum) + batch_var * ct.type(1 - momentum)).astype(stat_type)
+    return y, running_mean, running_var, batch_mean.astype(stat_type), batch_var.astype(stat_type)
+
+
+@kernel("BatchNormalization", since=1, context=True)
+def batch_normalization_v1(ctx, X, scale, B, mean, var, *, epsilon, is_test, momentum, spatial,
+                           consumed_inputs=None):
+    if is_test or _requested_outputs(ctx) == 1:
+        return _bn_apply(X, scale, B, mean, var, epsilon)
+    return _bn_train(X, scale, B, mean, var, epsilon, momentum, bool(spatial))
+
+
+@kernel("BatchNormalization", since=7, context=True)
+def batch_normalization_v7(ctx, X, scale, B, mean, var, *, epsilon, momentum, spatial=1):
+    if _requested_outputs(ctx) == 1:
+        return _bn_apply(X, scale, B, mean, var, epsilon)
+    return _bn_train(X, scale, B, mean, var, epsilon, momentum, bool(spatial))
+
+
+@kernel("BatchNormalization", since=14)
+def batch_normalization_v14(X, scale, B, input_mean, input_var, *, epsilon, momentum, training_mode):
+    if not training_mode:
+        return _bn_apply(X, scale, B, input_mean, input_var, epsilon)
+    y, running_mean, running_var, _, _ = _bn_train(X, scale, B, input_mean, input_var, epsilon, momentum)
+    return y, running_mean, running_var
+
+
+# ------------------------------------------------------------------------ Instance / Group / Layer
+
+
+def _standardize(x, axes, epsilon):
+    """(x - mean) / sqrt(var + eps) over ``axes``; returns (normalized, mean, inv_std) in x's dtype."""
+    mean = x.mean(axis=axes, keepdims=True)
+    centered = x - mean
+    var = np.mean(np.square(centered), axis=axes, keepdims=True)
+    inv_std = 1 / np.sqrt(var + x.dtype.type(epsilon))
+    centered *= inv_std
+    return centered, mean, inv_std
+
+
+@kernel("InstanceNormalization", since=1)
+def instance_normalization(input, scale, B, *, epsilon, consumed_inputs=None):
+    ct = _compute_dtype(input.dtype)
+    x = input.astype(ct, copy=False)
+    y, _, _ = _standardize(x, tuple(range(2, x.ndim)), epsilon)
+    y = y * _channel_shape(scale.astype(ct), x) + _channel_shape(B.astype(ct), x)
+    return y.astype(input.dtype, copy=False)
+
+
+def _group_norm(X, scale, bias, epsilon, num_groups, stash_dtype, per_channel):
+    n, c = X.shape[:2]
+    x = X.astype(stash_dtype, copy=False).reshape(n, num_groups, -1)
+    normalized, _, _ = _standardize(x, (2,), epsilon)
+    normalized = normalized.reshape(X.shape).astype(X.dtype, copy=False)
+    if not per_channel:  # v18: one scale/bias per group, shared by the group's channels
+        scale, bias = np.repeat(scale, c // num_groups), np.repeat(bias, c // num_groups)
+    return normalized * _channel_shape(scale.astype(X.dtype), X) + _channel_shape(bias.astype(X.dtype), X)
+
+
+@kernel("GroupNormalization", since=18)
+def group_normalization_v18(X, scale, bias, *, epsilon, num_groups):
+    return _group_norm(X, scale, bias, epsilon, num_groups, _compute_dtype(X.dtype), per_channel=False)
+
+
+@kernel("GroupNormalization", since=21)
+def group_normalization_v21(X, scale, bias, *, epsilon, num_groups, stash_type):
+    return _group_norm(X, scale, bias, epsilon, num_groups, np_dtype(stash_type), per_channel=True)
+
+
+def _trailing_axes(x, axis):
+    axis = axis + x.ndim if axis < 0 else axis
+    return tuple(range(axis, x.ndim))
+
+
+@kernel("LayerNormalization", since=17)
+def layer_normalization(X, Scale, B=None, *, axis, epsilon, stash_type):
+    stash = np_dtype(stash_type)
+    normalized, mean, inv_std = _standardize(X.astype(stash, copy=False), _trailing_axes(X, axis), epsilon)
+    y = normalized.astype(X.dtype, copy=False) * Scale
+    if B is not None:
+        y += B
+    return y, mean, inv_std
+
+
+@kernel("RMSNormalization", since=23)
+def rms_normalization(X, scale, *, axis, epsilon, stash_type):
+    x = X.astype(np_dtype(stash_type), copy=False)
+    mean_square = np.mean(np.square(x), axis=_trailing_axes(X, axis), keepdims=True)
+    normalized = x / np.sqrt(mean_square + x.dtype.type(epsilon))
+    return normalized.astype(X.dtype, copy=False) * scale
+
+
+# ------------------------------------------------------------------------------ LRN, MVN, LpNorm
+
+
+@kernel("LRN", since=1)
+def lrn(X, *, alpha, beta, bias, size):
+    """Y = X / (bias + alpha / size * sum of squares over a window of channels) ^ beta."""
+    ct = _compute_dtype(X.dtype)
+    x = X.astype(ct, copy=False)
+    c = x.shape[1]
+    before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
+    squares = np.zeros((x.shape[0], c + size - 1) + x.shape[2:], dtype=ct)
+    np.square(x, out=squares[:, before:before + c])
+    window_sum = squares[:, 0:c].copy()
+    for j in range(1, size):  # one pass per channel offset of the window
+        window_sum += squares[:, j:j + c]
+    window_sum *= ct.type(alpha / size)
+    window_sum += ct.type(bias)
+    if beta == 0.75:  # t ** -0.75 = 1 / (sqrt(t) * sqrt(sqrt(t))): two sqrts beat one pow
+        root = np.sqrt(window_sum)
+        np.multiply(root, np.sqrt(root), out=root)
+        y = x / root
+    else:
+        y = x * np.power(window_sum, ct.type(-beta))
+    return y.astype(X.dtype, copy=False)
+
+
+@kernel("MeanVarianceNormalization", since=9)
+def mean_variance_normalization(X, *, axes):
+    """(X - E[X]) / (sqrt(E[(X - E[X])^2]) + 1e-9), the epsilon of the operator's function body."""
+    ct = _compute_dtype(X.dtype)
+    x = X.astype(ct, copy=False)
+    axes = tuple(axes)
+    centered = x - x.mean(axis=axes, keepdims=True)
+    std = np.sqrt(np.mean(np.square(centered), axis=axes, keepdims=True))
+    return (centered / (std + ct.type(1e-9))).astype(X.dtype, copy=False)
+
+
+@kernel("LpNormalization", since=1)
+def lp_normalization(input, *, axis, p):
+    ct = _compute_dtype(input.dtype)
+    x = input.astype(ct, copy=False)
+    if p == 1:
+        norm = np.abs(x).sum(axis=axis, keepdims=True)
+    elif p == 2:
+        norm = np.sqrt(np.square(x).sum(axis=axis, keepdims=True))
+    else:
+        raise ValueError(f"LpNormalization supports p = 1 or 2, not {p}")
+    y = np.zeros_like(x)
+    np.divide(x, norm, out=y, where=np.broadcast_to(norm != 0, x.shape))  # zero norm gives zero output
+    return y.astype(input.dtype, copy=False)
+
+
+# ---------------------------------------------------------------------------------------- Dropout
+
+
+def _dropout_train(ctx, data, ratio, seed, mask_dtype):
+    ratio = float(ratio)
+    if ratio == 0:
+        return data, np.ones(data.shape, dtype=mask_dtype)
+    # a seeded node draws from numpy's legacy generator, which reproduces the backend test data
+    rng = np.random.RandomState(seed) if seed is not None else ctx.rng
+    keep = rng.uniform(0.0, 1.0, data.shape) >= ratio
+    ct = _compute_dtype(data.dtype)
+    y = data.astype(ct) * keep * ct.type(1.0 / (1.0 - ratio))
+    return y.astype(data.dtype, copy=False), keep.astype(mask_dtype)
+
+
+def _dropout_result(ctx, output, mask):
+    return (output, mask) if _requested_outputs(ctx) > 1 else output
+
+
+@kernel("Dropout", since=1, context=True)
+def dropout_v1(ctx, data, *, is_test, ratio, consumed_inputs=None):
+    if is_test:
+        return _dropout_result(ctx, data, np.ones(data.shape, dtype=data.dtype))
+    return _dropout_result(ctx, *_dropout_train(ctx, data, ratio, None, data.dtype))
+
+
+@kernel("Dropout", since=7, context=True)
+def dropout_v7(ctx, data, *, ratio):
+    """Versions 7 and 10 are inference-only: the output is the input, the mask all ones."""
+    mask_dtype = data.dtype if ctx.opset < 10 else np.bool_
+    return _dropout_result(ctx, data, np.ones(data.shape, dtype=mask_dtype))
+
+
+@kernel("Dropout", since=12, context=True)
+def dropout_v12(ctx, data, ratio=None, training_mode=None, *, seed=None):
+    if training_mode is None or not bool(training_mode):
+        return _dropout_result(ctx, data, np.ones(data.shape, dtype=np.bool_))
+    ratio = 0.5 if ratio is None else ratio  # the input's documented default
+    return _dropout_result(ctx, *_dropout_train(ctx, data, ratio, seed, np.bool_))
