@@ -1,0 +1,136 @@
+"""Linear quantization kernels: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul.
+
+Granularity is read off the scale's shape: a scalar (per tensor), a 1-D tensor along ``axis`` (per
+axis), or a tensor of the input's rank whose ``axis`` dimension is ``ceil(D / block_size)`` (blocked;
+each scale is repeated ``block_size`` times). Integer targets round half to even and saturate to the
+type's range (int2 ... uint16); float8/float4 targets go through the Cast rules (``saturate``).
+(QLinearConv and ConvInteger live with the convolutions.)
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from ... import dtypes
+from ..registry import kernel
+from .cast import cast_array
+from .linalg import integer_matmul
+
+
+def _expand(param, shape, axis, block_size):
+    """Broadcast a scale or zero point to the input ``shape`` (per tensor, per axis or blocked)."""
+    param = np.asarray(param)
+    if param.ndim == 0 or (param.size == 1 and not block_size):
+        return param.reshape(())
+    rank = len(shape)
+    axis = axis % rank
+    if block_size:
+        return np.repeat(param, block_size, axis=axis).take(np.arange(shape[axis]), axis=axis)
+    return param.reshape([-1 if d == axis else 1 for d in range(rank)])
+
+
+def _compute_dtype(dtype: np.dtype) -> np.dtype:
+    """numpy float type in which to do the arithmetic of a (possibly ml_dtypes) float type."""
+    return np.dtype(np.float32) if dtypes.from_numpy(dtype).np.kind == "V" else np.dtype(dtype)
+
+
+def _saturate_integer(values: np.ndarray, target: np.dtype) -> np.ndarray:
+    info = ml_dtypes.iinfo(target)
+    return np.clip(np.rint(values), info.min, info.max).astype(target)
+
+
+def _quantize(x, scale, zero_point, target, axis, block_size, saturate, precision=None):
+    work = _compute_dtype(precision if precision is not None else scale.dtype)
+    scale = _expand(scale, x.shape, axis, block_size).astype(work)
+    with np.errstate(all="ignore"):
+        ratio = x.astype(work) / scale
+    if zero_point is not None:
+        zero_point = _expand(zero_point, x.shape, axis, block_size)
+    if target.kind in "iu" or dtypes.from_numpy(target).kind == "int":
+        # Round the ratio first (half to even), then add the integer zero point, then saturate.
+        rounded = np.rint(ratio).astype(np.float64)
+        if zero_point is not None:
+            rounded = rounded + zero_point.astype(np.float64)
+        return _saturate_integer(rounded, target)
+    if zero_point is not None:
+        ratio = ratio + zero_point.astype(np.float32).astype(work)
+    return cast_array(ratio, target, saturate)
+
+
+@kernel("QuantizeLinear", since=10)
+def quantize_linear(x, y_scale, y_zero_point=None, axis=1, saturate=1, output_dtype=0, block_size=0,
+                    precision=0):
+    if output_dtype:
+        target = dtypes.from_enum(output_dtype).np
+    elif y_zero_point is not None:
+        target = y_zero_point.dtype
+    else:
+        target = np.dtype(np.uint8)
+    precision_dtype = dtypes.from_enum(precision).np if precision else None
+    return np.asarray(_quantize(x, y_scale, y_zero_point, target, axis, block_size, saturate, precision_dtype))
+
+
+@kernel("DequantizeLinear", since=10)
+def dequantize_linear(x, x_scale, x_zero_point=None, axis=1, block_size=0, output_dtype=0):
+    out_dtype = dtypes.from_enum(output_dtype).np if output_dtype else x_scale.dtype
+    work = _compute_dtype(out_dtype)
+    if x.dtype.kind in "iu" or dtypes.from_numpy(x.dtype).kind == "int":
+        # Integer difference first (exact), then one conversion to the float type.
+        shifted = x.astype(np.int64)
+        if x_zero_point is not None:
+            shifted = shifted - _expand(x_zero_point, x.shape, axis, block_size).astype(np.int64)
+        shifted = shifted.astype(work)
+    else:  # float8 / float4 inputs
+        shifted = x.astype(np.float32)
+        if x_zero_point is not None:
+            shifted = shifted - _expand(x_zero_point, x.shape, axis, block_size).astype(np.float32)
+        shifted = shifted.astype(work)
+    scale = _expand(x_scale, x.shape, axis, block_size).astype(work)
+    return np.asarray((shifted * scale).astype(out_dtype))
+
+
+@kernel("DynamicQuantizeLinear", since=11)
+def dynamic_quantize_linear(x):
+    """uint8 quantization with scale and zero point computed from the data range (which includes 0)."""
+    qmin, qmax = 0.0, 255.0
+    low = min(0.0, float(np.min(x))) if x.size else 0.0
+    high = max(0.0, float(np.max(x))) if x.size else 0.0
+    scale = np.float32((np.float32(high) - np.float32(low)) / np.float32(qmax - qmin))
+    with np.errstate(all="ignore"):
+        zero_point = np.clip(np.rint(qmin - np.float32(low) / scale), qmin, qmax) if scale else np.float32(0)
+        y = np.clip(np.rint(x / scale) + zero_point, qmin, qmax) if scale else np.zeros_like(x)
+    return (np.asarray(y.astype(np.uint8)), np.asarray(scale, dtype=np.float32),
+            np.asarray(np.uint8(zero_point)))
+
+
+def _per_row(param, operand):
+    """QLinearMatMul's A-side parameters: a 1-D vector of length M applies per row."""
+    param = np.asarray(param)
+    if param.ndim == 1 and param.size > 1 and operand.ndim >= 2:
+        return param.reshape(-1, 1)
+    return param
+
+
+def _shifted(operand, zero_point):
+    """operand - zero_point, as int32 for integer operands and float32 for float8 ones."""
+    if operand.dtype.kind in "iu":
+        return operand.astype(np.int32) - zero_point.astype(np.int32)
+    return operand.astype(np.float32) - zero_point.astype(np.float32)
+
+
+@kernel("QLinearMatMul", since=10)
+def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point):
+    a_shifted = _shifted(a, _per_row(a_zero_point, a))
+    b_shifted = _shifted(b, np.asarray(b_zero_point))
+    if a_shifted.dtype.kind == "i" and b_shifted.dtype.kind == "i":
+        acc = integer_matmul(a_shifted, b_shifted).astype(np.float64)
+    else:
+        acc = np.matmul(a_shifted.astype(np.float32), b_shifted.astype(np.float32)).astype(np.float64)
+    multiplier = (_per_row(a_scale, a).astype(np.float32) * np.asarray(b_scale).astype(np.float32)
+                  / np.asarray(y_scale).astype(np.float32))
+    real = acc * multiplier.astype(np.float64)
+    target = y_zero_point.dtype
+    if target.kind in "iu":
+        return np.asarray(_saturate_integer(np.rint(real) + y_zero_point.astype(np.float64), target))
+    return np.asarray(cast_array(real.astype(np.float32) + y_zero_point.astype(np.float32), target))
