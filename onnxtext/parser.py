@@ -1,0 +1,192 @@
+"""Parser API: text -> onnx protobufs (``parse_model``, ``parse_graph``, ``parse_function``, ``parse_node``,
+``parse``). Every failure is an :class:`onnxtext.ParseError` with line, column and what was expected.
+"""
+
+from __future__ import annotations
+
+import gc
+
+from .errors import OnnxTextError, ParseError
+
+# Human words for the grammar's terminals (used in "expected ..." messages).
+_WORDS = {
+    "IDENT": "a name", "STRING": "a string", "INT": "an integer", "FLOAT": "a number", "HEX": "a hex number",
+    "SPECIAL": "a number", "DTYPE": "a data type", "ANNOT": "an @annotation", "DOC": "a /// doc comment",
+    "QMARK": "'?'", "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "LBRACE": "'{'", "RBRACE": "'}'",
+    "LESSTHAN": "'<'", "MORETHAN": "'>'", "COMMA": "','", "COLON": "':'", "EQUAL": "'='", "DOT": "'.'",
+    "$END": "end of input", "AT": "'@'",
+}
+
+
+def _word(terminal: str) -> str:
+    if terminal in _WORDS:
+        return _WORDS[terminal]
+    if terminal.startswith("__ANON") or terminal.startswith("_"):
+        return terminal
+    try:
+        from ._grammar import get_parser
+
+        for t in get_parser().terminals:
+            if t.name == terminal:
+                if t.pattern.type == "str":
+                    return repr(t.pattern.value)
+                break
+    except Exception:
+        pass
+    return terminal.lower()
+
+
+def _expected_words(expected) -> list[str]:
+    words = sorted({_word(t) for t in expected})
+    # collapse the number terminals
+    return words
+
+
+def _token_desc(tok) -> str:
+    if tok is None:
+        return "end of input"
+    if getattr(tok, "type", None) == "$END":
+        return "end of input"
+    text = str(tok)
+    if len(text) > 30:
+        text = text[:27] + "..."
+    return repr(text)
+
+
+def _convert(e, text: str, filename: str | None) -> ParseError:
+    """A lark exception -> ParseError with human-readable message."""
+    import lark
+
+    if isinstance(e, lark.exceptions.UnexpectedCharacters):
+        ch = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
+        msg = f"unexpected character {ch!r}"
+        if ch == '"':
+            msg = "unterminated string (no closing quote)"
+        exp = _expected_words(e.allowed or [])
+        if exp and ch != '"':
+            msg += "; expected " + _join(exp)
+        return ParseError(msg, line=e.line, column=e.column, expected=exp, source=text, filename=filename)
+    if isinstance(e, lark.exceptions.UnexpectedToken):
+        tok = e.token
+        exp = _expected_words(e.expected or e.accepts or [])
+        what = _token_desc(tok)
+        msg = f"unexpected {what}" if what == "end of input" else f"unexpected {what}"
+        if exp:
+            msg += "; expected " + _join(exp)
+        line = tok.line if getattr(tok, "line", None) is not None else e.line
+        col = tok.column if getattr(tok, "column", None) is not None else e.column
+        if getattr(tok, "type", None) == "$END" or line is None or line < 0:
+            line, col = _end_position(text)
+        return ParseError(msg, line=line, column=col, expected=exp, source=text, filename=filename)
+    if isinstance(e, lark.exceptions.UnexpectedEOF):
+        line, col = _end_position(text)
+        exp = _expected_words(e.expected or [])
+        return ParseError("unexpected end of input" + ("; expected " + _join(exp) if exp else ""), line=line,
+                          column=col, expected=exp, source=text, filename=filename)
+    if isinstance(e, lark.exceptions.VisitError):
+        inner = e.orig_exc
+        if isinstance(inner, ParseError):
+            inner.source = text
+            inner.filename = filename
+            if inner.line is None:
+                tok = getattr(e.obj, "meta", None)
+                inner.line = getattr(tok, "line", None)
+            return ParseError(inner.message, line=inner.line, column=inner.column, hint=inner.hint, source=text,
+                              filename=filename, expected=inner.expected)
+        return ParseError(f"{type(inner).__name__}: {inner}", source=text, filename=filename)
+    return ParseError(str(e), source=text, filename=filename)
+
+
+def _join(words):
+    if len(words) <= 1:
+        return "".join(words)
+    if len(words) > 8:
+        words = words[:8] + ["..."]
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _end_position(text: str):
+    lines = text.split("\n")
+    return len(lines), len(lines[-1]) + 1
+
+
+def _parse(text: str, start: str, filename: str | None = None):
+    import lark
+
+    from ._grammar import get_parser
+    from .builder import Builder
+
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ParseError(f"the text is not valid UTF-8 (byte {e.start})", filename=filename) from None
+    parser = get_parser(Builder(), key="build")
+    enabled = gc.isenabled()
+    gc.disable()  # building many small protos: the cyclic GC only costs time here
+    try:
+        return parser.parse(text, start=start)
+    except (lark.exceptions.LarkError, ParseError) as e:
+        if isinstance(e, ParseError):
+            e.source, e.filename = text, filename
+            raise ParseError(e.message, line=e.line, column=e.column, hint=e.hint, source=text,
+                             filename=filename, expected=e.expected) from None
+        raise _convert(e, text, filename) from None
+    except RecursionError:
+        raise ParseError("input nested too deeply", source=text, filename=filename) from None
+    except OnnxTextError:
+        raise
+    except (ValueError, TypeError, OverflowError) as e:  # protobuf range checks (e.g. int64 overflow)
+        raise ParseError(f"invalid value: {e}", source=text, filename=filename) from None
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def parse_model(text, *, filename: str | None = None):
+    """Parse a model (optional ``<header>``, a graph, functions) into an ``onnx.ModelProto``."""
+    return _parse(text, "model", filename)
+
+
+def parse_graph(text, *, filename: str | None = None):
+    """Parse a graph ``name (inputs) => (outputs) <values> {nodes}`` into an ``onnx.GraphProto``."""
+    return _parse(text, "graph", filename)
+
+
+def parse_function(text, *, filename: str | None = None):
+    """Parse a function into an ``onnx.FunctionProto``."""
+    return _parse(text, "function", filename)
+
+
+def parse_node(text, *, filename: str | None = None):
+    """Parse one node statement into an ``onnx.NodeProto``."""
+    return _parse(text, "node", filename)
+
+
+def parse(text, *, filename: str | None = None):
+    """Parse any onnxtext text, detecting its kind: ModelProto, GraphProto, FunctionProto or NodeProto.
+
+    A text with a ``<...>`` header is a model when its header has model keys (ir_version, producer_name...)
+    or is followed by a graph, else a function; a bare ``name (...) => (...) {...}`` is a graph; a
+    statement with ``=`` is a node.
+    """
+    errors = []
+    for start in _guess_order(text):
+        try:
+            return _parse(text, start, filename)
+        except ParseError as e:
+            errors.append(e)
+    # report the error that got furthest into the text
+    raise max(errors, key=lambda e: ((e.line or 0), (e.column or 0)))
+
+
+def _guess_order(text):
+    s = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+    body = "\n".join(line for line in s.splitlines() if not line.lstrip().startswith(("#", "//")))
+    stripped = body.lstrip()
+    if stripped.startswith("<"):
+        return ["model", "function"]
+    head = stripped.split("{", 1)[0]
+    if "=>" not in head:
+        return ["node", "graph", "model", "function"]
+    return ["graph", "model", "function", "node"]

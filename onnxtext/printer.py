@@ -1,0 +1,603 @@
+"""Pretty-printer: onnx protobufs -> canonical onnxtext (one ``print_<message>`` method per message).
+
+The output parses back to the same proto (``parse(to_text(m)) == m``), encodings included: tensors
+stored in ``raw_data`` print as ``raw {...}`` (or a ``base64`` block when large), typed-field tensors as
+``{...}``. Output is deterministic and idempotent. Options:
+
+* ``width`` (100): wrap lists longer than this;
+* ``indent`` ("  "): indentation unit;
+* ``max_inline`` (256): raw tensors with more elements print as a base64 block (``0`` forces blocks,
+  ``None`` forces decimals);
+* ``elide`` (False): print big tensors as one-line summaries (for reading: such text does not parse).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+
+import numpy as np
+from onnx import (AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, SparseTensorProto,
+                  TensorProto, TypeProto, ValueInfoProto)
+
+from . import dtypes, tensors
+from .builder import ATTR_TYPE_NAMES
+from .errors import OnnxTextError
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: Words the grammar treats as keywords somewhere: names spelled like them are quoted.
+KEYWORDS = frozenset(dtypes.NAMES) | {
+    "seq", "map", "optional", "sparse_tensor", "opaque", "tensor", "type", "raw", "base64", "hex", "elided",
+    "sparse", "true", "false", "training_info", "inf", "infinity", "nan"}
+
+
+# ---------------------------------------------------------------------------------------------- atoms
+def quote(data) -> str:
+    """A string literal for text or bytes (escapes quotes, backslashes, controls and invalid UTF-8)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    out = ['"']
+    if text is not None:
+        for ch in text:
+            o = ord(ch)
+            if ch == '"':
+                out.append('\\"')
+            elif ch == "\\":
+                out.append("\\\\")
+            elif ch == "\n":
+                out.append("\\n")
+            elif ch == "\t":
+                out.append("\\t")
+            elif ch == "\r":
+                out.append("\\r")
+            elif o < 0x20 or o == 0x7F or 0xD800 <= o <= 0xDFFF:
+                out.append(f"\\x{o:02x}" if o < 0x80 else f"\\u{o:04x}")
+            else:
+                out.append(ch)
+    else:
+        for b in data:
+            if b == 0x22:
+                out.append('\\"')
+            elif b == 0x5C:
+                out.append("\\\\")
+            elif b == 0x0A:
+                out.append("\\n")
+            elif 0x20 <= b < 0x7F:
+                out.append(chr(b))
+            else:
+                out.append(f"\\x{b:02x}")
+    out.append('"')
+    return "".join(out)
+
+
+def name(n: str) -> str:
+    """A name as an identifier when it is one (and not a keyword), else quoted."""
+    if _IDENT.match(n) and n.lower() not in KEYWORDS:
+        return n
+    return quote(n)
+
+
+def format_floats(arr: np.ndarray, dt: dtypes.DType) -> list[str]:
+    """Shortest decimal text of each element that reads back to the same bits in its own type.
+
+    Elements whose bits a decimal cannot reproduce (NaN payloads) print as hex bit patterns.
+    """
+    flat = np.ascontiguousarray(arr).ravel()
+    if flat.size == 0:
+        return []
+    if dt.np in (np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.float64)):
+        texts = [str(x) if dt.np != np.float64 else repr(float(x)) for x in flat.tolist()] \
+            if dt.np == np.float64 else [str(x) for x in flat]
+    else:
+        texts = [_shortest_narrow(v, dt) for v in flat.astype(np.float64).tolist()]
+    texts = [_float_token(t) for t in texts]
+    back = np.array([t if t not in ("nan", "-nan") else ("nan" if t == "nan" else "-nan") for t in texts],
+                    dtype=np.float64)
+    back = np.where(np.array([t == "-nan" for t in texts]), -np.abs(back), back)
+    want_bits = _bits(flat, dt)
+    got_bits = _bits(back.astype(dt.np), dt)
+    bad = np.nonzero(want_bits != got_bits)[0]
+    for i in bad.tolist():
+        texts[i] = f"0x{int(want_bits[i]):0{max(1, -(-dt.bits // 4))}x}"
+    return texts
+
+
+def _bits(arr, dt):
+    if dt.bits in (8, 16, 32, 64):
+        return np.ascontiguousarray(arr, dt.np).view(dt.uint_view)
+    return np.ascontiguousarray(arr, dt.np).view(np.uint8) & ((1 << dt.bits) - 1)
+
+
+_SHORT: dict = {}
+
+
+def _shortest_narrow(v: float, dt) -> str:
+    key = (dt.enum, v if v == v else "nan", np.signbit(v))
+    s = _SHORT.get(key)
+    if s is None:
+        if v != v:
+            s = "-nan" if np.signbit(v) else "nan"
+        elif v in (float("inf"), float("-inf")):
+            s = "inf" if v > 0 else "-inf"
+        else:
+            target = np.array(v, np.float64).astype(dt.np)
+            s = repr(v)
+            for p in range(1, 18):
+                cand = f"{v:.{p}g}"
+                if np.array(float(cand), np.float64).astype(dt.np).view(np.uint8).tobytes() == \
+                        target.view(np.uint8).tobytes():
+                    s = cand
+                    break
+        _SHORT[key] = s
+    return s
+
+
+def _float_token(t: str) -> str:
+    """Make sure a float's text reads as a float (has '.', an exponent, or is inf/nan)."""
+    if t in ("inf", "-inf", "nan", "-nan"):
+        return t
+    if "e" in t or "E" in t:
+        mant, _, exp = t.partition("e")
+        return mant + "e" + exp.lstrip("+")
+    if "." not in t:
+        return t + ".0"
+    return t
+
+
+def format_values(arr: np.ndarray, dt: dtypes.DType) -> list[str]:
+    """Element literals of a tensor in the syntax's literal rules."""
+    flat = np.asarray(arr).ravel()
+    k = dt.kind
+    if k == "string":
+        return [quote(v if isinstance(v, bytes) else str(v).encode("utf-8")) for v in flat]
+    if k == "bool":
+        return ["true" if v else "false" for v in flat.tolist()]
+    if k == "int":
+        return [str(v) for v in flat.astype(np.int64 if dt.name != "uint64" else np.uint64).tolist()]
+    if k == "complex":
+        part = dtypes.BY_NAME["float" if dt.name == "complex64" else "double"]
+        re_ = format_floats(flat.real.copy(), part)
+        im = format_floats(flat.imag.copy(), part)
+        return [f"({a}, {b})" for a, b in zip(re_, im)]
+    return format_floats(flat, dt)
+
+
+# ---------------------------------------------------------------------------------------------- printer
+class Printer:
+    """Prints protos as onnxtext. Methods return strings; nested blocks are indented by ``level``."""
+
+    def __init__(self, width: int = 100, indent: str = "  ", max_inline: int | None = 256, elide: bool = False,
+                 elide_threshold: int = 32):
+        self.width = width
+        self.ind = indent
+        self.max_inline = max_inline
+        self.elide = elide
+        self.elide_threshold = elide_threshold
+
+    # ------------------------------------------------------------------ layout helpers
+    def _list(self, open_: str, items: list[str], close: str, level: int, force_multiline=False) -> str:
+        """``open items close`` on one line when it fits, else one item per line."""
+        one = open_ + ", ".join(items) + close
+        if not force_multiline and "\n" not in one and len(one) + len(self.ind) * level <= self.width:
+            return one
+        if not items:
+            return open_ + close
+        pad = self.ind * (level + 1)
+        body = ",\n".join(pad + _indent_first_lines(it, pad) for it in items)
+        return f"{open_}\n{body}\n{self.ind * level}{close}"
+
+    def _wrapped_values(self, open_: str, values: list[str], close: str, level: int) -> str:
+        """A literal list filled to the width (many short numbers per line)."""
+        one = open_ + ", ".join(values) + close
+        if len(one) + len(self.ind) * level <= self.width:
+            return one
+        pad = self.ind * (level + 1)
+        lines, cur = [], pad
+        for v in values:
+            piece = v + ","
+            if len(cur) + len(piece) + 1 > self.width and cur.strip():
+                lines.append(cur.rstrip())
+                cur = pad
+            cur += piece + " "
+        lines.append(cur.rstrip().rstrip(","))
+        return open_ + "\n" + "\n".join(lines) + "\n" + self.ind * level + close
+
+    def _annotations(self, msg, level: int, skip=("doc_string",), doc=True) -> list[str]:
+        """``/// doc`` lines and ``@field value`` lines for fields the main syntax does not show."""
+        out = []
+        if doc and "doc_string" in msg.DESCRIPTOR.fields_by_name and msg.doc_string:
+            out.extend(self.print_doc(msg.doc_string))
+        for fd in msg.DESCRIPTOR.fields:
+            if fd.name in skip:
+                continue
+            if (fd.is_repeated and len(getattr(msg, fd.name))) or (not fd.is_repeated and msg.HasField(fd.name)):
+                out.append(f"@{fd.name} " + self.print_datum(msg, fd, level))
+        return out
+
+    def print_doc(self, doc: str) -> list[str]:
+        return ["///" + (" " + line if line else "") for line in doc.split("\n")]
+
+    @staticmethod
+    def doc_is_comment_safe(doc: str) -> bool:
+        """A doc string can be written as /// lines when every line survives the round trip."""
+        return not any(c in doc for c in "\r\x0b\x0c\x85\u2028\u2029") and not any(
+            ord(c) < 0x20 and c not in "\n\t" for c in doc) and not any(line.startswith(" ") or line.endswith(
+                (" ", "\t")) for line in doc.split("\n"))
+
+    # ------------------------------------------------------------------ generic data (annotations, headers)
+    def print_datum(self, msg, fd, level: int) -> str:
+        value = getattr(msg, fd.name)
+        if fd.is_repeated:
+            if fd.message_type is not None:
+                mt = fd.message_type.name
+                if mt in ("StringStringEntryProto", "OperatorSetIdProto"):
+                    return self.print_pairs(value, level)
+                return self._list("[", [self.print_record(v, level + 1) for v in value], "]", level)
+            return self._list("[", [self._scalar(fd, v) for v in value], "]", level)
+        if fd.message_type is not None:
+            return self.print_record(value, level)
+        return self._scalar(fd, value)
+
+    def print_pairs(self, entries, level: int) -> str:
+        items = []
+        for e in entries:
+            if e.DESCRIPTOR.name == "OperatorSetIdProto":
+                items.append(f"{quote(e.domain)}: {e.version}")
+            else:
+                items.append(f"{quote(e.key)}: {quote(e.value)}")
+        if not items:
+            return "[]"
+        return self._list("[", items, "]", level)
+
+    def print_record(self, msg, level: int) -> str:
+        items = []
+        for fd in msg.DESCRIPTOR.fields:
+            if (fd.is_repeated and len(getattr(msg, fd.name))) or (not fd.is_repeated and msg.HasField(fd.name)):
+                items.append(f"{fd.name}: " + self.print_datum(msg, fd, level + 1))
+        return self._list("{", items, "}", level)
+
+    def _scalar(self, fd, v) -> str:
+        if fd.type == fd.TYPE_ENUM:
+            ev = fd.enum_type.values_by_number.get(v)
+            return ev.name if ev is not None else str(v)
+        if fd.type in (fd.TYPE_STRING, fd.TYPE_BYTES):
+            return quote(v)
+        if fd.type == fd.TYPE_BOOL:
+            return "true" if v else "false"
+        if fd.type in (fd.TYPE_FLOAT, fd.TYPE_DOUBLE):
+            return _float_token(repr(float(v)))
+        return str(v)
+
+    # ------------------------------------------------------------------ model
+    def print_model(self, m: ModelProto, level: int = 0) -> str:
+        parts = []
+        header = []
+        doc_as_comment = m.doc_string and "\n" in m.doc_string and self.doc_is_comment_safe(m.doc_string)
+        for key in ("ir_version", "opset_import", "producer_name", "producer_version", "domain", "model_version",
+                    "doc_string", "metadata_props", "configuration"):
+            fd = m.DESCRIPTOR.fields_by_name[key]
+            if key == "doc_string" and doc_as_comment:
+                continue
+            if (fd.is_repeated and len(getattr(m, key))) or (not fd.is_repeated and m.HasField(key)):
+                header.append(f"{key}: " + self.print_datum(m, fd, level + 1))
+        pre = self.print_doc(m.doc_string) if doc_as_comment else []
+        if header or pre:
+            parts.append("\n".join(pre + [self._list("<", header, ">", level, force_multiline=True)]))
+        parts.append(self.print_graph(m.graph, level))
+        for f in m.functions:
+            parts.append(self.print_function(f, level))
+        for t in m.training_info:
+            parts.append(self.print_training_info(t, level))
+        return "\n\n".join(parts) + "\n"
+
+    def print_training_info(self, t, level: int = 0) -> str:
+        pad = self.ind * (level + 1)
+        lines = ["training_info {"]
+        for key in ("initialization", "algorithm"):
+            if t.HasField(key):
+                lines.append(f"{pad}{key}: " + _indent_first_lines(self.print_graph(getattr(t, key), level + 1), pad))
+        for key in ("initialization_binding", "update_binding"):
+            if len(getattr(t, key)):
+                lines.append(f"{pad}{key}: " + self.print_pairs(getattr(t, key), level + 1))
+        lines.append(self.ind * level + "}")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ graph
+    def print_graph(self, g: GraphProto, level: int = 0) -> str:
+        ann = self._annotations(g, level, skip=("doc_string", "node", "name", "initializer", "sparse_initializer",
+                                                "input", "output", "value_info"))
+        ins = [self.print_value_info(v, level + 1) for v in g.input]
+        outs = [self.print_value_info(v, level + 1) for v in g.output]
+        values = [self.print_value_info(v, level + 1) for v in g.value_info]
+        values += [self.print_initializer(t, level + 1) for t in g.initializer]
+        values += [self.print_sparse_initializer(s, level + 1) for s in g.sparse_initializer]
+        multiline_io = any("\n" in x for x in ins + outs)
+        sig = (name(g.name) + " " + self._list("(", ins, ")", level, multiline_io) + " => " +
+               self._list("(", outs, ")", level, multiline_io))
+        lines = ann + [sig]
+        if values:
+            lines.append(self._list("<", values, ">", level, force_multiline=len(values) > 1 or any(
+                "\n" in v for v in values)))
+        return _block(lines, self.print_nodes(g.node, level), self.ind * level, bool(values))
+
+    def print_nodes(self, nodes, level: int) -> str:
+        if not nodes:
+            return "{\n" + self.ind * level + "}"
+        pad = self.ind * (level + 1)
+        inner = "\n".join(pad + _indent_first_lines(self.print_node(n, level + 1), pad) for n in nodes)
+        return "{\n" + inner + "\n" + self.ind * level + "}"
+
+    def print_value_info(self, v: ValueInfoProto, level: int = 0) -> str:
+        ann = self._annotations(v, level, skip=("doc_string", "name", "type"))
+        text = (self.print_type(v.type) + " " if v.HasField("type") else "") + name(v.name)
+        return "\n".join(ann + [text])
+
+    def print_initializer(self, t: TensorProto, level: int) -> str:
+        ann = self.tensor_annotations(t, level)
+        return "\n".join(ann + [self.print_tensor_type(t) + " " + name(t.name) + " = " +
+                                self.print_tensor_data(t, level)])
+
+    def print_sparse_initializer(self, s: SparseTensorProto, level: int) -> str:
+        ann = self._annotations(s, level, skip=("values", "indices", "dims"))
+        dt = _dtype_name(s.values.data_type)
+        dims = "[" + ", ".join(str(d) for d in s.dims) + "]"
+        return "\n".join(ann + [f"sparse_tensor({dt}{dims}) {name(s.values.name)} = " +
+                                self.print_sparse_data(s, level)])
+
+    def print_sparse_data(self, s: SparseTensorProto, level: int) -> str:
+        return ("sparse(" + self.print_tensor(s.values, level + 1) + ", " + self.print_tensor(s.indices, level + 1)
+                + ")")
+
+    # ------------------------------------------------------------------ tensors
+    def tensor_annotations(self, t: TensorProto, level: int) -> list[str]:
+        skip = ("doc_string", "name", "dims", "data_type", "raw_data", "external_data", "float_data", "int32_data",
+                "string_data", "int64_data", "double_data", "uint64_data")
+        out = self._annotations(t, level, skip=skip + ("data_location",))
+        implied = TensorProto.EXTERNAL if len(t.external_data) else TensorProto.DEFAULT
+        if t.HasField("data_location") and t.data_location != implied:
+            out.append(f"@data_location {TensorProto.DataLocation.Name(t.data_location)}")
+        return out
+
+    def print_tensor_type(self, t: TensorProto) -> str:
+        dt = _dtype_name(t.data_type)
+        return dt + ("[" + ", ".join(str(d) for d in t.dims) + "]" if len(t.dims) else "")
+
+    def print_tensor(self, t: TensorProto, level: int = 0) -> str:
+        """A tensor constant: ``float[2] name = {...}`` (name omitted when empty)."""
+        ann = self.tensor_annotations(t, level)
+        head = self.print_tensor_type(t) + (" " + name(t.name) if t.name else "")
+        return "\n".join(ann + [head + " = " + self.print_tensor_data(t, level)])
+
+    def print_tensor_data(self, t: TensorProto, level: int) -> str:
+        if len(t.external_data) or t.data_location == TensorProto.EXTERNAL:
+            return self.print_pairs(t.external_data, level)
+        try:
+            dt = dtypes.from_enum(t.data_type)
+        except KeyError:
+            raise OnnxTextError(f"tensor {t.name!r} has no element type (data_type {t.data_type})") from None
+        count = tensors.element_count(t)
+        raw = t.HasField("raw_data")
+        if self.elide and count > self.elide_threshold:
+            return self.print_elided(t, dt)
+        if raw and dt.kind != "string":
+            need = -(-count * dt.bits // 8)
+            if len(t.raw_data) != need or (self.max_inline is not None and count > self.max_inline):
+                return 'base64 "' + base64.b64encode(t.raw_data).decode("ascii") + '"'
+            arr = tensors.to_array(t)
+            return self._wrapped_values("raw {", format_values(arr, dt), "}", level)
+        arr = tensors.decode_typed(t, dt, count)
+        return self._wrapped_values("{", format_values(arr, dt), "}", level)
+
+    def print_elided(self, t: TensorProto, dt) -> str:
+        digest = hashlib.sha256(t.SerializeToString()).hexdigest()[:12]
+        fields = [f"sha256: {quote(digest)}"]
+        try:
+            arr = tensors.to_array(t)
+            if dt.kind in ("float", "int") and arr.size:
+                a = arr.astype(np.float64)
+                fields = [f"min: {_float_token(repr(float(np.nanmin(a))))}",
+                          f"max: {_float_token(repr(float(np.nanmax(a))))}",
+                          f"mean: {_float_token(repr(float(np.nanmean(a))))}"] + fields
+        except Exception:
+            pass
+        return "elided {" + ", ".join(fields) + "}"
+
+    # ------------------------------------------------------------------ types
+    def print_type(self, tp: TypeProto) -> str:
+        which = tp.WhichOneof("value")
+        den = ":" + quote(tp.denotation) if tp.HasField("denotation") else ""
+        if which == "tensor_type":
+            tt = tp.tensor_type
+            if not tt.HasField("elem_type") or tt.elem_type == 0:
+                if tt.HasField("shape"):
+                    raise OnnxTextError("a tensor type with a shape but no element type cannot be printed")
+                return "tensor" + den
+            return _dtype_name(tt.elem_type) + self.print_shape(tt) + den
+        if which == "sequence_type":
+            return "seq(" + self.print_type(tp.sequence_type.elem_type) + ")" + den
+        if which == "map_type":
+            return ("map(" + _dtype_name(tp.map_type.key_type) + ", " + self.print_type(tp.map_type.value_type) + ")"
+                    + den)
+        if which == "optional_type":
+            return "optional(" + self.print_type(tp.optional_type.elem_type) + ")" + den
+        if which == "sparse_tensor_type":
+            st = tp.sparse_tensor_type
+            return "sparse_tensor(" + _dtype_name(st.elem_type) + self.print_shape(st) + ")" + den
+        if which == "opaque_type":
+            o = tp.opaque_type
+            if o.domain:
+                return f"opaque({_dotted(o.domain)}, {name(o.name)})" + den
+            return (f"opaque({_dotted(o.name)})" if o.name else "opaque()") + den
+        return "type()" + den
+
+    def print_shape(self, tt) -> str:
+        if not tt.HasField("shape"):
+            return "[]"
+        if not tt.shape.dim:
+            return ""
+        dims = []
+        for d in tt.shape.dim:
+            w = d.WhichOneof("value")
+            s = str(d.dim_value) if w == "dim_value" else name(d.dim_param) if w == "dim_param" else "?"
+            if d.HasField("denotation"):
+                s += ":" + quote(d.denotation)
+            dims.append(s)
+        return "[" + ", ".join(dims) + "]"
+
+    # ------------------------------------------------------------------ nodes and attributes
+    def print_node(self, n: NodeProto, level: int = 0) -> str:
+        ann = self._annotations(n, level, skip=("doc_string", "input", "output", "name", "op_type", "domain",
+                                                "overload", "attribute"))
+        label = f"[{name(n.name)}] " if n.name else ""
+        outs = ", ".join(name(o) for o in n.output)
+        op = _op_name(n.domain, n.op_type) + (":" + name(n.overload) if n.overload else "")
+        attrs = ""
+        if len(n.attribute):
+            items = [self.print_attribute(a, level + 1) for a in n.attribute]
+            attrs = " " + self._list("<", items, ">", level, force_multiline=any("\n" in i for i in items) and
+                                     len(items) > 1)
+        ins = "(" + ", ".join(name(i) for i in n.input) + ")"
+        line = f"{label}{outs}{' ' if outs else ''}= {op}{attrs}{' ' if attrs else ''}{ins}"
+        return "\n".join(ann + [line])
+
+    def print_attribute(self, a: AttributeProto, level: int = 0) -> str:
+        ann = self.print_doc(a.doc_string) if a.doc_string else []
+        t = a.type
+        if a.ref_attr_name:
+            typ = f": {ATTR_TYPE_NAMES[t]}" if t else ""
+            return "\n".join(ann + [f"{name(a.name)}{typ} = @{a.ref_attr_name}" if _IDENT.match(a.ref_attr_name)
+                                    else f"{name(a.name)}{typ} = @ {quote(a.ref_attr_name)}"])
+        value, annotate = self.print_attribute_value(a, level)
+        typ = f": {ATTR_TYPE_NAMES[t]}" if annotate else ""
+        return "\n".join(ann + [f"{name(a.name)}{typ} = {value}"])
+
+    def print_attribute_value(self, a: AttributeProto, level: int):
+        """The value text, and whether it needs a ``: type`` annotation (empty lists)."""
+        A = AttributeProto
+        t = a.type
+        if t == A.FLOAT:
+            return format_floats(np.array([a.f], np.float32), dtypes.BY_NAME["float"])[0], False
+        if t == A.INT:
+            return str(a.i), False
+        if t == A.STRING:
+            return quote(a.s), False
+        if t == A.TENSOR:
+            return self.print_tensor(a.t, level), False
+        if t == A.GRAPH:
+            return self.print_graph(a.g, level), False
+        if t == A.SPARSE_TENSOR:
+            return self.print_sparse_attr(a.sparse_tensor, level), False
+        if t == A.TYPE_PROTO:
+            return self.print_type(a.tp), False
+        if t == A.FLOATS:
+            items = format_floats(np.array(a.floats, np.float32), dtypes.BY_NAME["float"])
+        elif t == A.INTS:
+            items = [str(v) for v in a.ints]
+        elif t == A.STRINGS:
+            items = [quote(v) for v in a.strings]
+        elif t == A.TENSORS:
+            items = [self.print_tensor(v, level + 1) for v in a.tensors]
+        elif t == A.GRAPHS:
+            items = [self.print_graph(v, level + 1) for v in a.graphs]
+        elif t == A.SPARSE_TENSORS:
+            items = [self.print_sparse_attr(v, level + 1) for v in a.sparse_tensors]
+        elif t == A.TYPE_PROTOS:
+            items = [self.print_type(v) for v in a.type_protos]
+        else:
+            raise OnnxTextError(f"attribute {a.name!r} has no type and no reference; it cannot be printed")
+        if t in (A.FLOATS, A.INTS, A.STRINGS):
+            return self._wrapped_values("[", items, "]", level), not items
+        return self._list("[", items, "]", level), not items
+
+    def print_sparse_attr(self, s: SparseTensorProto, level: int) -> str:
+        dt = _dtype_name(s.values.data_type)
+        dims = "[" + ", ".join(str(d) for d in s.dims) + "]"
+        return f"sparse_tensor({dt}{dims}) = " + self.print_sparse_data(s, level)
+
+    # ------------------------------------------------------------------ functions
+    def print_function(self, f: FunctionProto, level: int = 0) -> str:
+        doc_as_comment = "\n" in f.doc_string and self.doc_is_comment_safe(f.doc_string)
+        header = []
+        for key in ("domain", "opset_import", "overload", "doc_string", "metadata_props"):
+            fd = f.DESCRIPTOR.fields_by_name[key]
+            if key == "doc_string" and doc_as_comment:
+                continue
+            if (fd.is_repeated and len(getattr(f, key))) or (not fd.is_repeated and f.HasField(key)):
+                header.append(f"{key}: " + self.print_datum(f, fd, level + 1))
+        lines = self.print_doc(f.doc_string) if doc_as_comment else []
+        if header:
+            lines.append(self._list("<", header, ">", level))
+        attrs = [name(a) for a in f.attribute] + [self.print_attribute(a, level + 1) for a in f.attribute_proto]
+        sig = name(f.name)
+        if attrs:
+            sig += " " + self._list("<", attrs, ">", level)
+        sig += (" " + self._list("(", [name(i) for i in f.input], ")", level) + " => " +
+                self._list("(", [name(o) for o in f.output], ")", level))
+        lines.append(sig)
+        values = [self.print_value_info(v, level + 1) for v in f.value_info]
+        if values:
+            lines.append(self._list("<", values, ">", level, force_multiline=len(values) > 1))
+        return _block(lines, self.print_nodes(f.node, level), self.ind * level, bool(values))
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def _block(lines: list[str], body: str, pad: str, value_list: bool) -> str:
+    """Header lines then a ``{...}`` body. Fragments follow one convention: the first line is placed by
+    the caller, continuation lines are already indented absolutely."""
+    head = ("\n" + pad).join(_indent_first_lines(line, pad) for line in lines)
+    return head + ("\n" + pad if value_list else " ") + body
+
+
+def _indent_first_lines(text: str, pad: str) -> str:
+    """Annotation lines (``///``, ``@``) precede a fragment: indent the lines after each of them."""
+    if "\n" not in text or not text.startswith(("///", "@")):
+        return text
+    lines = text.split("\n")
+    out = [lines[0]]
+    prev_annotation = True
+    for line in lines[1:]:
+        out.append(pad + line if prev_annotation else line)
+        prev_annotation = prev_annotation and line.startswith(("///", "@"))
+    return "\n".join(out)
+
+
+def _dtype_name(enum: int) -> str:
+    try:
+        return dtypes.from_enum(enum).name
+    except KeyError:
+        raise OnnxTextError(f"unknown element type {enum}") from None
+
+
+def _dotted(s: str) -> str:
+    parts = s.split(".")
+    if all(_IDENT.match(p) and p.lower() not in KEYWORDS for p in parts):
+        return s
+    return quote(s)
+
+
+def _op_name(domain: str, op: str) -> str:
+    if not domain:
+        return name(op) if not op or "." not in op else quote(op)
+    return _dotted(domain) + "." + name(op)
+
+
+_PRINTERS = {
+    ModelProto: "print_model", GraphProto: "print_graph", FunctionProto: "print_function", NodeProto: "print_node",
+    TensorProto: "print_tensor", SparseTensorProto: "print_sparse_attr", TypeProto: "print_type",
+    ValueInfoProto: "print_value_info", AttributeProto: "print_attribute",
+}
+
+
+def to_text(proto, **options) -> str:
+    """Print a ModelProto, GraphProto, FunctionProto, NodeProto, TensorProto, SparseTensorProto, TypeProto,
+    ValueInfoProto or AttributeProto as onnxtext. See the module docstring for ``options``."""
+    method = _PRINTERS.get(type(proto))
+    if method is None:
+        raise TypeError(f"to_text cannot print {type(proto).__name__}")
+    text = getattr(Printer(**options), method)(proto)
+    return text if text.endswith("\n") else text + "\n"
