@@ -1,0 +1,226 @@
+"""``ai.onnx.ml`` tree ensembles: TreeEnsembleRegressor, TreeEnsembleClassifier (v1, v3) and TreeEnsemble (v5).
+
+All three attribute encodings are converted to one flat form (:class:`Forest`): arrays over nodes
+(feature, threshold, comparison mode, true/false child, NaN direction, leaf flag, membership set)
+and a list of leaf contributions (node, target, weight). Evaluation walks every (sample, tree) pair
+at once: one vectorized step per depth level, moving all walkers that still sit on an interior node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..registry import kernel
+from .ml import ML, as_rows, class_labels, post_transform
+
+# Comparison modes, numbered as TreeEnsemble (v5) numbers them; LEAF marks leaves of the old encoding.
+LEQ, LT, GTE, GT, EQ, NEQ, MEMBER, LEAF = range(8)
+_MODE_NAMES = {"BRANCH_LEQ": LEQ, "BRANCH_LT": LT, "BRANCH_GTE": GTE, "BRANCH_GT": GT, "BRANCH_EQ": EQ,
+               "BRANCH_NEQ": NEQ, "BRANCH_MEMBER": MEMBER, "LEAF": LEAF}
+_AGGREGATES = {"AVERAGE": 0, "SUM": 1, "MIN": 2, "MAX": 3}
+_POST_TRANSFORMS = ["NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT"]
+
+
+@dataclass
+class Forest:
+    feature: np.ndarray       # [M] int64
+    threshold: np.ndarray     # [M] float64
+    mode: np.ndarray          # [M] int64, one of the modes above
+    true_child: np.ndarray    # [M] int64 node index
+    false_child: np.ndarray   # [M] int64 node index
+    nan_true: np.ndarray      # [M] bool: a NaN feature follows the true branch
+    members: np.ndarray       # [M, S] float64 membership sets, NaN padded (S may be 0)
+    roots: np.ndarray         # [T] int64
+    leaf_node: np.ndarray     # [K] node index of each contribution
+    leaf_target: np.ndarray   # [K] target (or class) index
+    leaf_weight: np.ndarray   # [K] float64
+
+    def leaves(self, X: np.ndarray) -> np.ndarray:
+        """Leaf node index reached by every (sample, tree): [N, T]."""
+        x = X.astype(np.float64)
+        cur = np.broadcast_to(self.roots, (x.shape[0], self.roots.size)).copy()
+        rows = np.broadcast_to(np.arange(x.shape[0])[:, None], cur.shape)
+        is_leaf = self.mode == LEAF
+        while True:
+            walking = ~is_leaf[cur]
+            if not walking.any():
+                return cur
+            node = cur[walking]
+            value = x[rows[walking], self.feature[node]]
+            t = self.threshold[node]
+            mode = self.mode[node]
+            go_true = np.select(
+                [mode == LEQ, mode == LT, mode == GTE, mode == GT, mode == EQ, mode == NEQ],
+                [value <= t, value < t, value >= t, value > t, value == t, value != t], False)
+            if self.members.shape[1]:
+                in_set = (self.members[node] == value[:, None]).any(axis=1)
+                go_true = np.where(mode == MEMBER, in_set, go_true)
+            go_true = np.where(np.isnan(value), self.nan_true[node], go_true)
+            cur[walking] = np.where(go_true, self.true_child[node], self.false_child[node])
+
+    def scores(self, X: np.ndarray, n_targets: int, aggregate: str, base_values) -> np.ndarray:
+        """Aggregated leaf values per target, base values added: [N, n_targets] float64."""
+        leaves = self.leaves(as_rows(X))
+        n_nodes, n_trees = self.mode.size, self.roots.size
+        # Per node and target: the combined weight of that leaf (several entries may share a target).
+        combine = {"SUM": np.add, "AVERAGE": np.add, "MIN": np.minimum, "MAX": np.maximum}[aggregate]
+        start = {"SUM": 0.0, "AVERAGE": 0.0, "MIN": np.inf, "MAX": -np.inf}[aggregate]
+        node_values = np.full((n_nodes, n_targets), start)
+        combine.at(node_values, (self.leaf_node, self.leaf_target), self.leaf_weight)
+        has_value = np.zeros((n_nodes, n_targets), bool)
+        has_value[self.leaf_node, self.leaf_target] = True
+        per_tree = node_values[leaves]  # [N, T, targets]
+        if aggregate in ("SUM", "AVERAGE"):
+            out = per_tree.sum(axis=1)
+            if aggregate == "AVERAGE":
+                out = out / n_trees
+        else:
+            out = (per_tree.min(axis=1) if aggregate == "MIN" else per_tree.max(axis=1))
+            # A target no reached leaf contributes to scores 0.
+            out = np.where(has_value[leaves].any(axis=1), out, 0.0)
+        if base_values is not None and len(base_values):
+            out = out + np.asarray(base_values, np.float64)
+        return out
+
+
+def _node_index(tree_ids, node_ids, query_trees, query_nodes):
+    """Positions of (tree, node) pairs among the node list, vectorized with a sorted key search."""
+    tree_ids, node_ids = np.asarray(tree_ids, np.int64), np.asarray(node_ids, np.int64)
+    span = max(int(node_ids.max(initial=0)), int(np.max(query_nodes, initial=0))) + 1
+    keys = tree_ids * span + node_ids
+    order = np.argsort(keys, kind="stable")
+    query = np.asarray(query_trees, np.int64) * span + np.asarray(query_nodes, np.int64)
+    pos = np.searchsorted(keys[order], query)
+    if pos.size and (np.any(pos >= keys.size) or np.any(keys[order][np.minimum(pos, keys.size - 1)] != query)):
+        raise ValueError("tree ensemble refers to a (tree id, node id) pair that has no node")
+    return order[pos]
+
+
+def _legacy_forest(a: dict, prefix: str) -> Forest:
+    """Forest from the v1/v3 encoding; ``prefix`` is 'target' (regressor) or 'class' (classifier)."""
+    tree_ids, node_ids = a["nodes_treeids"], a["nodes_nodeids"]
+    n = len(node_ids)
+    values = a.get("nodes_values_as_tensor")
+    threshold = np.asarray(values if values is not None else a.get("nodes_values") or np.zeros(n),
+                           np.float64).ravel()
+    mode = np.array([_MODE_NAMES[m] for m in a["nodes_modes"]], np.int64)
+    interior = mode != LEAF
+    true_child = np.zeros(n, np.int64)
+    false_child = np.zeros(n, np.int64)
+    trees = np.asarray(tree_ids, np.int64)
+    true_child[interior] = _node_index(tree_ids, node_ids, trees[interior],
+                                       np.asarray(a["nodes_truenodeids"], np.int64)[interior])
+    false_child[interior] = _node_index(tree_ids, node_ids, trees[interior],
+                                        np.asarray(a["nodes_falsenodeids"], np.int64)[interior])
+    missing = a.get("nodes_missing_value_tracks_true")
+    nan_true = np.zeros(n, bool) if not missing else np.asarray(missing, bool)
+    # Roots: the first node listed for each tree id (node ids of a tree start at its root).
+    _, first = np.unique(trees, return_index=True)
+    weights = a.get(f"{prefix}_weights_as_tensor")
+    weights = np.asarray(weights if weights is not None else a.get(f"{prefix}_weights") or [], np.float64)
+    leaf_node = _node_index(tree_ids, node_ids, a.get(f"{prefix}_treeids") or [], a.get(f"{prefix}_nodeids") or [])
+    return Forest(np.asarray(a.get("nodes_featureids") or np.zeros(n), np.int64), threshold, mode,
+                  true_child, false_child, nan_true, np.zeros((n, 0)), np.sort(first).astype(np.int64),
+                  np.asarray(leaf_node, np.int64), np.asarray(a.get(f"{prefix}_ids") or [], np.int64), weights)
+
+
+def _base_values(a):
+    b = a.get("base_values_as_tensor")
+    return np.asarray(b, np.float64).ravel() if b is not None else a.get("base_values")
+
+
+@kernel("TreeEnsembleRegressor", since=1, domain=ML)
+def tree_ensemble_regressor(X, **a):
+    forest = _legacy_forest(a, "target")
+    n_targets = a.get("n_targets") or int(forest.leaf_target.max(initial=0)) + 1
+    scores = forest.scores(X, n_targets, a["aggregate_function"], _base_values(a))
+    return post_transform(scores, a["post_transform"]).astype(np.float32)
+
+
+@kernel("TreeEnsembleClassifier", since=1, domain=ML)
+def tree_ensemble_classifier(X, **a):
+    forest = _legacy_forest(a, "class")
+    labels = class_labels(a.get("classlabels_strings"), a.get("classlabels_int64s"))
+    scores = forest.scores(X, len(labels), "SUM", None)
+    base = _base_values(a)
+    transform = a["post_transform"]
+    if len(labels) == 2 and np.unique(forest.leaf_target).size == 1:
+        return _binary_scores(scores, forest, base, labels, transform)
+    if base is not None and len(base):
+        scores = scores + np.asarray(base, np.float64)
+    label = labels[np.argmax(scores, axis=1)]
+    return label, post_transform(scores, transform).astype(np.float32)
+
+
+def _binary_scores(scores, forest, base, labels, transform):
+    """Two classes whose leaves all vote for one class: that class's score s decides the label
+    (s > 0.5 when every weight is positive, i.e. s is a probability; else s > 0) and the other
+    class gets the complement (1 - s for probabilities, -s for margins)."""
+    voted = int(forest.leaf_target[0]) if forest.leaf_target.size else 1
+    s = scores[:, voted]
+    if base is not None and len(base):
+        s = s + np.asarray(base, np.float64)[min(voted, len(base) - 1)]
+    probabilities = bool(np.all(forest.leaf_weight >= 0))
+    positive = s > (0.5 if probabilities else 0.0)
+    label = np.where(positive, labels[1], labels[0]).astype(labels.dtype)
+    if transform == "LOGISTIC" and not probabilities:
+        z = np.stack([post_transform(-s, "LOGISTIC"), post_transform(s, "LOGISTIC")], axis=1)
+    elif transform == "PROBIT":
+        z = np.stack([np.zeros_like(s), post_transform(s, "PROBIT")], axis=1)
+    else:
+        other = 1 - s if probabilities else -s
+        z = post_transform(np.stack([other, s], axis=1), transform)
+    return label, z.astype(np.float32)
+
+
+@kernel("TreeEnsemble", since=5, domain=ML)
+def tree_ensemble(X, **a):
+    modes = np.asarray(a["nodes_modes"]).astype(np.int64).ravel()
+    n_interior = modes.size
+    leaf_weights = np.asarray(a["leaf_weights"]).ravel()
+    n_leaves = leaf_weights.size
+    # Leaves become nodes after the interior ones: leaf j is node n_interior + j.
+    def child(ids, leafs):
+        ids, leafs = np.asarray(ids, np.int64), np.asarray(leafs, bool)
+        return np.where(leafs, n_interior + ids, ids)
+
+    true_child = np.concatenate([child(a["nodes_truenodeids"], a["nodes_trueleafs"]), np.zeros(n_leaves, np.int64)])
+    false_child = np.concatenate([child(a["nodes_falsenodeids"], a["nodes_falseleafs"]),
+                                  np.zeros(n_leaves, np.int64)])
+    mode = np.concatenate([modes, np.full(n_leaves, LEAF)])
+    missing = a.get("nodes_missing_value_tracks_true")
+    nan_true = np.zeros(n_interior + n_leaves, bool)
+    if missing:
+        nan_true[:n_interior] = np.asarray(missing, bool)
+    members = np.zeros((n_interior + n_leaves, 0))
+    if a.get("membership_values") is not None and np.any(modes == MEMBER):
+        members = _membership_sets(np.asarray(a["membership_values"], np.float64).ravel(), modes, n_leaves)
+    splits = np.asarray(a["nodes_splits"]).astype(np.float64).ravel()
+    forest = Forest(np.concatenate([np.asarray(a["nodes_featureids"], np.int64), np.zeros(n_leaves, np.int64)]),
+                    np.concatenate([splits, np.zeros(n_leaves)]), mode, true_child, false_child, nan_true, members,
+                    np.asarray(a["tree_roots"], np.int64), n_interior + np.arange(n_leaves),
+                    np.asarray(a["leaf_targetids"], np.int64), leaf_weights.astype(np.float64))
+    aggregate = {v: k for k, v in _AGGREGATES.items()}[a["aggregate_function"]]
+    scores = forest.scores(X, a.get("n_targets") or int(forest.leaf_target.max(initial=0)) + 1, aggregate, None)
+    return post_transform(scores, _POST_TRANSFORMS[a["post_transform"]]).astype(X.dtype)
+
+
+def _membership_sets(values, modes, n_leaves):
+    """[nodes, S] padded sets: the NaN-delimited groups of ``values``, one per BRANCH_MEMBER node in order."""
+    groups, current = [], []
+    for v in values.tolist():  # attribute decoding (once per call), not per sample
+        if np.isnan(v):
+            groups.append(current)
+            current = []
+        else:
+            current.append(v)
+    if current:
+        groups.append(current)
+    member_nodes = np.flatnonzero(modes == MEMBER)
+    width = max((len(g) for g in groups), default=0)
+    sets = np.full((modes.size + n_leaves, width), np.nan)
+    for node, g in zip(member_nodes, groups):
+        sets[node, :len(g)] = g
+    return sets
