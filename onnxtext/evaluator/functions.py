@@ -34,6 +34,13 @@ def _body_graph(fproto: onnx.FunctionProto) -> onnx.GraphProto:
     return g
 
 
+def _requested_outputs(fproto, node) -> list[str]:
+    """The body's outputs the call asks for; an output the call leaves unnamed becomes "" (None), so
+    the body's nodes computing only unrequested outputs are pruned (schema bodies may not even
+    compute them)."""
+    return [o if i < len(node.output) and node.output[i] else "" for i, o in enumerate(fproto.output)]
+
+
 def _body_preparation(fproto, call_attrs: dict, info) -> Preparation:
     outer = info.prep
     opsets = dict(outer.opsets)
@@ -62,7 +69,8 @@ def local_function_call(fproto: onnx.FunctionProto, attributes, info) -> Functio
     """Call of a model-local function; its body plan is prepared now, with this call's attributes."""
     call_attrs = {a.name: a for a in fproto.attribute_proto}
     call_attrs.update({a.name: a for a in attributes})
-    plan = prepare_graph(_body_graph(fproto), _body_preparation(fproto, call_attrs, info))
+    plan = prepare_graph(_body_graph(fproto), _body_preparation(fproto, call_attrs, info),
+                         outputs=_requested_outputs(fproto, info.node))
     return FunctionCall(info, lambda args: plan)
 
 
@@ -89,7 +97,8 @@ def schema_function_call(node, attributes, info):
     if version in static:
         fproto = onnx.FunctionProto()
         fproto.ParseFromString(schema.get_function_with_opset_version(version))
-        plan = prepare_graph(_body_graph(fproto), _body_preparation(fproto, call_attrs, info))
+        plan = prepare_graph(_body_graph(fproto), _body_preparation(fproto, call_attrs, info),
+                             outputs=_requested_outputs(fproto, node))
         return FunctionCall(info, lambda args: plan)
 
     # context-dependent: the body is built for the actual input types on first use
@@ -112,7 +121,8 @@ def schema_function_call(node, attributes, info):
             if not fproto.node and not fproto.output:
                 raise EvalError(f"{info.describe()}: onnx could not build the function body of "
                                 f"{node.op_type} for these input types")
-            plan = cache[key] = prepare_graph(_body_graph(fproto), _body_preparation(fproto, call_attrs, info))
+            plan = cache[key] = prepare_graph(_body_graph(fproto), _body_preparation(fproto, call_attrs, info),
+                                              outputs=_requested_outputs(fproto, node))
         return plan
 
     return FunctionCall(info, plan_for)
