@@ -307,7 +307,8 @@ def range_(start, limit, delta, stash_type=1):
     low_precision = out_type in (np.float16, dtypes.from_name("bfloat16").np)
     # stash_type=1 (float) computes float16/bfloat16 ranges in float32; otherwise in the type itself
     work = np.float32 if low_precision and stash_type == 1 else out_type
-    s, l, d = (np.asarray(v).astype(work) for v in (start, limit, delta))
+    # inputs are scalars by the spec, but function bodies (AffineGrid's) pass 1-element tensors
+    s, l, d = (np.asarray(v).reshape(-1)[0].astype(work) for v in (start, limit, delta))
     if out_type.kind in "iu":
         count = max(-(-(int(l) - int(s)) // int(d)), 0)
     else:
