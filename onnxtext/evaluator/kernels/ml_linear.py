@@ -1,0 +1,170 @@
+"""``ai.onnx.ml`` linear models and support vector machines.
+
+LinearClassifier / LinearRegressor: scores = X @ coefficients.T + intercepts, then a post-transform.
+SVMClassifier follows libsvm: one decision value per pair of classes (one-vs-one), votes, and when
+``prob_a``/``prob_b`` are given, pairwise Platt probabilities coupled into class probabilities.
+A classifier with a single score column and two labels is binary: the score decides between the
+labels and the probability output gets both columns (the complement first).
+"""
+
+import numpy as np
+
+from ..registry import kernel
+from .ml import ML, as_rows, class_labels, post_transform
+
+
+def _binary_columns(score: np.ndarray, transform: str) -> np.ndarray:
+    """[N] score of the positive class -> [N, 2] (negative, positive) after the transform.
+
+    Softmax of a single score is not a meaningful normalization, so SOFTMAX/SOFTMAX_ZERO leave the
+    score as is; LOGISTIC and PROBIT map it first; the negative column is the complement 1 - s.
+    """
+    s = post_transform(score, transform) if transform in ("LOGISTIC", "PROBIT") else score
+    return np.stack([1 - s, s], axis=1)
+
+
+@kernel("LinearClassifier", since=1, domain=ML)
+def linear_classifier(X, *, coefficients, intercepts=None, classlabels_ints=None, classlabels_strings=None,
+                      multi_class, post_transform):
+    x = as_rows(X).astype(np.float32)
+    n_features = x.shape[1]
+    weights = np.asarray(coefficients, np.float32).reshape(-1, n_features)
+    scores = x @ weights.T
+    if intercepts:
+        scores = scores + np.asarray(intercepts, np.float32)
+    labels = class_labels(classlabels_strings, classlabels_ints)
+    if scores.shape[1] == 1:
+        # One score: positive score -> second label (or 1 when the labels are not a pair).
+        pair = labels if labels.size == 2 else np.array([0, 1], np.int64)
+        label = np.where(scores[:, 0] > 0, pair[1], pair[0]).astype(pair.dtype)
+        if labels.size == 2:
+            return label, _binary_columns(scores[:, 0], post_transform).astype(np.float32)
+        return label, post_transform_scores(scores, post_transform)
+    label = labels[np.argmax(scores, axis=1)]
+    return label, post_transform_scores(scores, post_transform)
+
+
+def post_transform_scores(scores, name):
+    return post_transform(scores.astype(np.float64), name).astype(np.float32)
+
+
+@kernel("LinearRegressor", since=1, domain=ML)
+def linear_regressor(X, *, coefficients=None, intercepts=None, targets, post_transform):
+    x = as_rows(X).astype(np.float32)
+    weights = np.asarray(coefficients, np.float32).reshape(targets, -1)
+    scores = x @ weights.T
+    if intercepts:
+        scores = scores + np.asarray(intercepts, np.float32)
+    return post_transform_scores(scores, post_transform)
+
+
+def _kernel_matrix(x, vectors, kernel_type, kernel_params):
+    """K(x_n, v_j) for every sample and support vector: [N, V] float64."""
+    gamma, coef0, degree = (list(kernel_params or []) + [0.0, 0.0, 0.0])[:3]
+    dot = x @ vectors.T
+    if kernel_type == "LINEAR":
+        return dot
+    if kernel_type == "POLY":
+        return (gamma * dot + coef0) ** int(degree)
+    if kernel_type == "RBF":
+        sq = (x * x).sum(axis=1)[:, None] - 2 * dot + (vectors * vectors).sum(axis=1)[None, :]
+        return np.exp(-gamma * np.maximum(sq, 0))
+    if kernel_type == "SIGMOID":
+        return np.tanh(gamma * dot + coef0)
+    raise ValueError(f"unknown SVM kernel_type {kernel_type!r}")
+
+
+@kernel("SVMRegressor", since=1, domain=ML)
+def svm_regressor(X, *, coefficients=None, support_vectors=None, rho=None, kernel_type, kernel_params=None,
+                  n_supports, one_class, post_transform):
+    x = as_rows(X).astype(np.float64)
+    coef = np.asarray(coefficients or [], np.float64)
+    bias = rho[0] if rho else 0.0
+    if n_supports > 0:
+        vectors = np.asarray(support_vectors, np.float64).reshape(n_supports, -1)
+        score = _kernel_matrix(x, vectors, kernel_type, kernel_params) @ coef[:n_supports] + bias
+    else:  # linear model: coefficients are one weight per feature
+        score = _kernel_matrix(x, coef.reshape(1, -1), kernel_type, kernel_params)[:, 0] + bias
+    if one_class:
+        score = np.where(score > 0, 1.0, -1.0)
+    return post_transform_scores(score[:, None], post_transform)
+
+
+def _couple_probabilities(pairwise: np.ndarray, k: int) -> np.ndarray:
+    """libsvm's multiclass_probability for every sample: r [N, k, k] pairwise -> p [N, k].
+
+    Solves min_p p^T Q p with sum(p) = 1 by its fixed-point iteration; the loop over classes is
+    sequential by construction, and all samples iterate together (converged ones stop moving).
+    """
+    n = pairwise.shape[0]
+    r = pairwise
+    Q = -r.transpose(0, 2, 1) * r  # Q[t, j] = -r[j, t] * r[t, j]
+    diag = (r.transpose(0, 2, 1) ** 2 * (1 - np.eye(k))).sum(axis=2)  # sum_{j != t} r[j, t]^2
+    Q[:, np.arange(k), np.arange(k)] = diag
+    p = np.full((n, k), 1.0 / k)
+    eps = 0.005 / k
+    active = np.ones(n, bool)
+    for _ in range(max(100, k)):
+        Qp = np.einsum("ntj,nj->nt", Q, p)
+        pQp = (p * Qp).sum(axis=1)
+        active &= np.abs(Qp - pQp[:, None]).max(axis=1) >= eps
+        if not active.any():
+            break
+        for t in range(k):
+            diff = np.where(active, (-Qp[:, t] + pQp) / Q[:, t, t], 0.0)
+            p[:, t] += diff
+            pQp = (pQp + diff * (diff * Q[:, t, t] + 2 * Qp[:, t])) / (1 + diff) ** 2
+            Qp = (Qp + diff[:, None] * Q[:, t, :]) / (1 + diff[:, None])
+            p = p / (1 + diff[:, None])
+    return p
+
+
+@kernel("SVMClassifier", since=1, domain=ML)
+def svm_classifier(X, *, coefficients=None, support_vectors=None, vectors_per_class=None, rho=None,
+                   prob_a=None, prob_b=None, classlabels_ints=None, classlabels_strings=None, kernel_type,
+                   kernel_params=None, post_transform):
+    x = as_rows(X).astype(np.float64)
+    labels = class_labels(classlabels_strings, classlabels_ints)
+    k = labels.size
+    coef = np.asarray(coefficients or [], np.float64)
+    rho = np.asarray(rho or [0.0], np.float64)
+    if not vectors_per_class:
+        # Linear SVM: one weight vector per class (or a single one for a binary problem).
+        weights = coef.reshape(-1, x.shape[1])
+        scores = _kernel_matrix(x, weights, kernel_type, kernel_params) + rho[0]
+        if scores.shape[1] == 1 and k == 2:
+            label = np.where(scores[:, 0] > 0, labels[1], labels[0]).astype(labels.dtype)
+            return label, _binary_columns(scores[:, 0], post_transform).astype(np.float32)
+        return labels[np.argmax(scores, axis=1)], post_transform_scores(scores, post_transform)
+
+    counts = np.asarray(vectors_per_class, np.int64)
+    total = int(counts.sum())
+    vectors = np.asarray(support_vectors, np.float64).reshape(total, -1)
+    kern = _kernel_matrix(x, vectors, kernel_type, kernel_params)  # [N, total]
+    coef = coef.reshape(k - 1, total)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+    decisions = np.empty((x.shape[0], len(pairs)))
+    votes = np.zeros((x.shape[0], k), np.int64)
+    for p, (i, j) in enumerate(pairs):  # loop over class pairs; samples are vectorized
+        si, sj = slice(starts[i], starts[i] + counts[i]), slice(starts[j], starts[j] + counts[j])
+        d = kern[:, si] @ coef[j - 1, si] + kern[:, sj] @ coef[i, sj] + rho[p]
+        decisions[:, p] = d
+        votes[:, i] += d > 0
+        votes[:, j] += d <= 0
+
+    if prob_a:
+        # Platt scaling of each pair, then coupling into class probabilities.
+        a, b = np.asarray(prob_a, np.float64), np.asarray(prob_b, np.float64)
+        pr = np.clip(1 / (1 + np.exp(decisions * a + b)), 1e-7, 1 - 1e-7)
+        r = np.zeros((x.shape[0], k, k))
+        for p, (i, j) in enumerate(pairs):
+            r[:, i, j] = pr[:, p]
+            r[:, j, i] = 1 - pr[:, p]
+        probabilities = _couple_probabilities(r, k)
+        # The label still comes from the votes (as onnxruntime does), not from the probabilities.
+        return labels[np.argmax(votes, axis=1)], post_transform_scores(probabilities, post_transform)
+    if k == 2:
+        label = np.where(decisions[:, 0] > 0, labels[0], labels[1]).astype(labels.dtype)
+        return label, post_transform_scores(np.stack([-decisions[:, 0], decisions[:, 0]], axis=1), post_transform)
+    return labels[np.argmax(votes, axis=1)], post_transform_scores(decisions, post_transform)
