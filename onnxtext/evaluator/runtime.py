@@ -240,7 +240,11 @@ def _check_tensor(name: str, tt, value):
         if isinstance(value, np.generic):
             value = np.asarray(value)
         elif isinstance(value, (int, float, bool, str, list)) and tt.elem_type:
-            value = np.asarray(value, dtype=dtypes.np_dtype(tt.elem_type))
+            try:
+                value = np.asarray(value, dtype=dtypes.np_dtype(tt.elem_type))
+            except (ValueError, TypeError, OverflowError) as e:
+                raise EvalError(f"input {name!r}: {value!r} is not a {dtypes.from_enum(tt.elem_type).name} "
+                                f"tensor ({e})") from None
         else:
             raise EvalError(f"input {name!r}: expected a numpy array, got {type(value).__name__}")
     if tt.elem_type:
