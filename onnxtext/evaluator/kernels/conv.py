@@ -132,22 +132,59 @@ def conv_core(x, w, group, strides, dilations, pads_begin, pads_end, out_shape):
     return y.reshape((n, m) + tuple(out_shape))
 
 
+# elements of one im2col block of a depthwise convolution: about 1 MiB of float32, so the block
+# stays in cache between its copy and its matmul
+_DEPTHWISE_BLOCK = 1 << 18
+
+
 def _depthwise(xp, w, group, strides, dilations, out_shape):
-    """Convolution with one input channel per group: a multiply-add per kernel tap."""
+    """Convolution with one input channel per group, as per-channel (1 x K) @ (K x P) products.
+
+    The columns are a strided view; they are copied and multiplied one cache-sized block of
+    channels at a time (a full im2col copy would be K times the input and leave the cache).
+    With unit strides the view walks the flattened padded image: output (o1, o2) is computed at
+    flat position o1 * row + o2 for every o2 < row, and the columns beyond the output width are
+    dropped at the end. That keeps the inner copy loops long even for 7x7 or 14x14 planes.
+    """
     n = xp.shape[0]
     m = w.shape[0]
     mg = m // group
-    kshape = w.shape[2:]
-    win = window_view(xp, kshape, strides, dilations, out_shape)  # (N, G, *K, *O)
-    wk = w.reshape(group, mg, -1)
-    y = np.zeros((n, group, mg) + tuple(out_shape), dtype=xp.dtype)
-    tmp = np.empty_like(y)
-    expand = (slice(None), slice(None)) + (None,) * len(out_shape)
-    for t, tap in enumerate(np.ndindex(*kshape)):
-        view = win[(slice(None), slice(None)) + tap][:, :, None]  # (N, G, 1, *O)
-        np.multiply(view, wk[:, :, t][expand], out=tmp)
-        y += tmp
-    return y.reshape((n, m) + tuple(out_shape))
+    kshape = tuple(w.shape[2:])
+    k_size = math.prod(kshape)
+    if mg > 1:  # a depth multiplier: output channel j reads input channel j // mg
+        xp = np.repeat(xp, mg, axis=1)
+    spatial = xp.shape[2:]
+    item = xp.itemsize
+    if all(s == 1 for s in strides):
+        plane = math.prod(spatial)
+        row = [math.prod(spatial[i + 1:]) for i in range(len(spatial))]
+        length = out_shape[0] * row[0]
+        tail = sum((k - 1) * d * r for k, d, r in zip(kshape, dilations, row))
+        flat = np.empty((n, m, plane + tail), dtype=xp.dtype)
+        flat[:, :, :plane] = xp.reshape(n, m, plane)
+        flat[:, :, plane:] = 0
+        cols = as_strided(flat, (n, m) + kshape + (length,),
+                          flat.strides[:2] + tuple(d * r * item for d, r in zip(dilations, row)) + (item,),
+                          writeable=False)
+        computed_shape = (out_shape[0],) + tuple(spatial[1:])
+    else:
+        cols = window_view(xp, kshape, strides, dilations, out_shape)  # (N, M, *K, *O)
+        length = math.prod(out_shape)
+        computed_shape = tuple(out_shape)
+    wk = w.reshape(m, 1, k_size)
+    y = np.empty((n, m, 1, length), dtype=xp.dtype)
+    chunk = max(1, min(m, _DEPTHWISE_BLOCK // (k_size * length)))
+    block = np.empty((chunk, k_size, length), dtype=xp.dtype)
+    for b in range(n):
+        for c0 in range(0, m, chunk):
+            c1 = min(m, c0 + chunk)
+            part = block[:c1 - c0]
+            part.reshape(cols[b, c0:c1].shape)[...] = cols[b, c0:c1]
+            np.matmul(wk[c0:c1], part, out=y[b, c0:c1])
+    y = y.reshape((n, m) + computed_shape)
+    if computed_shape != tuple(out_shape):
+        y = np.ascontiguousarray(y[(Ellipsis,) + tuple(slice(0, o) for o in out_shape)])
+    return y
 
 
 def _conv_geometry(x, w, kernel_shape, strides, dilations, pads, auto_pad):

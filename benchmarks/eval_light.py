@@ -1,0 +1,190 @@
+"""Benchmark the evaluator on the ONNX ``light_*`` CNN models against onnxruntime and onnx.reference.
+
+    python benchmarks/eval_light.py [--runs N] [--skip-reference] [--no-memory] [MODEL ...]
+
+For each model of ``onnx/backend/test/data/light`` every runtime runs the model once to warm up, then
+``--runs`` times; the table shows the median wall time of ``run`` (session creation excluded), the
+ratio to onnxruntime, and whether each output matches the model's expected ``output_0.pb`` (rtol
+1e-3, the folder suite's tolerance). Peak memory is measured per model and runtime in a fresh
+subprocess (``ru_maxrss`` after one run, and its growth over the process right before the run).
+
+The peers (onnxruntime, onnx.reference) appear only here, as yardsticks measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+
+from conformance import DATA, _read_pb, assert_close  # noqa: E402
+
+LIGHT = os.path.join(DATA, "light")
+RUNTIMES = ("onnxtext", "onnxruntime", "reference")
+
+
+def light_models() -> list[str]:
+    """Short names of the light models (``alexnet`` for ``light_bvlc_alexnet.onnx``...)."""
+    return [os.path.basename(p)[len("light_"):-len(".onnx")] for p in sorted(glob.glob(os.path.join(LIGHT, "*.onnx")))]
+
+
+def dummy_input(value_info):
+    """The input the ONNX backend runner feeds light models: ``arange(n).reshape(shape) / n`` in float32."""
+    shape = tuple(d.dim_value if d.HasField("dim_value") else 1 for d in value_info.type.tensor_type.shape.dim)
+    n = int(np.prod(shape))
+    return (np.arange(n).reshape(shape) / n).astype(np.float32)
+
+
+def load_case(name):
+    """(model path, model, input feeds, expected outputs) of one light model.
+
+    The light folder stores only the expected outputs (``light_<name>_output_<i>.pb``); the inputs are
+    generated like the backend runner does (see :func:`dummy_input`).
+    """
+    path = os.path.join(LIGHT, f"light_{name}.onnx")
+    model = onnx.load(path)
+    init = {t.name for t in model.graph.initializer}
+    feeds = {i.name: dummy_input(i) for i in model.graph.input if i.name not in init}
+    expected = []
+    for i in range(len(model.graph.output)):
+        out = os.path.join(LIGHT, f"light_{name}_output_{i}.pb")
+        if os.path.exists(out):
+            expected.append(_read_pb(out))
+    return path, model, feeds, expected
+
+
+def make_runner(runtime, path, model):
+    """A zero-argument-per-call runner ``run(feeds) -> list of outputs`` for one runtime."""
+    if runtime == "onnxtext":
+        from onnxtext.evaluator import Evaluator
+
+        ev = Evaluator(model)
+        return lambda feeds: ev.run(None, feeds)
+    if runtime == "onnxruntime":
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.log_severity_level = 3  # no warnings about unused initializers in the table
+        sess = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        return lambda feeds: sess.run(None, feeds)
+    if runtime == "reference":
+        from onnx.reference import ReferenceEvaluator
+
+        ref = ReferenceEvaluator(model)
+        return lambda feeds: ref.run(None, feeds)
+    raise ValueError(runtime)
+
+
+def check(expected, got):
+    try:
+        for i, e in enumerate(expected):
+            assert_close(e, got[i], 1e-3, 1e-7, f"output {i}")
+        return "yes"
+    except AssertionError as e:
+        return "NO: " + str(e).strip().splitlines()[0][:60]
+
+
+def time_runtime(runtime, path, model, feeds, expected, runs):
+    """(median seconds, correctness) for one runtime; errors are reported in the correctness column."""
+    try:
+        run = make_runner(runtime, path, model)
+        got = run(feeds)  # warm-up, and the output we check
+        times = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            run(feeds)
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times), check(expected, got)
+    except Exception as e:  # a failing runtime is a row entry, not the end of the benchmark
+        return None, f"ERROR {type(e).__name__}: {str(e).splitlines()[0][:60] if str(e) else ''}"
+
+
+def memory_child(name, runtime):
+    """Run in a subprocess: one run of ``name`` with ``runtime``; print RSS before and peak after (MiB)."""
+    path, model, feeds, _ = load_case(name)
+    run = make_runner(runtime, path, model)
+    before = _rss_mib()
+    run(feeds)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"before": before, "peak": peak}))
+
+
+def _rss_mib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def measure_memory(name, runtime):
+    """(peak RSS MiB, growth during the run MiB) from a fresh process, or (None, None)."""
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--memory-child", name, runtime],
+                          capture_output=True, text=True, timeout=1800)
+    try:
+        m = json.loads(proc.stdout.strip().splitlines()[-1])
+        return m["peak"], m["peak"] - m["before"]
+    except (IndexError, ValueError, KeyError):
+        return None, None
+
+
+def _fmt(v, spec=".4f"):
+    return "-" if v is None else format(v, spec)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("models", nargs="*", help="model names (default: all light models)")
+    ap.add_argument("--runs", type=int, default=10, help="timed runs per runtime after one warm-up")
+    ap.add_argument("--skip-reference", action="store_true", help="do not run onnx.reference (very slow)")
+    ap.add_argument("--no-memory", action="store_true", help="skip the per-model peak memory subprocesses")
+    ap.add_argument("--memory-child", nargs=2, metavar=("MODEL", "RUNTIME"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.memory_child:
+        memory_child(*args.memory_child)
+        return 0
+    names = args.models or light_models()
+    runtimes = [r for r in RUNTIMES if not (r == "reference" and args.skip_reference)]
+    print(f"numpy {np.__version__}, onnx {onnx.__version__}, median of {args.runs} runs after a warm-up")
+    head = f"{'model':<14}{'onnxtext s':>11}{'ort s':>9}{'ratio':>7}"
+    if "reference" in runtimes:
+        head += f"{'reference s':>12}{'ratio':>7}"
+    head += "  correct (onnxtext / ort" + (" / reference" if "reference" in runtimes else "") + ")"
+    if not args.no_memory:
+        head += "  peak MiB onnxtext (+run) / ort (+run)"
+    print(head)
+    worst = 0.0
+    for name in names:
+        path, model, feeds, expected = load_case(name)
+        res = {r: time_runtime(r, path, model, feeds, expected, args.runs if r != "reference" else
+                               max(1, min(args.runs, 3))) for r in runtimes}
+        t_ours, t_ort = res["onnxtext"][0], res["onnxruntime"][0]
+        ratio = t_ours / t_ort if t_ours and t_ort else None
+        worst = max(worst, ratio or 0)
+        line = f"{name:<14}{_fmt(t_ours):>11}{_fmt(t_ort):>9}{_fmt(ratio, '.2f'):>7}"
+        if "reference" in runtimes:
+            t_ref = res["reference"][0]
+            line += f"{_fmt(t_ref):>12}{_fmt(t_ref / t_ort if t_ref and t_ort else None, '.1f'):>7}"
+        line += "  " + " / ".join(res[r][1] for r in runtimes)
+        if not args.no_memory:
+            ours, ours_run = measure_memory(name, "onnxtext")
+            ort_peak, ort_run = measure_memory(name, "onnxruntime")
+            line += f"  {_fmt(ours, '.0f')} (+{_fmt(ours_run, '.0f')}) / {_fmt(ort_peak, '.0f')} (+{_fmt(ort_run, '.0f')})"
+        print(line, flush=True)
+    print(f"worst onnxtext/onnxruntime ratio: {worst:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
