@@ -1,13 +1,17 @@
-"""ImageDecoder for the formats that need no codec library: BMP (uncompressed) and PNM (PBM/PGM/PPM).
+"""ImageDecoder for the formats that need no codec library: BMP (uncompressed), PNM (PBM/PGM/PPM) and
+non-interlaced PNG (its deflate stream is undone by the standard library's zlib).
 
-JPEG, JPEG 2000, PNG, TIFF and WebP need real codecs (entropy coding, wavelets, deflate + filters...);
-no image library is a project dependency, so those formats raise a clear error instead of guessing.
-Data that is not a recognizable image decodes to an empty tensor, as the spec asks for undecodable input.
+JPEG, JPEG 2000, TIFF and WebP need real codecs (Huffman/arithmetic coding, DCT, wavelets...); no image
+library is a project dependency, so those formats raise a clear error instead of guessing. Data that
+is not a recognizable image decodes to an empty tensor, as the spec asks for undecodable input.
+Alpha channels are dropped (no compositing), like OpenCV's IMREAD_COLOR.
 """
 
 from __future__ import annotations
 
 import re
+import struct
+import zlib
 
 import numpy as np
 
@@ -15,7 +19,6 @@ from ..registry import kernel
 
 _CODEC_SIGNATURES = (
     (b"\xff\xd8\xff", "JPEG"),
-    (b"\x89PNG\r\n\x1a\n", "PNG"),
     (b"\x00\x00\x00\x0cjP  ", "JPEG 2000"),
     (b"\xff\x4f\xff\x51", "JPEG 2000"),
     (b"II*\x00", "TIFF"),
@@ -82,6 +85,84 @@ def _decode_pnm(data: bytes) -> np.ndarray:
     return values.reshape(height, width, channels).astype(np.uint8)
 
 
+_PNG_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}  # color type -> samples per pixel
+
+
+def _png_unfilter(raw: np.ndarray, height: int, stride: int, bpp: int) -> np.ndarray:
+    """Undo PNG's per-row filters (None, Sub, Up, Average, Paeth) on the inflated scanlines.
+
+    ``stride`` is always a multiple of ``bpp`` (bpp is 1 below 8 bits per pixel), so a row reshapes
+    to (pixels, bpp) byte lanes.
+    """
+    rows = raw[:height * (stride + 1)].reshape(height, stride + 1)
+    out = np.zeros((height, stride), dtype=np.uint8)
+    prev = np.zeros((stride // bpp, bpp), dtype=np.int64)
+    for y in range(height):  # each row depends on the previous one
+        kind, line = rows[y, 0], rows[y, 1:].astype(np.int64).reshape(-1, bpp)
+        if kind == 0:
+            cur = line
+        elif kind == 1:  # Sub: a running sum along each byte lane, modulo 256
+            cur = np.cumsum(line, axis=0) % 256
+        elif kind == 2:  # Up
+            cur = (line + prev) % 256
+        elif kind in (3, 4):
+            # Average and Paeth predict from the already decoded left pixel, so this walks the
+            # pixels of the row (vectorized over the bytes of a pixel); decoding is not a hot path
+            cur = line.copy()
+            left = upleft = np.zeros(bpp, dtype=np.int64)
+            for x in range(cur.shape[0]):
+                up = prev[x]
+                if kind == 3:
+                    predictor = (left + up) // 2
+                else:
+                    p = left + up - upleft
+                    pa, pb, pc = np.abs(p - left), np.abs(p - up), np.abs(p - upleft)
+                    predictor = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, up, upleft))
+                cur[x] = (line[x] + predictor) % 256
+                left, upleft = cur[x], up
+        else:
+            raise ValueError(f"bad PNG filter {kind}")
+        out[y], prev = cur.reshape(-1), cur
+    return out
+
+
+def _decode_png(data: bytes) -> np.ndarray:
+    """RGB or grayscale (H, W, 1) pixels of a non-interlaced PNG."""
+    pos, chunks, idat = 8, {}, []
+    while pos + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IDAT":
+            idat.append(body)
+        else:
+            chunks.setdefault(kind, body)
+        pos += 12 + length
+        if kind == b"IEND":
+            break
+    width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", chunks[b"IHDR"])
+    if interlace:
+        raise NotImplementedError("ImageDecoder: interlaced (Adam7) PNG is not supported")
+    channels = _PNG_CHANNELS[color]
+    stride = (width * channels * depth + 7) // 8
+    bpp = max(channels * depth // 8, 1)
+    raw = np.frombuffer(zlib.decompress(b"".join(idat)), dtype=np.uint8)
+    rows = _png_unfilter(raw, height, stride, bpp)
+    if depth == 16:  # keep the high byte, as 8-bit decoders do
+        samples = rows.reshape(height, -1, 2)[:, :, 0].reshape(height, width, channels)
+    elif depth == 8:
+        samples = rows.reshape(height, width, channels)
+    else:  # 1, 2 or 4 bits: unpack, then (for gray) stretch to 0..255
+        bits = np.unpackbits(rows, axis=1).reshape(height, -1, depth)[:, :width]
+        values = (bits * (1 << np.arange(depth - 1, -1, -1))).sum(axis=2).astype(np.uint8)
+        samples = values[:, :, None] if color == 3 else (values * (255 // ((1 << depth) - 1)))[:, :, None]
+    if color == 3:
+        palette = np.frombuffer(chunks[b"PLTE"], dtype=np.uint8).reshape(-1, 3)
+        return palette[samples[:, :, 0]]
+    if color in (0, 4):
+        return np.ascontiguousarray(samples[:, :, :1])
+    return np.ascontiguousarray(samples[:, :, :3])
+
+
 def _to_gray(rgb: np.ndarray) -> np.ndarray:
     # ITU-R BT.601 luma, rounded, as common decoders do
     weights = np.array([299, 587, 114], dtype=np.int64)
@@ -101,6 +182,8 @@ def image_decoder(encoded, pixel_format="RGB"):
     try:
         if data[:2] == b"BM":
             pixels = _decode_bmp(data)
+        elif data[:8] == b"\x89PNG\r\n\x1a\n":
+            pixels = _decode_png(data)
         elif data[:1] == b"P" and data[1:2] in b"123456":
             pixels = _decode_pnm(data)
         else:
