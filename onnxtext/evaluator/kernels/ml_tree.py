@@ -155,23 +155,31 @@ def tree_ensemble_classifier(X, **a):
 
 
 def _binary_scores(scores, forest, base, labels, transform):
-    """Two classes whose leaves all vote for one class: that class's score s decides the label
-    (s > 0.5 when every weight is positive, i.e. s is a probability; else s > 0) and the other
-    class gets the complement (1 - s for probabilities, -s for margins)."""
+    """Two labels but every leaf votes for the same class (onnxruntime's conventions, which converters
+    such as skl2onnx rely on).
+
+    The voted class's score s decides the label: labels[1] when s > 0.5 if every weight is
+    non-negative (s is then a probability), else when s > 0 (s is a margin).
+    * Votes for class 1: class 0 scores 0 and Z = post_transform([0, s]).
+    * Votes for class 0 (gradient-boosting style): s (plus base_values[0]) is the positive class's
+      score and Z gets both columns: [1 - T(s), T(s)] for probabilities, [L(-s), L(s)] for margins
+      under LOGISTIC L, [-s, s] for margins otherwise.
+    """
     voted = int(forest.leaf_target[0]) if forest.leaf_target.size else 1
     s = scores[:, voted]
-    if base is not None and len(base):
-        s = s + np.asarray(base, np.float64)[min(voted, len(base) - 1)]
     probabilities = bool(np.all(forest.leaf_weight >= 0))
-    positive = s > (0.5 if probabilities else 0.0)
-    label = np.where(positive, labels[1], labels[0]).astype(labels.dtype)
-    if transform == "LOGISTIC" and not probabilities:
+    if voted == 0 and base is not None and len(base):
+        s = s + float(np.asarray(base).ravel()[0])
+    label = np.where(s > (0.5 if probabilities else 0.0), labels[1], labels[0]).astype(labels.dtype)
+    if voted == 1:
+        z = post_transform(np.stack([np.zeros_like(s), s], axis=1), transform)
+    elif probabilities:
+        t = post_transform(s, transform) if transform in ("LOGISTIC", "PROBIT") else s
+        z = np.stack([1 - t, t], axis=1)
+    elif transform == "LOGISTIC":
         z = np.stack([post_transform(-s, "LOGISTIC"), post_transform(s, "LOGISTIC")], axis=1)
-    elif transform == "PROBIT":
-        z = np.stack([np.zeros_like(s), post_transform(s, "PROBIT")], axis=1)
     else:
-        other = 1 - s if probabilities else -s
-        z = post_transform(np.stack([other, s], axis=1), transform)
+        z = np.stack([-s, s], axis=1)
     return label, z.astype(np.float32)
 
 
