@@ -580,6 +580,7 @@ class Builder(Transformer):
     def tensor_constant(self, c):
         ann, tp, name, data = c
         t = build_tensor(tp, name, data, name)
+        t.name = name or ""  # explicitly present, as onnx's parser does
         apply_annotations(t, ann)
         return t
 

@@ -61,14 +61,23 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._module.run(args) or 0)
     except OnnxTextError as e:
-        print(f"onnxtext {args.command}: {e}" if not str(e).startswith(("<", "/", ".")) and ":" not in
-              str(e).split("\n")[0][:80] else str(e), file=sys.stderr)
+        print(f"onnxtext {args.command}: error: {e}" if not _has_location(str(e)) else str(e), file=sys.stderr)
+        return 2 if args.command == "diff" else 1
+    except OSError as e:  # e.g. an output directory that does not exist
+        print(f"onnxtext {args.command}: error: {e.filename or ''}: {e.strerror}", file=sys.stderr)
         return 2 if args.command == "diff" else 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+
+
+def _has_location(message: str) -> bool:
+    """True when a message already starts with ``file:line:col:`` or ``file:``."""
+    first = message.split("\n", 1)[0]
+    head = first.split(": ", 1)[0]
+    return ": " in first and (":" in head or "/" in head or "." in head)
 
 
 if __name__ == "__main__":

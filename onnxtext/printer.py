@@ -8,7 +8,10 @@ stored in ``raw_data`` print as ``raw {...}`` (or a ``base64`` block when large)
 * ``indent`` ("  "): indentation unit;
 * ``max_inline`` (256): raw tensors with more elements print as a base64 block (``0`` forces blocks,
   ``None`` forces decimals);
-* ``elide`` (False): print big tensors as one-line summaries (for reading: such text does not parse).
+* ``elide`` (False): print big tensors as one-line summaries (for reading: such text does not parse);
+* ``style`` ("onnxtext"): ``"onnx"`` writes tensor data in the subset onnx's own parser reads (typed
+  decimal lists, bit patterns for 16/8-bit floats, 0/1 for bools). It loses the raw_data encoding and is
+  meant for interoperability with ``onnx.parser``.
 """
 
 from __future__ import annotations
@@ -77,9 +80,17 @@ def quote(data) -> str:
 
 def name(n: str) -> str:
     """A name as an identifier when it is one (and not a keyword), else quoted."""
-    if _IDENT.match(n) and n.lower() not in KEYWORDS:
+    if _IDENT.match(n) and n not in KEYWORDS and n.lower() not in _SPECIAL_FLOATS:
         return n
     return quote(n)
+
+
+_SPECIAL_FLOATS = ("inf", "infinity", "nan")
+
+
+def op_part(n: str) -> str:
+    """An operator or domain part: after '=' only names are possible, so keywords need no quotes."""
+    return n if _IDENT.match(n) else quote(n)
 
 
 def format_floats(arr: np.ndarray, dt: dtypes.DType) -> list[str]:
@@ -172,12 +183,15 @@ class Printer:
     """Prints protos as onnxtext. Methods return strings; nested blocks are indented by ``level``."""
 
     def __init__(self, width: int = 100, indent: str = "  ", max_inline: int | None = 256, elide: bool = False,
-                 elide_threshold: int = 32):
+                 elide_threshold: int = 32, style: str = "onnxtext"):
         self.width = width
         self.ind = indent
         self.max_inline = max_inline
         self.elide = elide
         self.elide_threshold = elide_threshold
+        if style not in ("onnxtext", "onnx"):
+            raise ValueError(f"unknown style {style!r}")
+        self.onnx_style = style == "onnx"
 
     # ------------------------------------------------------------------ layout helpers
     def _list(self, open_: str, items: list[str], close: str, level: int, force_multiline=False) -> str:
@@ -384,6 +398,8 @@ class Printer:
         raw = t.HasField("raw_data")
         if self.elide and count > self.elide_threshold:
             return self.print_elided(t, dt)
+        if self.onnx_style and dt.kind != "string":
+            return self._wrapped_values("{", _onnx_values(tensors.to_array(t), dt), "}", level)
         if raw and dt.kind != "string":
             need = -(-count * dt.bits // 8)
             if len(t.raw_data) != need or (self.max_inline is not None and count > self.max_inline):
@@ -470,11 +486,11 @@ class Printer:
         t = a.type
         if a.ref_attr_name:
             typ = f": {ATTR_TYPE_NAMES[t]}" if t else ""
-            return "\n".join(ann + [f"{name(a.name)}{typ} = @{a.ref_attr_name}" if _IDENT.match(a.ref_attr_name)
-                                    else f"{name(a.name)}{typ} = @ {quote(a.ref_attr_name)}"])
+            return "\n".join(ann + [f"{op_part(a.name)}{typ} = @{a.ref_attr_name}" if _IDENT.match(a.ref_attr_name)
+                                    else f"{op_part(a.name)}{typ} = @ {quote(a.ref_attr_name)}"])
         value, annotate = self.print_attribute_value(a, level)
         typ = f": {ATTR_TYPE_NAMES[t]}" if annotate else ""
-        return "\n".join(ann + [f"{name(a.name)}{typ} = {value}"])
+        return "\n".join(ann + [f"{op_part(a.name)}{typ} = {value}"])
 
     def print_attribute_value(self, a: AttributeProto, level: int):
         """The value text, and whether it needs a ``: type`` annotation (empty lists)."""
@@ -532,7 +548,7 @@ class Printer:
         lines = self.print_doc(f.doc_string) if doc_as_comment else []
         if header:
             lines.append(self._list("<", header, ">", level))
-        attrs = [name(a) for a in f.attribute] + [self.print_attribute(a, level + 1) for a in f.attribute_proto]
+        attrs = [op_part(a) for a in f.attribute] + [self.print_attribute(a, level + 1) for a in f.attribute_proto]
         sig = name(f.name)
         if attrs:
             sig += " " + self._list("<", attrs, ">", level)
@@ -546,6 +562,23 @@ class Printer:
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+def _onnx_values(arr, dt) -> list[str]:
+    """Literals as onnx's parser reads them: bit patterns for 16/8-bit floats, flat complex, 0/1 bools."""
+    flat = np.asarray(arr).ravel()
+    if dt.bitpattern and dt.bits in (8, 16):
+        return [str(v) for v in flat.view(dt.uint_view).tolist()]
+    if dt.kind == "bool":
+        return ["1" if v else "0" for v in flat.tolist()]
+    if dt.kind == "complex":
+        part = dtypes.BY_NAME["float" if dt.name == "complex64" else "double"]
+        pairs = np.empty(flat.size * 2, part.np)
+        pairs[0::2], pairs[1::2] = flat.real, flat.imag
+        return format_floats(pairs, part)
+    if dt.packed or dt.bits == 6:
+        raise OnnxTextError(f"onnx's parser cannot read {dt.name} tensors")
+    return format_values(flat, dt)
+
+
 def _block(lines: list[str], body: str, pad: str, value_list: bool) -> str:
     """Header lines then a ``{...}`` body. Fragments follow one convention: the first line is placed by
     the caller, continuation lines are already indented absolutely."""
@@ -575,15 +608,17 @@ def _dtype_name(enum: int) -> str:
 
 def _dotted(s: str) -> str:
     parts = s.split(".")
-    if all(_IDENT.match(p) and p.lower() not in KEYWORDS for p in parts):
+    if all(_IDENT.match(p) and p not in KEYWORDS and p.lower() not in _SPECIAL_FLOATS for p in parts):
         return s
     return quote(s)
 
 
 def _op_name(domain: str, op: str) -> str:
     if not domain:
-        return name(op) if not op or "." not in op else quote(op)
-    return _dotted(domain) + "." + name(op)
+        return op_part(op)
+    parts = domain.split(".")
+    dom = domain if all(_IDENT.match(p) for p in parts) else quote(domain)
+    return dom + "." + op_part(op)
 
 
 _PRINTERS = {
