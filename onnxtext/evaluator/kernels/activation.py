@@ -34,7 +34,16 @@ def leaky_relu(x, alpha=0.01, **_legacy):
 
 
 @kernel("PRelu", since=1)
-def prelu(x, slope, **_legacy):
+def prelu_per_channel(x, slope, **_legacy):
+    """Opset 1-6: a slope with more than one value holds one value per channel (axis 1)."""
+    if slope.size > 1 and x.ndim >= 2:
+        slope = slope.reshape((-1,) + (1,) * (x.ndim - 2))
+    return prelu(x, slope)
+
+
+@kernel("PRelu", since=7)
+def prelu(x, slope):
+    """The slope broadcasts unidirectionally (numpy-style) to x."""
     return np.asarray(np.where(x < 0, x * slope, x), dtype=x.dtype)
 
 
