@@ -275,7 +275,8 @@ def cast_map(X, *, cast_to, map_form, max_map):
 
 
 def _float_text(v) -> str:
-    return repr(float(v)) if not float(v).is_integer() else str(float(v))
+    # Six decimals, as C's "%f" (std::to_string) writes them in onnxruntime.
+    return f"{float(v):f}"
 
 
 @kernel("DictVectorizer", since=1, domain=ML)

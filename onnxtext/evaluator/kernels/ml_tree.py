@@ -57,7 +57,9 @@ class Forest:
             if self.members.shape[1]:
                 in_set = (self.members[node] == value[:, None]).any(axis=1)
                 go_true = np.where(mode == MEMBER, in_set, go_true)
-            go_true = np.where(np.isnan(value), self.nan_true[node], go_true)
+            # NaN follows the true branch when the node says so; otherwise the comparison decides
+            # (false for every mode but BRANCH_NEQ).
+            go_true = go_true | (np.isnan(value) & self.nan_true[node])
             cur[walking] = np.where(go_true, self.true_child[node], self.false_child[node])
 
     def scores(self, X: np.ndarray, n_targets: int, aggregate: str, base_values) -> np.ndarray:
