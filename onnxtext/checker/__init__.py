@@ -1,0 +1,183 @@
+"""The model checker: ONNX IR-spec rules reported as :class:`Diagnostic` objects, all at once.
+
+``check(model_or_text_or_path)`` accepts a ``ModelProto`` (also a GraphProto or FunctionProto, wrapped into
+a model), onnxtext source text, or a path to a ``.onnx`` / ``.onnxtext`` file. It never stops at the first
+problem: every rule runs over every element and all diagnostics come back, sorted by position.
+
+Rules live in one module per family (graph, operators, functions, tensors, model, ir_version, training,
+devices). Each rule is a small generator function registered with :func:`rule`, which records its stable id
+(``graph.ssa``), its severity and the IR-spec clause it enforces. The walker in :mod:`.walk` visits every
+graph, node, function and tensor of the model and calls the rules registered for that kind of element with a
+path such as ``graph.node[3].attribute[body].g.node[0]``. Rules yield ``(path, message)`` pairs (or
+``(path, message, severity)``); the path is turned into a text line/column through :mod:`.spans` when the
+model came from text.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+
+__all__ = ["Diagnostic", "check", "RULES", "rule"]
+
+
+@dataclass
+class Diagnostic:
+    """One finding of the checker.
+
+    ``path`` always locates the culprit inside the model (``graph.node[3].attribute[alpha]``); ``line`` and
+    ``column`` (1-based) are set when the model came from text.
+    """
+
+    severity: str  # "error" or "warning"
+    rule: str  # stable id, e.g. "graph.ssa"
+    message: str  # names the culprit: value, node, attribute, field
+    spec: str  # the IR-spec / versioning clause the rule comes from
+    path: str = ""
+    line: int | None = None
+    column: int | None = None
+    file: str | None = field(default=None, compare=False)
+
+    def format(self) -> str:
+        """``file:line:col: severity[rule]: message`` (the model path when there is no line)."""
+        where = self.file or "<model>"
+        if self.line is not None:
+            where += f":{self.line}:{self.column or 1}"
+        elif self.path:
+            where += f": {self.path}"
+        return f"{where}: {self.severity}[{self.rule}]: {self.message}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    kind: str  # which element the walker passes: model, graph, node, function, tensor, sparse, type
+    spec: str
+    severity: str
+    func: object
+
+
+#: Every registered rule, by id (filled when the rule modules are imported).
+RULES: dict[str, Rule] = {}
+
+
+def rule(rule_id: str, kind: str, spec: str, severity: str = "error"):
+    """Register a rule function for elements of ``kind``; it yields (path, message[, severity])."""
+
+    def deco(func):
+        if rule_id in RULES:
+            raise ValueError(f"duplicate rule id {rule_id}")
+        RULES[rule_id] = Rule(rule_id, kind, spec, severity, func)
+        func.rule_id, func.spec = rule_id, spec
+        return func
+
+    return deco
+
+
+def _load_rules():
+    from . import devices, functions, graph, ir_version, model, operators, tensors, training  # noqa: F401
+
+
+def check(model_or_text_or_path, *, filename: str | None = None, base_dir: str | None = None,
+          rules: set[str] | None = None) -> list[Diagnostic]:
+    """Check a model against the IR-spec rules and return every diagnostic (errors and warnings).
+
+    Text that does not parse yields the parse errors as diagnostics of rule ``parse.syntax`` (up to ~20).
+    ``base_dir`` is the directory external data locations are resolved against (default: the file's
+    directory, or the current directory). ``rules`` restricts the run to those rule ids.
+    """
+    import onnx
+
+    from .walk import Context, walk
+
+    _load_rules()
+    text = None
+    src = model_or_text_or_path
+    if isinstance(src, os.PathLike) or (isinstance(src, str) and "\n" not in src and "{" not in src
+                                        and os.path.exists(src)):
+        path = os.fspath(src)
+        filename = filename or path
+        base_dir = base_dir or os.path.dirname(os.path.abspath(path))
+        with open(path, "rb") as f:
+            data = f.read()
+        if _looks_binary(data):
+            m = onnx.ModelProto()
+            try:
+                m.ParseFromString(data)
+            except Exception as e:  # protobuf DecodeError
+                return [Diagnostic("error", "model.decode", f"{path} is not an ONNX model: {e}",
+                                   "IR spec: Models", file=filename)]
+            src = m
+        else:
+            src = data
+    if isinstance(src, (bytes, str)):
+        text = src.decode("utf-8", "replace") if isinstance(src, bytes) else src
+        model, diags = _from_text(text, filename)
+        if model is None:
+            return diags
+    else:
+        model = _as_model(src)
+    ctx = Context(model, text=text, filename=filename, base_dir=base_dir,
+                  rules=[r for r in RULES.values() if rules is None or r.id in rules])
+    walk(ctx)
+    out = ctx.diagnostics
+    out.sort(key=lambda d: (d.line or 0, d.column or 0, d.path, d.rule))
+    return out
+
+
+def _looks_binary(data: bytes) -> bool:
+    head = data[:4096]
+    if b"\x00" in head:
+        return True
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return e.start < len(head) - 4  # a cut multi-byte character at the end is still text
+    # protobuf models start with field 1 (ir_version, tag 0x08) and contain control bytes
+    return head[:1] == b"\x08" or any(b < 9 for b in head)
+
+
+def _from_text(text: str, filename):
+    """Parse text into a model; on failure, the parse errors as diagnostics."""
+    from .. import parser
+    from ..errors import ParseError
+    from .parse_hints import collect_parse_errors
+
+    try:
+        obj = parser.parse(text, filename=filename)
+    except ParseError as first:
+        errors = collect_parse_errors(text, filename=filename) or [first]
+        return None, [Diagnostic("error", "parse.syntax", e.message + (f" (hint: {e.hint})" if e.hint else ""),
+                                 "onnxtext syntax (docs/syntax.md)", line=e.line, column=e.column, file=filename)
+                      for e in errors]
+    return _as_model(obj), []
+
+
+def _as_model(obj):
+    """Wrap a GraphProto / FunctionProto / NodeProto into a ModelProto so every rule applies."""
+    import onnx
+
+    if isinstance(obj, onnx.ModelProto):
+        return obj
+    m = onnx.ModelProto()
+    m.ir_version = onnx.IR_VERSION
+    if isinstance(obj, onnx.GraphProto):
+        m.graph.CopyFrom(obj)
+    elif isinstance(obj, onnx.FunctionProto):
+        m.functions.append(obj)
+        m.opset_import.extend(obj.opset_import)
+        if obj.domain and not any(o.domain == obj.domain for o in m.opset_import):
+            m.opset_import.add(domain=obj.domain, version=1)
+    elif isinstance(obj, onnx.NodeProto):
+        m.graph.node.append(obj)
+    else:
+        raise TypeError(f"check() expects a ModelProto, text or a path, not {type(obj).__name__}")
+    if not m.opset_import:
+        m.opset_import.add(domain="", version=onnx.defs.onnx_opset_version())
+    return m

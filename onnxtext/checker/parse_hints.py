@@ -1,0 +1,218 @@
+"""Friendlier parse errors: hints for misspelled data types and operators, unclosed brackets, and recovery to
+report several syntax errors in one pass.
+
+Functions the parser calls (see the report / docs/checker.md for the call sites):
+
+* :func:`improve(error, text)` -> ParseError: rewrites a converted lark error: a misspelled element type
+  (``floot[N] x``) becomes "unknown data type 'floot'" at the typo with the hint "did you mean 'float'?"; an
+  error after an unclosed ``(``/``[``/``{``/``<`` points at it in the hint. Idempotent.
+* :func:`collect_parse_errors(text)` -> list[ParseError]: up to 20 syntax errors, recovering after each one
+  by blanking the broken statement (lines are kept, so later positions stay exact) and parsing again.
+* :func:`nearest_dtype(word)`, :func:`nearest_op(name, opsets)`: difflib suggestions.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from .. import dtypes
+from ..errors import ParseError
+
+MAX_ERRORS = 20
+_OPEN = {"(": ")", "[": "]", "{": "}", "<": ">"}
+_CLOSE = {v: k for k, v in _OPEN.items()}
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def nearest_dtype(word: str) -> str | None:
+    """The element type name closest to ``word`` (``floot`` -> ``float``), or None."""
+    if word in dtypes.NAMES:
+        return None
+    m = difflib.get_close_matches(word.lower(), dtypes.NAMES, n=1, cutoff=0.75)
+    return m[0] if m else None
+
+
+def nearest_op(name: str, opsets: dict) -> str | None:
+    """The operator of the imported opsets (domain -> version) whose name is closest to ``name``."""
+    from .operators import known_domains, ops_of
+
+    names = []
+    for domain, version in opsets.items():
+        if domain in known_domains():
+            names += ops_of(domain, version)
+    exact = [n for n in names if n.lower() == name.lower()]
+    if exact:
+        return exact[0]
+    m = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return m[0] if m else None
+
+
+def _offset(text: str, line: int, column: int) -> int:
+    lines = text.split("\n")
+    return sum(len(x) + 1 for x in lines[:line - 1]) + column - 1
+
+
+def _line_col(text: str, offset: int):
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def open_brackets(text: str, end: int):
+    """Brackets still open at ``end``: a list of (char, offset), innermost last. Strings and comments skipped.
+
+    ``<`` counts only where it opens a header/attribute/value list: directly after a name, ``=``, ``)`` or at the
+    start of the text (elsewhere, as in ``=>``, it is not a bracket).
+    """
+    stack = []
+    i, n = 0, min(end, len(text))
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < len(text) and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c == "#" or text.startswith("//", i):
+            j = text.find("\n", i)
+            i = len(text) if j < 0 else j
+            continue
+        if c in "([{":
+            stack.append((c, i))
+        elif c == "<":
+            stack.append((c, i))
+        elif c == ">" and i > 0 and text[i - 1] == "=":
+            pass  # '=>'
+        elif c in ")]}>":
+            want = _CLOSE[c]
+            for k in range(len(stack) - 1, -1, -1):
+                if stack[k][0] == want:
+                    del stack[k:]
+                    break
+        i += 1
+    return stack
+
+
+def unclosed_hint(text: str, error: ParseError) -> str | None:
+    """'the '(' opened at 3:11 is not closed' when the error follows an unclosed bracket of an earlier line."""
+    if error.line is None or error.column is None:
+        return None
+    stack = open_brackets(text, _offset(text, error.line, error.column))
+    for ch, off in reversed(stack):
+        line, col = _line_col(text, off)
+        if ch in "([<" and line < error.line:
+            return f"the {ch!r} opened at line {line}, column {col} is not closed"
+        if ch == "{":
+            break
+    if error.message.startswith("unexpected end of input") and stack:
+        ch, off = stack[-1]
+        line, col = _line_col(text, off)
+        return f"the {ch!r} opened at line {line}, column {col} is not closed"
+    return None
+
+
+def _word_before(text: str, line: int, column: int):
+    """The identifier just before (line, column) on that line, with its column."""
+    src = text.split("\n")[line - 1] if 0 < line <= text.count("\n") + 1 else ""
+    head = src[:column - 1].rstrip()
+    m = re.search(r"[A-Za-z_][A-Za-z0-9_]*$", head)
+    return (m.group(0), m.start() + 1) if m else (None, None)
+
+
+def _word_at(text: str, line: int, column: int):
+    src = text.split("\n")[line - 1] if 0 < line <= text.count("\n") + 1 else ""
+    m = _WORD.match(src, column - 1)
+    return m.group(0) if m else None
+
+
+def improve(error: ParseError, text: str) -> ParseError:
+    """A better version of a syntax error (same object kind, more precise message/position/hint)."""
+    if error.line is None or error.column is None or getattr(error, "_improved", False):
+        return error
+    msg, line, col, hint = error.message, error.line, error.column, error.hint
+    # 'floot[N] x': the typo is the word before the error, or the word at the error
+    for word, wcol in (_word_before(text, line, col), (_word_at(text, line, col), col)):
+        near = nearest_dtype(word) if word else None
+        if near:
+            msg, col, hint = f"unknown data type {word!r}", wcol, f"did you mean {near!r}?"
+            break
+    else:
+        h = unclosed_hint(text, error)
+        if h:  # the real mistake is the missing closer: say so instead of listing expected tokens
+            opener = h.split("'")[1]
+            msg = f"{msg.split(';')[0]}: missing {_OPEN[opener]!r}, {h}"
+    out = ParseError(msg, line=line, column=col, expected=error.expected, hint=hint, source=error.source or text,
+                     filename=error.filename)
+    out._improved = True
+    return out
+
+
+def _typo_fix(err):
+    m = re.match(r"unknown data type '([A-Za-z0-9_]+)'", err.message)
+    h = re.match(r"did you mean '([a-z0-9]+)'", err.hint or "")
+    return (m.group(1), h.group(1)) if m and h else None
+
+
+def _blank(text: str, start: int, end: int) -> str:
+    """Replace text[start:end] by spaces, keeping newlines (positions of the rest stay valid)."""
+    return text[:start] + re.sub(r"[^\n]", " ", text[start:end]) + text[end:]
+
+
+def collect_parse_errors(text: str, start: str = "model", filename: str | None = None,
+                         limit: int = MAX_ERRORS) -> list[ParseError]:
+    """Every syntax error of ``text`` (up to ``limit``), each improved by :func:`improve`.
+
+    Recovery: after an error, the statement holding it is blanked out and the text parsed again. The statement
+    is the error's line, extended back to the line where a still-open ``(``/``[``/``<`` was opened (a missing
+    ``)`` is reported once, not once per following line). Semantic errors of the builder (tensor sizes...)
+    are reported by ``onnxtext.parse`` itself once the syntax is clean.
+    """
+    import lark
+
+    from .._grammar import get_parser
+    from ..parser import _convert
+
+    if start == "model":
+        from ..parser import _guess_order
+
+        start = _guess_order(text)[0]
+    parser = get_parser()
+    errors: list[ParseError] = []
+    work = text
+    seen = set()
+    while len(errors) < limit:
+        try:
+            parser.parse(work, start=start)
+            break
+        except lark.exceptions.LarkError as e:
+            err = improve(_convert(e, work, filename), work)
+        err.source = text
+        key = (err.line, err.column)
+        if err.line is None or key in seen:
+            break
+        seen.add(key)
+        errors.append(err)
+        if err.message.startswith("unexpected end of input"):
+            break
+        lines = work.split("\n")
+        typo = _typo_fix(err)
+        if typo is not None:  # misspelled type: substitute the suggestion and go on (the line stays parseable)
+            off = _offset(work, err.line, err.column)
+            work = work[:off] + typo[1] + work[off + len(typo[0]):]
+            continue
+        first = err.line
+        for ch, off in reversed(open_brackets(work, _offset(work, err.line, min(err.column, 1 + len(lines[
+                err.line - 1]))))):
+            if ch == "{":
+                break
+            first = min(first, _line_col(work, off)[0])
+        begin = _offset(work, first, 1)
+        if first < err.line:  # a statement broken by an unclosed bracket: blank it, keep the error line
+            end = _offset(work, err.line - 1, 1) + len(lines[err.line - 2])
+        else:
+            end = _offset(work, err.line, 1) + len(lines[err.line - 1])
+        if not work[begin:end].strip():
+            break
+        work = _blank(work, begin, end)
+    return errors

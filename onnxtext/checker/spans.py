@@ -1,0 +1,226 @@
+"""Source positions for checker diagnostics, recovered from the text without the builder's help.
+
+How it works: the text is parsed a second time with the same grammar but without the Builder transformer
+(``onnxtext._grammar.get_parser()`` returns a plain lark tree). The tree has exactly the shape of the proto
+the builder made: a ``graph`` tree holds the input list, output list, ``<...>`` value list and node list in
+order; the i-th ``node`` tree of a node list is ``node[i]`` of that graph; an ``attr`` tree whose value is a
+``graph`` is the attribute's ``g``; the i-th ``function`` after the main graph is ``functions[i]``. Walking
+the tree builds a table from checker paths (``graph.node[3].attribute[body].g.node[0].input[1]``) to the
+(line, column) of the first token of that element. A diagnostic whose exact path is not in the table takes
+the position of its nearest ancestor that is (``...node[3].attribute[alpha].t`` -> the attribute).
+
+The cost is one extra parse of the text, paid only by ``check``; nothing changes in the parse path.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lark import Token, Tree
+
+_PARENT = re.compile(r"(\.[^.\[\]]*|\[[^\[\]]*\])$")
+
+
+class SpanMap:
+    """Checker path -> (line, column)."""
+
+    def __init__(self, table: dict | None = None):
+        self.table = table or {}
+
+    @classmethod
+    def from_text(cls, text: str) -> SpanMap:
+        from .._grammar import get_parser
+
+        for start, prefix in (("model", ""), ("graph", "graph"), ("function", "functions[0]"),
+                              ("node", "graph.node[0]")):
+            try:
+                tree = get_parser().parse(text, start=start)
+            except Exception:  # noqa: BLE001 - not this kind of text; try the next start symbol
+                continue
+            table: dict = {}
+            {"model": _model, "graph": _graph, "function": _function, "node": _node}[start](tree, prefix, table)
+            return cls(table)
+        return cls()
+
+    def locate(self, path: str):
+        """(line, column) of ``path`` or of its nearest located ancestor; (None, None) without text."""
+        p = path
+        while p:
+            pos = self.table.get(p)
+            if pos is not None:
+                return pos
+            m = _PARENT.search(p)
+            if not m or m.start() == 0:
+                break
+            p = p[:m.start()]
+        return self.table.get(p, (None, None))
+
+
+def first_token(t):
+    """The first token (in text order) of a tree, skipping leading annotations and placeholders."""
+    if isinstance(t, Token):
+        return t
+    if t is None:
+        return None
+    for c in t.children:
+        if isinstance(c, Tree) and c.data == "annotations":
+            continue
+        tok = first_token(c)
+        if tok is not None:
+            return tok
+    return None
+
+
+def _pos(t):
+    tok = first_token(t)
+    return (tok.line, tok.column) if tok is not None else None
+
+
+def _put(table, path, t):
+    pos = _pos(t)
+    if pos is not None:
+        table.setdefault(path, pos)
+
+
+def _name(t) -> str:
+    """The proto name of an ``ident`` / ``quoted_name`` tree."""
+    from ..builder import unescape
+
+    tok = t.children[0]
+    if t.data == "quoted_name":
+        return unescape(tok).decode("utf-8", "replace")
+    return str(tok)
+
+
+def _model(tree, prefix, table):
+    _put(table, "", tree)
+    ann, header, graph = tree.children[:3]
+    if header is not None:
+        for entry in header.children:
+            if isinstance(entry, Tree):
+                _put(table, str(entry.children[0]), entry)
+    _graph(graph, "graph", table)
+    fi = ti = 0
+    for item in tree.children[3:]:
+        if item.data == "function":
+            _function(item, f"functions[{fi}]", table)
+            fi += 1
+        elif item.data == "training_info":
+            path = f"training_info[{ti}]"
+            _put(table, path, item)
+            for f in item.children:
+                key = str(f.children[0])
+                _put(table, f"{path}.{key}", f)
+                if f.data == "training_graph":
+                    _graph(f.children[1], f"{path}.{key}", table)
+            ti += 1
+
+
+def _entries(lst):
+    return [c for c in (lst.children if lst is not None else []) if isinstance(c, Tree)]
+
+
+def _graph(tree, path, table):
+    ann, name, inputs, outputs, values, nodes = tree.children
+    _put(table, path, tree)
+    for e in _entries(inputs):
+        n = _name(e.children[2])
+        _put(table, f"{path}.input[{n}]", e)
+        if e.children[3] is not None:
+            _put(table, f"{path}.initializer[{n}]", e)
+    for e in _entries(outputs):
+        _put(table, f"{path}.output[{_name(e.children[2])}]", e)
+    for e in _entries(values):
+        n = _name(e.children[2])
+        if e.children[3] is None:
+            key = "value_info"
+        elif isinstance(e.children[1], Tree) and e.children[1].data == "sparse_type":
+            key = "sparse_initializer"
+        else:
+            key = "initializer"
+        _put(table, f"{path}.{key}[{n}]", e)
+    _node_list(nodes, path, table)
+
+
+def _node_list(nodes, path, table):
+    for i, n in enumerate(_entries(nodes)):
+        _node(n, f"{path}.node[{i}]", table)
+
+
+def _node(tree, path, table):
+    ann, label, outs, op, attrs1, ins, attrs2 = tree.children
+    _put(table, path, tree)
+    _put(table, path + ".op_type", op)
+    for key, lst in (("output", outs), ("input", ins)):
+        if lst is None:
+            continue
+        for j, item in enumerate(lst.children):
+            if isinstance(item, Tree):
+                _put(table, f"{path}.{key}[{j}]", item)
+    for attrs in (attrs1, attrs2):
+        for a in _entries(attrs):
+            _attr(a, path, table)
+
+
+def _attr(a, owner, table):
+    ann, name, _type, value = a.children
+    path = f"{owner}.attribute[{_name(name)}]"
+    _put(table, path, a)
+    if not isinstance(value, Tree):
+        return
+    if value.data == "graph_value":
+        _graph(value.children[0], path + ".g", table)
+    elif value.data == "value_list_attr":
+        k = 0
+        for v in value.children:
+            if isinstance(v, Tree) and v.data == "graph_value":
+                _graph(v.children[0], f"{path}.graphs[{k}]", table)
+            k += 1
+    elif value.data in ("tensor_constant", "sparse_constant"):
+        _put(table, path + (".t" if value.data == "tensor_constant" else ".sparse_tensor"), value)
+
+
+def _function(tree, path, table):
+    ann, header, name, attrs, ins, outs, values, nodes = tree.children
+    _put(table, path, name)
+    for a in _entries(attrs):
+        if a.data == "attr":
+            _put(table, f"{path}.attribute_proto[{_name(a.children[1])}]", a)
+        else:
+            _put(table, f"{path}.attribute[{_name(a.children[0])}]", a)
+    for key, lst in (("input", ins), ("output", outs)):
+        for e in _entries(lst):
+            _put(table, f"{path}.{key}[{_name(e.children[1])}]", e)
+            if e.children[0] is not None:
+                _put(table, f"{path}.value_info[{_name(e.children[1])}]", e)
+    for e in _entries(values):
+        _put(table, f"{path}.value_info[{_name(e.children[2])}]", e)
+    _node_list(nodes, path, table)
+
+
+def literal_tensors(text: str):
+    """Yield (dtype name, [(int literal token), ...], name) for every ``{...}`` tensor literal in the text.
+
+    Used by the bit-pattern heuristic: only the text knows whether an element was written ``1`` or ``0x1``.
+    """
+    from .._grammar import get_parser
+
+    tree = None
+    for start in ("model", "graph", "function", "node"):
+        try:
+            tree = get_parser().parse(text, start=start)
+            break
+        except Exception:  # noqa: BLE001
+            continue
+    if tree is None:
+        return
+    for t in tree.iter_subtrees_topdown():
+        if t.data in ("tensor_constant", "value_entry"):
+            tp, data = (t.children[1], t.children[3])
+            name = t.children[2]
+            if not (isinstance(tp, Tree) and tp.data == "tensor_type" and isinstance(data, Tree)
+                    and data.data == "typed_data"):
+                continue
+            ints = [c.children[0] for c in data.children if isinstance(c, Tree) and c.data == "int_value"]
+            nm = _name(name) if isinstance(name, Tree) else ""
+            yield str(tp.children[0]), ints, nm, first_token(t)
