@@ -43,6 +43,8 @@ def _log_softmax(x, axis):
 
 @kernel("SoftmaxCrossEntropyLoss", since=12)
 def softmax_cross_entropy_loss(scores, labels, weights=None, *, reduction, ignore_index=None):
-    log_prob = _log_softmax(scores, axis=1).astype(scores.dtype)
+    # Half-precision scores are normalized in float32 (exp/log/sum lose too much in 16 bits).
+    compute = np.float64 if scores.dtype == np.float64 else np.float32
+    log_prob = _log_softmax(scores.astype(compute), axis=1).astype(scores.dtype)
     loss = _nll(log_prob, labels, weights, ignore_index, reduction)
     return loss, log_prob

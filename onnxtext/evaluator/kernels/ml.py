@@ -146,11 +146,12 @@ def normalizer(X, *, norm):
 
 @kernel("Scaler", since=1, domain=ML)
 def scaler(X, *, offset=None, scale=None):
-    x = X.astype(np.float32)
-    off = np.float32(0) if offset is None else np.asarray(offset, np.float32)
-    sc = np.float32(1) if scale is None else np.asarray(scale, np.float32)
-    return ((x - (off if off.size != 1 else off.reshape(()))) * (sc if sc.size != 1 else sc.reshape(()))) \
-        .astype(np.float32)
+    def per_feature(values, neutral):
+        # One value per feature (last axis), or a single value for all features.
+        v = np.asarray(values if values else [neutral], np.float32)
+        return v.reshape(()) if v.size == 1 else v
+
+    return ((X.astype(np.float32) - per_feature(offset, 0.0)) * per_feature(scale, 1.0)).astype(np.float32)
 
 
 @kernel("FeatureVectorizer", since=1, domain=ML)
