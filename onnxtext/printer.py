@@ -140,8 +140,7 @@ def _shortest_narrow(v: float, dt) -> str:
             s = repr(v)
             for p in range(1, 18):
                 cand = f"{v:.{p}g}"
-                if np.array(float(cand), np.float64).astype(dt.np).view(np.uint8).tobytes() == \
-                        target.view(np.uint8).tobytes():
+                if np.array([float(cand)], np.float64).astype(dt.np).tobytes() == target.reshape(1).tobytes():
                     s = cand
                     break
         _SHORT[key] = s
