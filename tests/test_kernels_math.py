@@ -112,6 +112,14 @@ def test_erf_matches_math_erf():
     assert np.isnan(run_ours("Erf", [("x", np.array([np.nan]))])[0])
 
 
+def test_erf_float32_accuracy():
+    x = np.concatenate([np.linspace(-6, 6, 20001), np.logspace(-30, 0.7, 500)]).astype(np.float32)
+    got = run_ours("Erf", [("x", x)])
+    assert got.dtype == np.float32
+    expected = np.array([math.erf(float(v)) for v in x])
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=5e-7)
+
+
 def test_integer_division_truncates_toward_zero():
     a = np.array([-7, 7, -7, 7, 6], np.int64)
     b = np.array([2, -2, -2, 2, 3], np.int64)
