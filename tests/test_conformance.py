@@ -54,6 +54,39 @@ def test_folder(name):
     _check(_folder_cases()[name])
 
 
+@functools.lru_cache(maxsize=None)
+def _function_body_cases() -> dict:
+    """Node cases whose operator has a schema function body at the case's opset (name -> op)."""
+    from onnxtext.evaluator.functions import _function_versions
+    from onnxtext.evaluator.plan import find_schema
+    from onnxtext.evaluator.registry import normalize_domain
+
+    out = {}
+    for name, case in _node_cases().items():
+        model = case[1]
+        if "_expanded" in name or not model.graph.node:
+            continue
+        node = model.graph.node[0]
+        domain = normalize_domain(node.domain)
+        opset = {normalize_domain(o.domain): o.version for o in model.opset_import}.get(domain)
+        schema = find_schema(node.op_type, domain, opset) if opset else None
+        if schema is not None and any(v <= opset for versions in _function_versions(schema) for v in versions):
+            out[name] = node.op_type
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(_function_body_cases()))
+def test_node_through_function_body(name, monkeypatch):
+    """The case's operator run through its schema function body instead of its kernel (the fallback
+    for operators without a kernel, and a cross-check of the kernel against the body)."""
+    from onnxtext.evaluator import plan
+
+    op = _function_body_cases()[name]
+    real_lookup = plan.lookup
+    monkeypatch.setattr(plan, "lookup", lambda o, d, v: None if o == op else real_lookup(o, d, v))
+    _check(_node_cases()[name])
+
+
 def test_known_failures_exist():
     """Every name in the known-failures file is a real case (typos would silently never run)."""
     names = set(_node_cases()) | set(_folder_cases())

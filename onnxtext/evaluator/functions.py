@@ -109,16 +109,26 @@ def schema_function_call(node, attributes, info):
     node_bytes = call_node.SerializeToString()
     cache: dict[tuple, object] = {}
 
+    def build(args, with_dims: bool):
+        types = [_type_proto(a, with_dims).SerializeToString() for a in args]
+        types += [TypeProto().SerializeToString()] * (len(node.input) - len(args))
+        fproto = onnx.FunctionProto()
+        fproto.ParseFromString(schema.get_context_dependent_function_with_opset_version(version, node_bytes, types))
+        return fproto if fproto.node or fproto.output else None
+
     def plan_for(args):
         key = tuple(_type_key(a) for a in args)
         plan = cache.get(key)
         if plan is None:
-            types = [_type_proto(a).SerializeToString() for a in args]
-            types += [TypeProto().SerializeToString()] * (len(node.input) - len(args))
-            data = schema.get_context_dependent_function_with_opset_version(version, node_bytes, types)
-            fproto = onnx.FunctionProto()
-            fproto.ParseFromString(data)
-            if not fproto.node and not fproto.output:
+            plan = cache.get((key, tuple(getattr(a, "shape", None) for a in args)))
+        if plan is None:
+            # most builders need element types and ranks only, so one body serves every size; a few
+            # (e.g. kernel sizes read from a weight's shape) need the sizes: then cache per shape
+            fproto = build(args, False)
+            if fproto is None:
+                fproto = build(args, True)
+                key = (key, tuple(getattr(a, "shape", None) for a in args))
+            if fproto is None:
                 raise EvalError(f"{info.describe()}: onnx could not build the function body of "
                                 f"{node.op_type} for these input types")
             plan = cache[key] = prepare_graph(_body_graph(fproto), _body_preparation(fproto, call_attrs, info),
@@ -136,17 +146,19 @@ def _type_key(v):
     return type(v).__name__
 
 
-def _type_proto(v) -> TypeProto:
-    """The TypeProto of a runtime value, with the rank but no dimension sizes (the body must not depend
-    on sizes, which keeps the cache per element type and rank sound)."""
+def _type_proto(v, with_dims: bool = False) -> TypeProto:
+    """The TypeProto of a runtime value: element type and rank, and the sizes only ``with_dims``
+    (a body built without sizes cannot depend on them, so it can be cached per type and rank)."""
     tp = TypeProto()
     if isinstance(v, np.ndarray):
         tp.tensor_type.elem_type = dtypes.from_numpy(v.dtype).enum
         shape = tp.tensor_type.shape
-        for _ in range(v.ndim):
-            shape.dim.add()
+        for d in v.shape:
+            dim = shape.dim.add()
+            if with_dims:
+                dim.dim_value = d
     elif isinstance(v, list):
-        tp.sequence_type.elem_type.CopyFrom(_type_proto(v[0]) if v else TypeProto())
+        tp.sequence_type.elem_type.CopyFrom(_type_proto(v[0], with_dims) if v else TypeProto())
     elif v is None:
         pass
     return tp
