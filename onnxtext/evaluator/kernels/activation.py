@@ -5,10 +5,13 @@ Softmax-like ops changed meaning at opset 13: before, the input is coerced to 2-
 (default 1) and normalized over all the flattened trailing dimensions together; from 13 the default
 axis is -1 and normalization is over that single axis. (Relu lives in elementwise.py.)
 
-Attributes are Python floats, which numpy treats as "weak" scalars: float32 stays float32.
+Attributes are Python floats, which numpy treats as "weak" scalars: float32 stays float32. Constants
+are Python floats too (``math.sqrt``): a numpy float64 scalar would silently upcast float32 arrays.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -20,7 +23,10 @@ _ignore = np.errstate(all="ignore")
 
 def _sigmoid(x):
     with np.errstate(all="ignore"):  # exp overflow for large |x| gives the right limit 0 or 1
-        return 1.0 / (1.0 + np.exp(-x))
+        out = np.negative(x)  # in place from here on: one temporary instead of four
+        np.exp(out, out=out)
+        out += 1
+        return np.reciprocal(out, out=out)
 
 
 @kernel("Sigmoid", since=1)
@@ -111,9 +117,9 @@ def shrink(x, bias=0.0, lambd=0.5):
 @kernel("Gelu", since=20)
 def gelu(x, approximate="none"):
     if approximate == "tanh":
-        inner = np.sqrt(2 / np.pi) * (x + 0.044715 * x * x * x)
+        inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
         return np.asarray(0.5 * x * (1 + np.tanh(inner)), dtype=x.dtype)
-    return np.asarray(0.5 * x * (1 + erf(x * (1 / np.sqrt(2)))), dtype=x.dtype)
+    return np.asarray(0.5 * x * (1 + erf(x * (1 / math.sqrt(2)))), dtype=x.dtype)
 
 
 @kernel("Swish", since=24)
@@ -131,9 +137,10 @@ def swiglu(a, b, alpha=1.0):
 
 def _softmax(x, axis):
     with np.errstate(all="ignore"):
-        shifted = x - np.max(x, axis=axis, keepdims=True)
-        e = np.exp(shifted)
-        return e / np.sum(e, axis=axis, keepdims=True)
+        e = x - np.max(x, axis=axis, keepdims=True)
+        np.exp(e, out=e)
+        e /= np.sum(e, axis=axis, keepdims=True)
+        return e
 
 
 def _log_softmax(x, axis):

@@ -14,6 +14,8 @@ does); only the two matrix products accumulate in float32.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ... import dtypes
@@ -112,7 +114,7 @@ def _attention(q, k, v, attn_mask=None, past_key=None, past_value=None, nonpad_k
     total_len = k4.shape[2]
     past_len = 0 if past_key is None else past_key.shape[2]
     if scale is None:
-        scale = 1.0 / np.sqrt(head_size)
+        scale = 1.0 / math.sqrt(head_size)
     root = np.asarray(np.sqrt(scale)).astype(work)
     keys = _repeat_kv(k4.astype(work, copy=False), heads)
     values = _repeat_kv(v4.astype(work, copy=False), heads)
@@ -209,7 +211,7 @@ def linear_attention(query, key, value, past_state=None, decay=None, beta=None, 
     state = (past_state.astype(np.float32) if past_state is not None
              else np.zeros((batch, kv_num_heads, d_k, d_v), np.float32))
     if not scale:
-        scale = 1.0 / np.sqrt(d_k)
+        scale = 1.0 / math.sqrt(d_k)
     gated = update_rule in ("gated", "gated_delta")
     delta = update_rule in ("delta", "gated_delta")
     if gated:
@@ -246,7 +248,7 @@ def flex_attention(ctx, q, k, v, scale=None, score_mod=None, prob_mod=None, soft
         soft = np.dtype(np.float64) if q.dtype == np.float64 else np.dtype(np.float32)
     heads, head_size = q.shape[1], q.shape[-1]
     if scale is None:
-        scale = 1.0 / np.sqrt(head_size)
+        scale = 1.0 / math.sqrt(head_size)
     keys = _repeat_kv(k.astype(soft), heads)
     values = _repeat_kv(v.astype(soft), heads)
     scores = (np.matmul(q.astype(soft), np.swapaxes(keys, -1, -2)) * scale).astype(soft)
