@@ -183,12 +183,15 @@ def cmd_check(session: Session, arg: str) -> Reply:
     import onnxtext
 
     try:
-        diagnostics = onnxtext.check(session.finished_model())
+        # checking the text of :show makes the diagnostics' line numbers point into what :show prints
+        diagnostics = onnxtext.check(onnxtext.to_text(session.finished_model(), width=session.width))
     except Exception as e:  # noqa: BLE001 - a checker bug must not end the session
         return Reply(f"the checker failed: {type(e).__name__}: {e}", ok=False)
     if not diagnostics:
         return Reply("no problems found")
-    return Reply("\n".join(str(d) for d in diagnostics), ok=False)
+    errors = [d for d in diagnostics if getattr(d, "severity", "error") == "error"]
+    summary = f"{len(errors)} errors, {len(diagnostics) - len(errors)} warnings (lines refer to :show)"
+    return Reply("\n".join([*(str(d) for d in diagnostics), summary]), ok=not errors)
 
 
 def cmd_input(session: Session, arg: str) -> Reply:

@@ -260,6 +260,8 @@ class Session:
     def declare_input(self, vi: onnx.ValueInfoProto, value=None) -> Reply:
         """Add graph input ``vi`` (or give an existing input a new sample value) and show its value."""
         existing = {i.name: i for i in self.model.graph.input}
+        if vi.name not in existing and not vi.HasField("type"):
+            raise StatementError(f"give the input a type, e.g. :input float[2] {vi.name}")
         if value is None:
             tp = vi.type if vi.HasField("type") else existing.get(vi.name, vi).type
             try:
@@ -270,8 +272,6 @@ class Session:
             return self._resample(vi.name, value)
         if vi.name in self.defined():
             raise StatementError(f"{vi.name!r} is already defined by a node; inputs need a new name")
-        if not vi.HasField("type"):
-            raise StatementError(f"give the input a type, e.g. :input float[2] {vi.name}")
         self.snapshot()
         self.model.graph.input.append(vi)
         self.env[vi.name] = value
