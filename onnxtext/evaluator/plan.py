@@ -277,7 +277,7 @@ def step_error(st, env, e) -> Exception:
     if st is None:
         return e
     where = st[5].describe()
-    if isinstance(e, EvalError):
+    if isinstance(e, EvalError) and st[6]:  # from a subgraph or function body: keep the inner node's message
         return EvalError(f"in {where}: {e}")
     missing = [n for n in st[1] if n not in env]
     if missing:
