@@ -98,19 +98,35 @@ def check(expected, got):
         return "NO: " + str(e).strip().splitlines()[0][:60]
 
 
-def time_runtime(runtime, path, model, feeds, expected, runs):
-    """(median seconds, correctness) for one runtime; errors are reported in the correctness column."""
-    try:
-        run = make_runner(runtime, path, model)
-        got = run(feeds)  # warm-up, and the output we check
-        times = []
-        for _ in range(runs):
+def time_runtimes(runtimes, path, model, feeds, expected, runs):
+    """{runtime: (median seconds, correctness)}; errors are reported in the correctness column.
+
+    The timed runs of onnxtext and onnxruntime are interleaved so that both see the same machine load
+    (this matters on a shared machine); onnx.reference, much slower, runs at most 3 times afterwards.
+    """
+    result, runners = {}, {}
+    for r in runtimes:
+        try:
+            runners[r] = make_runner(r, path, model)
+            result[r] = (None, check(expected, runners[r](feeds)))  # warm-up, and the output we check
+        except Exception as e:  # a failing runtime is a row entry, not the end of the benchmark
+            runners.pop(r, None)
+            result[r] = (None, f"ERROR {type(e).__name__}: {str(e).splitlines()[0][:60] if str(e) else ''}")
+    times = {r: [] for r in runners}
+    fast = [r for r in runners if r != "reference"]
+    for _ in range(runs):
+        for r in fast:
             t0 = time.perf_counter()
-            run(feeds)
-            times.append(time.perf_counter() - t0)
-        return statistics.median(times), check(expected, got)
-    except Exception as e:  # a failing runtime is a row entry, not the end of the benchmark
-        return None, f"ERROR {type(e).__name__}: {str(e).splitlines()[0][:60] if str(e) else ''}"
+            runners[r](feeds)
+            times[r].append(time.perf_counter() - t0)
+    if "reference" in runners:
+        for _ in range(max(1, min(runs, 3))):
+            t0 = time.perf_counter()
+            runners["reference"](feeds)
+            times["reference"].append(time.perf_counter() - t0)
+    for r, ts in times.items():
+        result[r] = (statistics.median(ts), result[r][1])
+    return result
 
 
 def memory_child(name, runtime):
@@ -167,8 +183,7 @@ def main(argv=None):
     worst = 0.0
     for name in names:
         path, model, feeds, expected = load_case(name)
-        res = {r: time_runtime(r, path, model, feeds, expected, args.runs if r != "reference" else
-                               max(1, min(args.runs, 3))) for r in runtimes}
+        res = time_runtimes(runtimes, path, model, feeds, expected, args.runs)
         t_ours, t_ort = res["onnxtext"][0], res["onnxruntime"][0]
         ratio = t_ours / t_ort if t_ours and t_ort else None
         worst = max(worst, ratio or 0)

@@ -127,9 +127,41 @@ def conv_core(x, w, group, strides, dilations, pads_begin, pads_end, out_shape):
     if cg == 1 and group > 1:
         return _depthwise(xp, w, group, strides, dilations, out_shape)
     win = window_view(xp, kshape, strides, dilations, out_shape, split=(group, cg))
-    cols = win.reshape(n, group, cg * k_size, p_size)  # the one im2col copy
-    y = np.matmul(w.reshape(group, mg, cg * k_size), cols)
-    return y.reshape((n, m) + tuple(out_shape))
+    wg = w.reshape(group, mg, cg * k_size)
+    if cg * k_size * p_size <= _IM2COL_WHOLE:
+        cols = win.reshape(n, group, cg * k_size, p_size)  # the one im2col copy
+        return np.matmul(wg, cols).reshape((n, m) + tuple(out_shape))
+    return _conv_blocked(win, wg, out_shape)
+
+
+# im2col matrices up to this many elements are built whole; larger ones (the 112x112 and 224x224
+# layers of VGG-like models) are built and multiplied a band of output rows at a time, so that the
+# band is still in cache when the matmul reads it
+_IM2COL_WHOLE = 1 << 22
+_IM2COL_BAND = 1 << 19
+_BAND_MIN_COLUMNS = 512
+
+
+def _conv_blocked(win, wg, out_shape):
+    """W @ im2col one band of the first output axis at a time; win is (N, G, C/G, *K, *O)."""
+    n, group, cg = win.shape[:3]
+    nd = len(out_shape)
+    kshape = win.shape[3:3 + nd]
+    rows_size = math.prod(out_shape[1:])  # output positions per index of the first output axis
+    k_rows = cg * math.prod(kshape)
+    band = max(1, _IM2COL_BAND // (k_rows * rows_size), -(-_BAND_MIN_COLUMNS // rows_size))
+    mg = wg.shape[1]
+    y = np.empty((n, group, mg) + tuple(out_shape), dtype=win.dtype)
+    buf = np.empty((group, k_rows, min(band, out_shape[0]) * rows_size), dtype=win.dtype)
+    lead = (slice(None),) * (3 + nd)
+    for b in range(n):
+        for r0 in range(0, out_shape[0], band):
+            r1 = min(out_shape[0], r0 + band)
+            part = buf[:, :, :(r1 - r0) * rows_size]
+            src = win[(b,) + lead[1:] + (slice(r0, r1),)]
+            part.reshape(src.shape)[...] = src
+            y[b, :, :, r0:r1] = np.matmul(wg, part).reshape((group, mg, r1 - r0) + tuple(out_shape[1:]))
+    return y.reshape((n, group * mg) + tuple(out_shape))
 
 
 # elements of one im2col block of a depthwise convolution: about 1 MiB of float32, so the block
