@@ -45,6 +45,8 @@ def load(path, *, kind: str = "model"):
     """Load a model from ``path`` (binary or text). Text may also hold a graph/function with kind='any'."""
     path = os.fspath(path)
     data = read_text_or_bytes(path)
+    if not data.strip():
+        raise ModelFileError(f"{path}: empty file, not an ONNX model")
     if looks_like_text(data) or path.endswith(TEXT_EXTENSIONS):
         from .parser import parse, parse_model
 

@@ -1,0 +1,129 @@
+"""Syntax tables: onnx-compatible texts (checked against onnx.parser as oracle), onnxtext extensions,
+literal rules, and parser robustness. Add a case by adding a line."""
+
+import math
+
+import numpy as np
+import onnx.parser
+import pytest
+
+import onnxtext
+from onnxtext import ParseError
+
+# Texts onnx's parser accepts: ours must give the identical proto.
+COMPAT_NODES = [
+    "y = Op(,x)", "y = Op(x,)", "y = Op(,)", 'y = Op("")', "y, = Op(x)", ", y = Op(x)", "= Op(x)",
+    "y = com.ms.Op:ov(x)", "[lab] y = Op<a=1>(x)", 'y = Op(x)<a=1,b=2.0,c="s",d=[1,2],e=[1.0],f:ints=[],g=@h, k: float = 2>',
+    "y = Op(x)<t = float[2] {1,2}>", "y = Op(x)<t = float[2] name {1,2}>", "y = Op(x)<t = float[2] = {1,2}>",
+    "y = Op(x)<tp = float[N]>", "y = Op(x)<f = inf, g=-inf, h = nan, j=1e3, k=1.,l=-0.0, m=1E+2, n=Infinity>",
+    'y = Op("a b", x)', '["a b"] y = Op(x)', 'y = Op(x)<a = "x\\"y\\\\">', "y = Op(x) <g = gg (float x) => (float y) { y = Relu(x) }>",
+    "y = a.b.Op(x)", 'y = Op(x) <s:string = "q">', "y = Op(x) <i = 007>", "y = Op(x) <a = -3>", "y = Op(x) <a = 3000000000>",
+    "y = Op(x) <x = bfloat16[2] {1, 2}>", "y = Op (x) <a = 1, b = 2>",
+]
+COMPAT_GRAPHS = [
+    "g (x) => (y) { y = Relu(x) }",
+    "g (float[N, ?, 3] x, float[] z, float s, seq(float[2]) q, map(int64, float) mm, optional(float) o, "
+    "sparse_tensor(float[2]) st, opaque(a.b, c) op) => (float y) { y = Relu(x) }",
+    'g (float[2] x = {1,2}) => (y) <float[2] w = {1,2}, float[3] vi, int64[2] e = ["location": "a.bin", "offset": "0"]> '
+    "{ y = Relu(x) # comment\n }",
+    'g (float["a b"] x, float[-1] z) => (y) { y = Relu(x) }',
+    'g (float[2] x) => (y) <bool[2] b = {1, 0}, float16[1] h = {15360}, string[2] s = {"a", "b"}, '
+    "uint64[1] u = {18446744073709551615}, complex64[1] c = {1.0, 2.0}, float[2] ff = {1, -2.5e3}> { y = Relu(x) }",
+]
+COMPAT_MODELS = [
+    '<ir_version: 7, opset_import: ["":13, "ai.onnx.ml": 2], producer_name: "p", producer_version: "1", domain: "d", '
+    'model_version: 3, doc_string: "doc", metadata_props: ["a": "b", "c": "d"]> g (x) => (y) { y = Relu(x) } '
+    '<domain: "local", opset_import: ["": 13], doc_string: "fd", overload: "o1"> foo <a, b: float = 1.0, c = 2> '
+    "(float x, y) => (z) <float[2] t> { z = Relu(x) }",
+]
+
+
+@pytest.mark.parametrize("text", COMPAT_NODES)
+def test_compat_node(text):
+    assert onnxtext.parse_node(text) == onnx.parser.parse_node(text)
+
+
+@pytest.mark.parametrize("text", COMPAT_GRAPHS)
+def test_compat_graph(text):
+    assert onnxtext.parse_graph(text) == onnx.parser.parse_graph(text)
+
+
+@pytest.mark.parametrize("text", COMPAT_MODELS)
+def test_compat_model(text):
+    assert onnxtext.parse_model(text) == onnx.parser.parse_model(text)
+
+
+# Literal rules: (element type, literal text, expected value as float64, or None for "bits equal")
+LITERALS = [
+    ("float", "0.1", np.float32(0.1)), ("float", "1", 1.0), ("float", "-0.0", -0.0), ("float", "-inf", -math.inf),
+    ("float16", "15360", 1.0),          # a bare integer is a bit pattern (onnx's rule)
+    ("float16", "1.0", 1.0),            # a decimal point makes it a value
+    ("bfloat16", "0x3f80", 1.0),        # hex literals are always bit patterns
+    ("float8e4m3fn", "1e0", 1.0), ("int4", "-8", -8.0), ("uint2", "3", 3.0), ("double", "1e-300", 1e-300),
+]
+
+
+@pytest.mark.parametrize("dtype,literal,expected", LITERALS)
+def test_literal_rules(dtype, literal, expected):
+    g = onnxtext.parse_graph(f"g () => () <{dtype}[1] w = {{{literal}}}> {{}}")
+    from onnxtext.tensors import to_array
+
+    value = to_array(g.initializer[0]).astype(np.float64)[0]
+    assert value == expected and math.copysign(1, value) == math.copysign(1, expected)
+
+
+STRINGS = [("a\nb", '"a\\nb"'), ('q"uo\\te', '"q\\"uo\\\\te"'), ("tab\there", '"tab\\there"'), ("é✓", '"é✓"')]
+
+
+@pytest.mark.parametrize("value,literal", STRINGS)
+def test_string_escapes(value, literal):
+    a = onnxtext.parse_node(f"y = Op(x) <s = {literal}>").attribute[0]
+    assert a.s == value.encode("utf-8")
+    assert onnxtext.to_text(a).strip() == f"s = {literal}"
+
+
+def test_non_utf8_bytes_roundtrip():
+    a = onnxtext.parse_node('y = Op(x) <s = "\\xff\\x00ok">').attribute[0]
+    assert a.s == b"\xff\x00ok"
+    assert onnxtext.parse_node("y = Op(x) <" + onnxtext.to_text(a).strip() + ">").attribute[0].s == a.s
+
+
+def test_float32_prints_shortest_float32_repr():
+    a = onnxtext.parse_node("y = Op(x) <f = 0.1, fs = [0.1, 1e-45, 3.4028235e38]>")
+    text = onnxtext.to_text(a.attribute[0]) + onnxtext.to_text(a.attribute[1])
+    assert "0.1" in text and "0.10000000149" not in text and "1e-45" in text and "3.4028235e38" in text
+
+
+@pytest.mark.parametrize("text", ["(" * 5000, "g (x) => (y) {" + "y = Op<a = [" * 3000, "[" * 10000, "<" * 10000])
+def test_deep_nesting_is_a_parse_error(text):
+    with pytest.raises(ParseError):
+        onnxtext.parse(text)
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\x00", '"unterminated', "g (x) => (y) { y = Relu(x) ", "y = Op(x) <a = []>",
+                                  "g () => () <float[2] w = {1.0}> {}", "y = Op(x) <a = 99999999999999999999>"])
+def test_bad_input_raises_only_parse_error(text):
+    with pytest.raises(ParseError) as e:
+        onnxtext.parse(text)
+    assert e.value.line is not None or e.value.message
+
+
+def test_extensions_doc_comments_and_annotations():
+    text = """<ir_version: 10, opset_import: ["": 21]>
+/// graph doc
+@metadata_props ["k": "v"]
+g (
+  /// input doc
+  float[N] x
+) => (float[N] y) {
+  /// node doc
+  @metadata_props ["author": "me"]
+  y = Relu(x)
+}
+"""
+    m = onnxtext.parse_model(text)
+    assert m.graph.doc_string == "graph doc"
+    assert m.graph.metadata_props[0].key == "k"
+    assert m.graph.input[0].doc_string == "input doc"
+    assert m.graph.node[0].doc_string == "node doc" and m.graph.node[0].metadata_props[0].value == "me"
+    assert onnxtext.parse_model(onnxtext.to_text(m)) == m
