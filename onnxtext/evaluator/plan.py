@@ -150,9 +150,10 @@ def describe_value(name: str, v) -> str:
 class StepInfo:
     """Per-step metadata: the node, where it is, its opset, prepared subgraph plans."""
 
-    __slots__ = ("node", "index", "opset", "domain", "subplans", "prep", "folded")
+    __slots__ = ("node", "index", "opset", "domain", "subplans", "prep", "folded", "graph")
 
-    def __init__(self, node, index, opset, domain, prep):
+    def __init__(self, node, index, opset, domain, prep, graph=None):
+        self.graph = graph  # the GraphProto holding the node (for ops like Gradient that read it)
         self.node = node
         self.index = index
         self.opset = opset
@@ -190,6 +191,11 @@ class KernelContext:
     @property
     def opset(self) -> int:
         return self.info.opset
+
+    @property
+    def graph(self):
+        """The GraphProto that holds this node (``ctx.scope`` has the values computed so far)."""
+        return self.info.graph
 
     @property
     def num_outputs(self) -> int:
@@ -332,7 +338,7 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
 
     raw_steps = []  # (step tuple, used names)
     for index, node in enumerate(nodes):
-        info, fn, attrs, context = prepare_node(node, index, prep)
+        info, fn, attrs, context = prepare_node(node, index, prep, graph)
         used = [n for n in node.input]
         for g, plan in info.subplans.values():
             used.extend(plan.free)
@@ -420,13 +426,13 @@ def _fold(step, constants):
     return out if type(out) is tuple else (out,)
 
 
-def prepare_node(node, index: int, prep: Preparation):
+def prepare_node(node, index: int, prep: Preparation, graph=None):
     """(StepInfo, fn, attrs, context) of one node: a kernel, a model-local or a schema function."""
     from .functions import local_function_call, schema_function_call
 
     domain = normalize_domain(node.domain)
     version = prep.opsets.get(domain)
-    info = StepInfo(node, index, version, domain, prep)
+    info = StepInfo(node, index, version, domain, prep, graph)
     attributes = resolve_attributes(node.attribute, prep.func_attrs)
     base_dir = prep.evaluator.base_dir
     fkey = (node.domain, node.op_type, getattr(node, "overload", ""))
