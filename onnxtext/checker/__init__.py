@@ -121,10 +121,13 @@ def check(model_or_text_or_path, *, filename: str | None = None, base_dir: str |
         model, diags = _from_text(text, filename)
         if model is None:
             return diags
+        wrapped_text = diags
     else:
         model = _as_model(src)
     ctx = Context(model, text=text, filename=filename, base_dir=base_dir,
                   rules=[r for r in RULES.values() if rules is None or r.id in rules])
+    # a bare graph/function/node is not a model: model-level advice (domain) does not apply to it
+    ctx.wrapped = wrapped_text if text is not None else not isinstance(src, onnx.ModelProto)
     walk(ctx)
     out = ctx.diagnostics
     out.sort(key=lambda d: (d.line or 0, d.column or 0, d.path, d.rule))
@@ -145,6 +148,8 @@ def _looks_binary(data: bytes) -> bool:
 
 def _from_text(text: str, filename):
     """Parse text into a model; on failure, the parse errors as diagnostics."""
+    import onnx
+
     from .. import parser
     from ..errors import ParseError
     from .parse_hints import collect_parse_errors
@@ -156,7 +161,7 @@ def _from_text(text: str, filename):
         return None, [Diagnostic("error", "parse.syntax", e.message + (f" (hint: {e.hint})" if e.hint else ""),
                                  "onnxtext syntax (docs/syntax.md)", line=e.line, column=e.column, file=filename)
                       for e in errors]
-    return _as_model(obj), []
+    return _as_model(obj), not isinstance(obj, onnx.ModelProto)
 
 
 def _as_model(obj):

@@ -69,7 +69,7 @@ def topological_order(ctx, scope, path, _):
     for i, node in enumerate(g.node):
         for j, x in _used_names(node):
             k = produced_at.get(x)
-            if x not in early and k is not None and k >= i:
+            if x not in early and k is not None and k >= i and x not in scope.outer:  # outer: shadowing
                 where = f"{path}.node[{i}]" + (f".input[{j}]" if j is not None else "")
                 via = "" if j is not None else " (inside a subgraph)"
                 yield where, (f"node[{i}] ({node.op_type}) uses {x!r}{via} before node[{k}] "

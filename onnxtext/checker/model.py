@@ -82,7 +82,7 @@ def metadata_unique(ctx, m, path, _):
 @rule("model.domain", "model", "IR spec: Models (domain: a reverse-DNS name of the model's namespace, SHOULD be set)",
       "warning")
 def model_domain(ctx, m, path, _):
-    if not m.domain:
+    if not m.domain and not ctx.wrapped:
         yield "domain", "the model has no domain (e.g. domain: \"com.example.models\")"
 
 

@@ -92,7 +92,7 @@ def arity(ctx, node, path, scope):
         n = len(given)
         if n < lo or n > hi:
             want = f"{lo}" if lo == hi else (f"at least {lo}" if hi >= 2 ** 31 - 1 else f"{lo} to {hi}")
-            yield path, f"{_label(node)} has {n} {key}s; opset {s.since_version} {s.name} takes {want}"
+            yield path, f"{_label(node)} has {n} {key}{'s' if n != 1 else ''}; opset {s.since_version} {s.name} takes {want}"
             continue
         # a required (Single, non-optional) parameter must not be left empty
         for j, p in enumerate(params):

@@ -53,7 +53,7 @@ class SpanMap:
             if not m or m.start() == 0:
                 break
             p = p[:m.start()]
-        return self.table.get(p, (None, None))
+        return self.table.get(p) or self.table.get("", (None, None))
 
 
 def first_token(t):

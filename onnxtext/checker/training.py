@@ -34,6 +34,6 @@ def bindings(ctx, m, path, _):
 def initialization_present(ctx, m, path, _):
     for i, t in enumerate(m.training_info):
         if len(t.initialization_binding) and not t.HasField("initialization"):
-            yield f"training_info[{i}]", "training_info has initialization_binding entries but no initialization graph"
+            yield f"training_info[{i}].initialization_binding", "training_info has initialization_binding entries but no initialization graph"
         if not t.HasField("algorithm"):
             yield f"training_info[{i}]", "training_info has no algorithm graph (it is required)"

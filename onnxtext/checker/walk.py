@@ -75,6 +75,7 @@ class Context:
         from .spans import SpanMap
 
         self.model = model
+        self.wrapped = False  # True when the input was a bare graph, function or node
         self.ir_version = model.ir_version
         self.text = text
         self.filename = filename

@@ -1,0 +1,309 @@
+"""Tests of onnxtext.check: data-driven rule cases, proto-only violations, the backend corpus, the CLI.
+
+tests/checker_cases/*.onnxtext: each line carrying ``# <- RULE [RULE...]`` must get exactly those diagnostics
+(rule id and line), and the file no other diagnostic; files without markers must check clean.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import onnxtext
+from onnxtext.checker import RULES, check
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CASES = sorted(glob.glob(os.path.join(HERE, "checker_cases", "*.onnxtext")))
+_MARK = re.compile(r"#\s*<-\s*(.+)$")
+
+
+def expected_marks(text):
+    out = set()
+    for i, line in enumerate(text.split("\n"), 1):
+        m = _MARK.search(line)
+        if m:
+            out |= {(r, i) for r in m.group(1).split()}
+    return out
+
+
+@pytest.mark.parametrize("path", CASES, ids=[os.path.basename(p) for p in CASES])
+def test_case_file(path):
+    text = open(path, encoding="utf-8").read()
+    diags = check(text)
+    assert {(d.rule, d.line) for d in diags} == expected_marks(text), "\n".join(map(str, diags))
+    for d in diags:
+        assert d.path and d.message and d.spec.startswith("IR spec") and d.severity in ("error", "warning")
+
+
+# ------------------------------------------------------------------------------------------ proto-only cases
+def base_model():
+    """A clean model built with onnx.helper (so the tests do not depend on our parser)."""
+    g = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"], name="add")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor("w", TensorProto.FLOAT, [2], [1.0, 2.0])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+    m.domain = "test"
+    return m
+
+
+def _raw_wrong_size(m):
+    m.graph.initializer[0].ClearField("float_data")
+    m.graph.initializer[0].raw_data = b"\0" * 4
+
+
+def _two_fields(m):
+    m.graph.initializer[0].raw_data = b"\0" * 8
+
+
+def _wrong_field(m):
+    t = m.graph.initializer[0]
+    t.ClearField("float_data")
+    t.int64_data.extend([1, 2])
+
+
+def _no_dtype(m):
+    m.graph.initializer[0].data_type = 0
+
+
+def _empty_input_name(m):
+    m.graph.input[0].name = ""
+
+
+def _no_graph(m):
+    m.ClearField("graph")
+
+
+def _no_ir(m):
+    m.ir_version = 0
+
+
+def _no_opsets(m):
+    m.ClearField("opset_import")
+
+
+def _sparse_bad_shape(m):
+    s = helper.make_sparse_tensor(helper.make_tensor("s", TensorProto.FLOAT, [2], [1.0, 2.0]),
+                                  helper.make_tensor("i", TensorProto.INT64, [3], [0, 1, 2]), [4])
+    m.graph.sparse_initializer.append(s)
+
+
+def _sparse_unsorted(m):
+    s = helper.make_sparse_tensor(helper.make_tensor("s", TensorProto.FLOAT, [2], [1.0, 2.0]),
+                                  helper.make_tensor("i", TensorProto.INT64, [2], [3, 1]), [4])
+    m.graph.sparse_initializer.append(s)
+
+
+def _external_with_values(m):
+    t = m.graph.initializer[0]
+    t.data_location = TensorProto.EXTERNAL
+    t.external_data.add(key="location", value="w.bin")
+    t.external_data.add(key="length", value="3")
+
+
+def _attribute_without_type(m):
+    a = m.graph.node[0].attribute.add()
+    a.name = "alpha"
+
+
+def _optional_ir7(m):
+    m.ir_version = 7
+    tp = m.graph.input[0].type
+    inner = onnx.TypeProto()
+    inner.CopyFrom(tp)
+    tp.optional_type.elem_type.CopyFrom(inner)
+
+
+def _fn_duplicate_attr(m):
+    f = helper.make_function("local", "F", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"])],
+                             [helper.make_opsetid("", 18)], attributes=["x", "x"])
+    m.functions.append(f)
+    m.opset_import.add(domain="local", version=1)
+
+
+def _metadata_function(m):
+    m.ir_version = 9
+    f = helper.make_function("local", "F", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"])],
+                             [helper.make_opsetid("", 18)])
+    f.metadata_props.add(key="k", value="v")
+    m.functions.append(f)
+    m.opset_import.add(domain="local", version=1)
+
+
+PROTO_CASES = [
+    (_raw_wrong_size, "tensor.size", "graph.initializer[w]"),
+    (_two_fields, "tensor.value-field", "graph.initializer[w]"),
+    (_wrong_field, "tensor.value-field", "graph.initializer[w]"),
+    (_no_dtype, "tensor.data-type", "graph.initializer[w]"),
+    (_empty_input_name, "graph.empty-name", "graph.input[0]"),
+    (_no_graph, "model.graph", "graph"),
+    (_no_ir, "ir.range", "ir_version"),
+    (_no_opsets, "model.opset-import", "opset_import"),
+    (_sparse_bad_shape, "tensor.sparse", "graph.sparse_initializer[s]"),
+    (_sparse_unsorted, "tensor.sparse", "graph.sparse_initializer[s]"),
+    (_external_with_values, "tensor.external", "graph.initializer[w]"),
+    (_attribute_without_type, "op.attribute", "graph.node[0].attribute[alpha]"),
+    (_optional_ir7, "ir.type", "graph.input[x]"),
+    (_fn_duplicate_attr, "fn.attribute-disjoint", "functions[0].attribute[x]"),
+    (_metadata_function, "ir.feature", "functions[0]"),
+]
+
+
+@pytest.mark.parametrize("mutate,rule,path", PROTO_CASES, ids=[c[0].__name__.strip("_") for c in PROTO_CASES])
+def test_proto_violation(mutate, rule, path):
+    m = base_model()
+    assert [d for d in check(m) if d.severity == "error"] == []
+    mutate(m)
+    found = [(d.rule, d.path) for d in check(m)]
+    assert (rule, path) in found, found
+    for d in check(m):
+        assert d.line is None  # no text, no line: the path locates it
+
+
+def test_every_rule_has_a_violating_case():
+    covered = {rule for path in CASES for rule, _ in expected_marks(open(path).read())}
+    covered |= {c[1] for c in PROTO_CASES}
+    assert set(RULES) - covered == set()
+
+
+def test_collects_all_errors_not_just_the_first():
+    text = open(os.path.join(HERE, "checker_cases", "op_unknown.onnxtext")).read()
+    assert len([d for d in check(text) if d.rule == "op.unknown"]) == 2
+
+
+# ------------------------------------------------------------------------------------------ inputs
+def test_parse_errors_become_diagnostics():
+    diags = check('<ir_version: 10, opset_import: ["": 18]>\ng (floot[N] x) => (float[N] y) {\n  y = Relu(x)\n}\n')
+    assert [(d.rule, d.line, d.column) for d in diags] == [("parse.syntax", 2, 4)]
+    assert "floot" in diags[0].message and "float" in diags[0].message
+
+
+def test_path_input_text_and_binary(tmp_path):
+    m = base_model()
+    bin_path = tmp_path / "m.onnx"
+    bin_path.write_bytes(m.SerializeToString())
+    assert [d for d in check(str(bin_path)) if d.severity == "error"] == []
+    txt = tmp_path / "m.onnxtext"
+    txt.write_text(open(os.path.join(HERE, "checker_cases", "graph_ssa.onnxtext")).read())
+    diags = check(txt)
+    assert [(d.rule, d.line, d.file) for d in diags] == [("graph.ssa", 5, str(txt))]
+
+
+def test_graph_proto_is_wrapped():
+    g = base_model().graph
+    g.node[0].input[1] = "nope"
+    assert [d.rule for d in check(g)] == ["graph.undefined"]
+
+
+def test_bitpattern_heuristic_table():
+    from onnxtext import dtypes
+    from onnxtext.checker.tensors import implausible_bits
+
+    # (type, bare integer, meant as a value?) - 15360 is float16 1.0, 56 is float8e4m3fn 1.0
+    table = [("float16", 1, True), ("float16", 1000, True), ("float16", 15360, False), ("bfloat16", 200, True),
+             ("bfloat16", 16256, False), ("float8e4m3fn", 3, True), ("float8e4m3fn", 56, False),
+             ("float8e8m0", 1, False), ("float16", 0, False)]
+    for name, k, expected in table:
+        assert implausible_bits(dtypes.BY_NAME[name], k) is expected, (name, k)
+
+
+# ------------------------------------------------------------------------------------------ corpus
+def _exceptions():
+    path = os.path.join(HERE, "data", "checker_corpus_exceptions.txt")
+    out = {}
+    for line in open(path, encoding="utf-8"):
+        if line.strip() and not line.startswith("#"):
+            name, _, reason = line.strip().partition(" ")
+            out[name] = reason.strip()
+    return out
+
+
+def test_backend_corpus_checks_clean():
+    sys.path.insert(0, HERE)
+    import corpus
+
+    exceptions = _exceptions()
+    failures = {}
+    count = 0
+    for name, load in corpus.all_models():
+        count += 1
+        errors = [d for d in check(load()) if d.severity == "error"]
+        if errors and name not in exceptions:
+            failures[name] = str(errors[0])
+    assert count > 2000
+    assert failures == {}
+
+
+def test_backend_corpus_as_text_checks_clean():
+    """Printed to text and checked from text: spans and the literal heuristic run on real models."""
+    sys.path.insert(0, HERE)
+    import corpus
+
+    failures = {}
+    for path in corpus.file_models():
+        m = onnx.load(path, load_external_data=False)
+        diags = [d for d in check(onnxtext.to_text(m)) if d.severity == "error"
+                 or d.rule == "tensor.bitpattern-literal"]
+        if diags:
+            failures[path] = str(diags[0])
+    assert failures == {}
+
+
+# ------------------------------------------------------------------------------------------ CLI
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "onnxtext", *args], capture_output=True, text=True,
+                          cwd=os.path.dirname(HERE))
+
+
+def test_cli_check_text_and_exit_status():
+    bad = os.path.join(HERE, "checker_cases", "graph_undefined.onnxtext")
+    clean = os.path.join(HERE, "checker_cases", "clean_minimal.onnxtext")
+    r = _cli("check", bad, clean)
+    assert r.returncode == 1
+    assert r.stdout.strip() == f"{bad}:5:11: error[graph.undefined]: node[1] (Add) uses undefined value 'u'"
+    assert "Traceback" not in r.stderr
+    assert _cli("check", clean).returncode == 0
+
+
+def test_cli_check_json():
+    bad = os.path.join(HERE, "checker_cases", "op_unknown.onnxtext")
+    r = _cli("check", "--format", "json", bad)
+    items = json.loads(r.stdout)
+    assert r.returncode == 1
+    assert [(d["rule"], d["line"]) for d in items] == [("op.unknown", 3), ("op.unknown", 4)]
+
+
+def test_cli_check_parse_error_is_a_diagnostic(tmp_path):
+    p = tmp_path / "bad.onnxtext"
+    p.write_text("g (float[N] x) => (float[N] y) {\n  y = Relu(x\n}\n")
+    r = _cli("check", str(p))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stdout.startswith(f"{p}:3:1: error[parse.syntax]")
+
+
+def test_info_model_version_semver():
+    from onnxtext.commands.info import decode_model_version
+
+    assert decode_model_version(0x0001000200000159) == "1.2.345"  # the Versioning document's example
+    assert decode_model_version(7) == "7"
+
+
+def test_cli_info(tmp_path):
+    m = base_model()
+    m.model_version = (3 << 48) | (1 << 32) | 4
+    m.producer_name = "unit"
+    p = tmp_path / "m.onnx"
+    p.write_bytes(m.SerializeToString())
+    r = _cli("info", "--format", "json", str(p))
+    s = json.loads(r.stdout)
+    assert (s["ir_version"], s["model_version"], s["producer"], s["nodes"]) == (10, "3.1.4", "unit", 1)
+    assert s["parameters"] == {"float": 2} and s["bytes"] == {"float": 8}
+    assert s["opset_import"] == {"ai.onnx": 18}
