@@ -335,3 +335,21 @@ def test_cli_starts_from_a_file_and_reports_a_missing_one(tmp_path):
     np.testing.assert_array_equal(shown_value(p.stdout.strip().splitlines()[-1]), -np.array([1, 2, 3], np.float32))
     p = _cli(str(tmp_path / "missing.onnx"))
     assert p.returncode == 1 and "missing.onnx" in p.stderr and "Traceback" not in p.stderr
+
+
+# ----------------------------------------------------------------------------------------- documentation
+def test_docs_transcript_is_what_the_repl_prints(tmp_path, monkeypatch):
+    """The session at the top of docs/repl.md, replayed: each reply must match the documented text."""
+    text = open(os.path.join(ROOT, "docs", "repl.md"), encoding="utf-8").read()
+    block = text.split("```\n", 2)[1]
+    steps: list[tuple[str, list[str]]] = []
+    for line in block.splitlines():
+        if line.startswith("onnx> "):
+            steps.append((line[len("onnx> "):], []))
+        elif steps:
+            steps[-1][1].append(line)
+    assert len(steps) >= 5
+    monkeypatch.chdir(tmp_path)
+    session = Session(seed=0)
+    for statement, expected in steps:
+        assert session.execute(statement).text == "\n".join(expected), statement
