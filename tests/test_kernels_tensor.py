@@ -181,10 +181,11 @@ def test_upsample_7_attribute_scales():
     check_against_ort("Upsample", [("x", x), ("s", np.array([1, 1, 3, 2], np.float32))], {"mode": "linear"}, 9)
 
 
-def test_resize_keeps_integer_dtype_for_nearest():
-    x = np.arange(12, dtype=np.uint8).reshape(1, 1, 3, 4)
-    inputs = [("x", x), ("roi", None), ("scales", np.array([1, 1, 2, 2], np.float32))]
-    (out,) = check_against_ort("Resize", inputs, {"mode": "nearest"}, 13)
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_resize_keeps_integer_dtype(mode):
+    x = rng.integers(0, 256, (1, 1, 5, 7)).astype(np.uint8)
+    inputs = [("x", x), ("roi", None), ("scales", np.array([1, 1, 1.6, 0.7], np.float32))]
+    (out,) = check_against_ort("Resize", inputs, {"mode": mode}, 13)
     assert out.dtype == np.uint8
 
 
@@ -198,6 +199,24 @@ def test_grid_sample_16_against_onnxruntime(mode, padding_mode, align_corners):
     grid = rng.uniform(-1.6, 1.6, (2, 4, 7, 2)).astype(np.float32)
     attrs = {"mode": mode, "padding_mode": padding_mode, "align_corners": align_corners}
     check_against_ort("GridSample", [("x", x), ("grid", grid)], attrs, 16, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["linear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [0, 1])
+def test_grid_sample_volumetric_against_onnxruntime(mode, padding_mode, align_corners):
+    x = rng.standard_normal((2, 3, 4, 5, 6)).astype(np.float32)
+    grid = rng.uniform(-1.4, 1.4, (2, 3, 4, 2, 3)).astype(np.float32)
+    attrs = {"mode": mode, "padding_mode": padding_mode, "align_corners": align_corners}
+    check_against_ort("GridSample", [("x", x), ("grid", grid)], attrs, 20, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode, starts", [("linear", [1, 3]), ("circular", [4, 5])])
+def test_tensor_scatter_against_onnxruntime(mode, starts):
+    past = rng.standard_normal((2, 3, 6, 4)).astype(np.float32)
+    update = rng.standard_normal((2, 3, 3, 4)).astype(np.float32)
+    inputs = [("past", past), ("update", update), ("write", np.array(starts, I64))]
+    check_against_ort("TensorScatter", inputs, {"mode": mode}, 24)
 
 
 @pytest.mark.parametrize("opset, attrs", [(10, {}), (16, {"coordinate_transformation_mode": "output_half_pixel"}),

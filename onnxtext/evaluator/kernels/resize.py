@@ -18,7 +18,7 @@ from ..registry import kernel
 
 def _source_coordinates(mode, out_len, in_len, scale, roi_start, roi_end):
     """x_original for every output index along one axis (coordinate_transformation_mode)."""
-    x = np.arange(out_len, dtype=np.float64)
+    x = np.arange(out_len, dtype=np.float32)
     if mode == "half_pixel":
         return (x + 0.5) / scale - 0.5
     if mode == "half_pixel_symmetric":
@@ -101,7 +101,10 @@ def _resample(x, out_shape, scales, mode, coordinate_mode="half_pixel", nearest_
         if in_len == out_len and scale == 1 and coordinate_mode != "tf_crop_and_resize":
             continue
         start, end = (roi[axis], roi[axis + x.ndim]) if roi is not None else (0.0, 1.0)
-        coords = _source_coordinates(coordinate_mode, out_len, in_len, scale, start, end)
+        # float32 coordinates, like the float32 scales: 3.5 / 0.7f must be exactly 5 (a nearest tie),
+        # not 5.00000009 as in float64, to pick the same pixels as onnxruntime
+        coords = _source_coordinates(coordinate_mode, out_len, in_len, np.float32(scale), np.float32(start),
+                                     np.float32(end)).astype(np.float64)
         if outside is not None:
             bad = (coords < 0) | (coords > in_len - 1)
             shape = [1] * x.ndim
@@ -120,8 +123,9 @@ def _resample(x, out_shape, scales, mode, coordinate_mode="half_pixel", nearest_
         work = np.array(work, copy=True)
         work[outside] = extrapolation_value
     if out_dtype.kind in "iu" and mode != "nearest":
+        # integer results truncate toward zero (as onnxruntime's and onnx.reference's casts do)
         info = np.iinfo(out_dtype)
-        work = np.clip(np.rint(work), info.min, info.max)
+        work = np.clip(np.trunc(work), info.min, info.max)
     return np.asarray(work).astype(out_dtype, copy=False)
 
 
@@ -176,7 +180,7 @@ def _resize_asymmetric(x, scales, mode):
     if mode == "nearest":
         out = x
         for axis, (in_len, out_len, s) in enumerate(zip(x.shape, out_shape, scales)):
-            coords = np.arange(out_len) / s
+            coords = np.arange(out_len, dtype=np.float32) / np.float32(s)
             index = np.ceil(coords) if s < 1 else np.floor(coords)
             out = np.take(out, np.clip(index, 0, in_len - 1).astype(np.int64), axis=axis)
         return out
