@@ -97,8 +97,12 @@ ERRORS = [  # (setup, bad statement, text the message must contain: the culprit)
     ([CONST_X, INPUT_A], "y = MatMul(x, a)", "MatMul failed"),
     ([CONST_X, ":opset ai.onnx 13"], "y = Gelu(x)", "opset 20"),
     ([CONST_X], "y = nodomain.Op(x)", "'nodomain'"),
+    ([CONST_X, ":input bool c"], "y = If(c) <then_branch = g1 () => (o) { o = Neg(q) }, "
+     "else_branch = g2 () => (o) { o = Neg(x) }>", "unknown value 'q'"),
     ([CONST_X], ":frobnicate", ":frobnicate"),
     ([], ":input x", "give the input a type"),
+    ([], ":input flot[2] x", "<repl>:1:12: unexpected '['"),
+    ([], ":input float[2] x = {1, 2, 3}", "needs 2 elements"),
     ([], ":load /nonexistent/m.onnx", "/nonexistent/m.onnx"),
 ]
 

@@ -11,7 +11,7 @@ import shlex
 import onnx
 
 from . import schemas
-from .session import Reply, Session, StatementError, new_model
+from .session import SOURCE_NAME, Reply, Session, StatementError, new_model
 from .values import describe
 
 HELP = """\
@@ -205,7 +205,16 @@ def cmd_input(session: Session, arg: str) -> Reply:
     if len(head) == 1 and head[0] in existing:
         # a new sample for a declared input: reuse its declared type
         arg = onnxtext.to_text(existing[head[0]].type).strip() + " " + arg
-    g = onnxtext.parse_graph(f"{_INPUT_GRAPH} ({arg}) => () {{}}", filename=SOURCE_INPUT)
+    prefix = f"{_INPUT_GRAPH} ("
+    try:
+        g = onnxtext.parse_graph(f"{prefix}{arg}) => () {{}}", filename=SOURCE_NAME)
+    except onnxtext.ParseError as e:
+        # point into what the user typed, not into the wrapper graph
+        line = f":input {arg}"
+        shift = len(":input ") - len(prefix)
+        column = max(1, (e.column or len(prefix) + 1) + shift) if e.line == 1 else None
+        raise onnxtext.ParseError(e.message, line=1, column=column or len(line) + 1, hint=e.hint, source=line,
+                                  filename=SOURCE_NAME) from None
     if len(g.input) != 1:
         raise StatementError("declare one input at a time")
     vi = g.input[0]
@@ -216,7 +225,6 @@ def cmd_input(session: Session, arg: str) -> Reply:
 
 
 _INPUT_GRAPH = "repl_input"
-SOURCE_INPUT = "<:input>"
 
 
 def _value_model(g: onnx.GraphProto) -> onnx.ModelProto:

@@ -9,6 +9,7 @@ is the node appended to the model. Every failure leaves the model and the enviro
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +20,7 @@ from . import schemas, statements
 from .values import describe, format_value, random_value, value_type
 
 GRAPH_NAME = "repl"
+_UNDEFINED = re.compile(r"graph 'repl_step': value '(.*)' is used but never defined")
 SOURCE_NAME = "<repl>"
 
 
@@ -234,6 +236,9 @@ class Session:
         except KeyboardInterrupt:
             raise StatementError(f"{_op(node)} interrupted") from None
         except OnnxTextError as e:
+            m = _UNDEFINED.search(str(e))
+            if m:  # a name read by a subgraph attribute: the step model's name means nothing to the user
+                raise StatementError(self._unknown(m.group(1)) + f" (read inside a {_op(node)} subgraph)") from None
             raise StatementError(f"{_op(node)} failed: {_strip_node_prefix(str(e))}") from None
         except Exception as e:  # noqa: BLE001 - a kernel bug must not end the session
             raise StatementError(f"{_op(node)} failed: {type(e).__name__}: {e}") from None
