@@ -1,0 +1,82 @@
+"""The ``light_*`` CNN models with random weights, onnxtext against onnxruntime.
+
+The light models generate every weight with ConstantOfShape, so all weights of a tensor are equal:
+such a model cannot tell a transposed kernel, a wrong tap order or a swapped group apart. Here each
+ConstantOfShape node is replaced by a seeded random initializer of the same shape and dtype (scaled
+so activations keep their magnitude through the depth), the input is random too, and the outputs
+must match onnxruntime's.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from onnxtext.evaluator import Evaluator
+
+ort = pytest.importorskip("onnxruntime")
+
+LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+MODELS = sorted(os.path.basename(p)[len("light_"):-len(".onnx")] for p in glob.glob(os.path.join(LIGHT, "*.onnx")))
+# the models with big fully connected layers or many layers, whose runs take seconds
+SLOW = {"vgg19", "zfnet512", "bvlc_alexnet", "densenet121"}
+
+
+def randomized(model: onnx.ModelProto, seed: int) -> onnx.ModelProto:
+    """A copy of ``model`` whose ConstantOfShape nodes (with constant shapes) are random initializers."""
+    rng = np.random.default_rng(seed)
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    graph = model.graph
+    inits = {t.name: t for t in graph.initializer}
+    keep = []
+    for node in graph.node:
+        if node.op_type != "ConstantOfShape" or node.input[0] not in inits:
+            keep.append(node)
+            continue
+        shape = tuple(int(d) for d in numpy_helper.to_array(inits[node.input[0]]))
+        value = next((numpy_helper.to_array(a.t) for a in node.attribute if a.name == "value"), np.zeros(1, np.float32))
+        if len(shape) >= 2:  # a weight: He-style scaling by its fan-in keeps activations O(1)
+            array = rng.standard_normal(shape, dtype=np.float32)
+            array *= np.float32(np.sqrt(2.0 / max(1, int(np.prod(shape[1:])))))
+        else:  # per-channel parameters (BN scale, bias, mean, variance...): positive, around 1
+            array = rng.uniform(0.5, 1.5, shape)
+        graph.initializer.append(numpy_helper.from_array(array.astype(value.dtype), node.output[0]))
+    del graph.node[:]
+    graph.node.extend(keep)
+    return model
+
+
+def _feeds(model, seed):
+    rng = np.random.default_rng(seed + 1)
+    init = {t.name for t in model.graph.initializer}
+    feeds = {}
+    for vi in model.graph.input:
+        if vi.name in init:
+            continue
+        shape = [d.dim_value or 1 for d in vi.type.tensor_type.shape.dim]
+        feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
+    return feeds
+
+
+@pytest.mark.parametrize("name", [pytest.param(m, marks=pytest.mark.slow) if m in SLOW else m for m in MODELS])
+def test_light_model_with_random_weights(name):
+    model = randomized(onnx.load(os.path.join(LIGHT, f"light_{name}.onnx")), seed=len(name))
+    replaced = sum(n.op_type == "ConstantOfShape" for n in model.graph.node)
+    assert replaced == 0, "every ConstantOfShape weight should have been replaced"
+    feeds = _feeds(model, seed=len(name))
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    expected = session.run(None, feeds)
+    got = Evaluator(model).run(None, feeds)
+    for i, (e, g) in enumerate(zip(expected, got)):
+        assert g.dtype == e.dtype and g.shape == e.shape, f"output {i}"
+        # the outputs are softmax probabilities: compare relative to their scale
+        np.testing.assert_allclose(g, e, rtol=1e-3, atol=1e-3 * float(np.abs(e).max()), err_msg=f"output {i}")
+        # and random weights must give a non-degenerate result (not every class equal)
+        assert np.ptp(e) > 1e-6
