@@ -130,9 +130,12 @@ def improve(error: ParseError, text: str) -> ParseError:
     """A better version of a syntax error (same object kind, more precise message/position/hint)."""
     if error.line is None or error.column is None or getattr(error, "_improved", False):
         return error
-    msg, line, col, hint = error.message, error.line, error.column, error.hint
-    # 'floot[N] x': the typo is the word before the error, or the word at the error
-    for word, wcol in (_word_before(text, line, col), (_word_at(text, line, col), col)):
+    msg, line, col, hint = _anon_words(error.message), error.line, error.column, error.hint
+    # 'floot[N] x': the typo is the word before the error, or the word at the error (only for raw syntax
+    # errors: a builder message such as "unknown attribute type 'flot'" is already precise)
+    candidates = (_word_before(text, line, col), (_word_at(text, line, col), col)) \
+        if msg.startswith("unexpected") else ()
+    for word, wcol in candidates:
         near = nearest_dtype(word) if word else None
         if near:
             msg, col, hint = f"unknown data type {word!r}", wcol, f"did you mean {near!r}?"
@@ -148,10 +151,54 @@ def improve(error: ParseError, text: str) -> ParseError:
     return out
 
 
+def _best_start(parser, text):
+    """The start symbol to report errors for: None when one of them parses, else the one failing furthest."""
+    import lark
+
+    from ..parser import _guess_order
+
+    best, where = None, (-1, -1)
+    for start in _guess_order(text):
+        try:
+            parser.parse(text, start=start)
+            return None
+        except lark.exceptions.UnexpectedInput as e:
+            pos = (e.line if e.line and e.line > 0 else 1 << 30, e.column if e.column and e.column > 0 else 0)
+        except lark.exceptions.LarkError:
+            pos = (0, 0)
+        if pos > where:
+            best, where = start, pos
+    return best
+
+
 def _typo_fix(err):
     m = re.match(r"unknown data type '([A-Za-z0-9_]+)'", err.message)
     h = re.match(r"did you mean '([a-z0-9]+)'", err.hint or "")
     return (m.group(1), h.group(1)) if m and h else None
+
+
+def _anon_words(message: str) -> str:
+    """Spell lark's anonymous terminals (``__ANON_0``) as their text (``'=>'``)."""
+    if "__ANON_" not in message:
+        return message
+    from .._grammar import get_parser
+
+    names = {t.name: repr(t.pattern.value) for t in get_parser().terminals if t.name.startswith("__ANON_")}
+    return re.sub(r"__ANON_\d+", lambda m: names.get(m.group(0), m.group(0)), message)
+
+
+def explain(text: str, filename: str | None = None) -> ParseError | None:
+    """The first error a user should see for ``text`` (syntax first, then the builder's), or None if it parses."""
+    from ..parser import parse
+
+    errors = collect_parse_errors(text, filename=filename, limit=1)
+    if errors:
+        return errors[0]
+    try:
+        parse(text, filename=filename)
+    except ParseError as e:
+        return improve(e, text)
+    return None
 
 
 def _blank(text: str, start: int, end: int) -> str:
@@ -159,11 +206,12 @@ def _blank(text: str, start: int, end: int) -> str:
     return text[:start] + re.sub(r"[^\n]", " ", text[start:end]) + text[end:]
 
 
-def collect_parse_errors(text: str, start: str = "model", filename: str | None = None,
+def collect_parse_errors(text: str, start: str = "auto", filename: str | None = None,
                          limit: int = MAX_ERRORS) -> list[ParseError]:
     """Every syntax error of ``text`` (up to ``limit``), each improved by :func:`improve`.
 
-    Recovery: after an error, the statement holding it is blanked out and the text parsed again. The statement
+    ``start`` is a grammar start symbol, or "auto": the kind of text ``onnxtext.parse`` would detect (the start
+    symbol whose first error comes furthest into the text). Recovery: after an error, the statement holding it is blanked out and the text parsed again. The statement
     is the error's line, extended back to the line where a still-open ``(``/``[``/``<`` was opened (a missing
     ``)`` is reported once, not once per following line). Semantic errors of the builder (tensor sizes...)
     are reported by ``onnxtext.parse`` itself once the syntax is clean.
@@ -173,11 +221,11 @@ def collect_parse_errors(text: str, start: str = "model", filename: str | None =
     from .._grammar import get_parser
     from ..parser import _convert
 
-    if start == "model":
-        from ..parser import _guess_order
-
-        start = _guess_order(text)[0]
     parser = get_parser()
+    if start == "auto":
+        start = _best_start(parser, text)
+        if start is None:
+            return []
     errors: list[ParseError] = []
     work = text
     seen = set()
@@ -186,6 +234,8 @@ def collect_parse_errors(text: str, start: str = "model", filename: str | None =
             parser.parse(work, start=start)
             break
         except lark.exceptions.LarkError as e:
+            if isinstance(e, lark.exceptions.UnexpectedToken) and e.accepts:
+                e.expected = set(e.accepts)  # exact for this state (LALR's expected set merges states)
             err = improve(_convert(e, work, filename), work)
         err.source = text
         key = (err.line, err.column)
