@@ -125,6 +125,13 @@ def test_split_forms():
     assert [o.shape for o in run_ours(model, [("x", x), ("split", np.array([6, 1], I64))])] == [(2, 6), (2, 1)]
 
 
+def test_pad_1_paddings_attribute():
+    # onnxruntime has no Pad-1; the expected value follows the spec (same layout as Pad-2's pads)
+    (out,) = run_ours(single_node_model("Pad", [("x", X4)], {"paddings": [0, 0, 1, 2, 0, 0, 2, 1],
+                                                            "value": -2.0}, 1), [("x", X4)])
+    np.testing.assert_array_equal(out, np.pad(X4, [(0, 0), (0, 0), (1, 2), (2, 1)], constant_values=-2.0))
+
+
 def test_tile_1_repeats_along_one_axis():
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     inputs = [("x", x), ("tiles", np.array(3, I64)), ("axis", np.array(1, I64))]

@@ -214,10 +214,8 @@ def _pad(data, pads, mode="constant", value=None, axes=None):
     data = data[crop]
     widths = [(max(b, 0), max(e, 0)) for b, e in zip(before, after)]
     if mode == "constant":
-        fill = np.zeros((), data.dtype) if value is None else np.asarray(value).reshape(-1)
-        fill = fill.reshape(-1)[0] if fill.size else np.zeros((), data.dtype)
-        if data.dtype == object and value is None:
-            fill = ""
+        fill = np.asarray(value).reshape(-1) if value is not None else np.empty(0)
+        fill = fill[0] if fill.size else ("" if data.dtype == object else np.zeros((), data.dtype))
         out = np.empty([d + b + e for d, (b, e) in zip(data.shape, widths)], dtype=data.dtype)
         out[...] = fill
         out[tuple(slice(b, b + d) for d, (b, _) in zip(data.shape, widths))] = data
@@ -370,7 +368,8 @@ def unique(data, axis=None, sorted=1):
     return values, first.astype(i64), inverse.astype(i64), counts.astype(i64)
 
 
-def _top_k(x, k, axis, largest, sorted_):
+def _top_k(x, k, axis, largest):
+    # results are always sorted: sorted=0 only allows any order, so sorted output is valid for it too
     axis = _axis(axis, x.ndim)
     k = int(np.asarray(k).reshape(-1)[0])
     n = x.shape[axis]
@@ -387,12 +386,12 @@ def _top_k(x, k, axis, largest, sorted_):
 
 @kernel("TopK", since=1)
 def top_k_1(x, axis=-1, k=None):
-    return _top_k(x, k, axis, True, True)
+    return _top_k(x, k, axis, True)
 
 
 @kernel("TopK", since=10)
 def top_k(x, k, axis=-1, largest=1, sorted=1):
-    return _top_k(x, k, axis, largest, sorted)
+    return _top_k(x, k, axis, largest)
 
 
 @kernel("OneHot", since=9)
