@@ -16,6 +16,7 @@ model came from text.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import asdict, dataclass, field
 
 __all__ = ["Diagnostic", "check", "RULES", "rule"]
@@ -116,6 +117,10 @@ def check(model_or_text_or_path, *, filename: str | None = None, base_dir: str |
             src = m
         else:
             src = data
+    if isinstance(src, str) and re.fullmatch(r"[^\s{}()<>=]+\.(onnx|onnxtext|onnxtxt|txt)", src):
+        from ..errors import ModelFileError
+
+        raise ModelFileError(f"{src}: no such file")
     if isinstance(src, (bytes, str)):
         text = src.decode("utf-8", "replace") if isinstance(src, bytes) else src
         model, diags = _from_text(text, filename)

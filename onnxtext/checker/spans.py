@@ -24,8 +24,10 @@ _PARENT = re.compile(r"(\.[^.\[\]]*|\[[^\[\]]*\])$")
 class SpanMap:
     """Checker path -> (line, column)."""
 
-    def __init__(self, table: dict | None = None):
+    def __init__(self, table: dict | None = None, literals: list | None = None):
         self.table = table or {}
+        #: (path, element type name, INT tokens) of every ``{...}`` tensor literal (for the bit-pattern rule)
+        self.literals = literals or []
 
     @classmethod
     def from_text(cls, text: str) -> SpanMap:
@@ -39,7 +41,7 @@ class SpanMap:
                 continue
             table: dict = {}
             {"model": _model, "graph": _graph, "function": _function, "node": _node}[start](tree, prefix, table)
-            return cls(table)
+            return cls(table, table.pop("@literals", []))
         return cls()
 
     def locate(self, path: str):
@@ -74,6 +76,15 @@ def first_token(t):
 def _pos(t):
     tok = first_token(t)
     return (tok.line, tok.column) if tok is not None else None
+
+
+def _literal(table, path, type_tree, data):
+    """Remember the bare integer tokens of a typed ``{...}`` literal of a tensor at ``path``."""
+    if isinstance(type_tree, Tree) and type_tree.data == "tensor_type" and isinstance(data, Tree) \
+            and data.data == "typed_data":
+        ints = [c.children[0] for c in data.children if isinstance(c, Tree) and c.data == "int_value"]
+        if ints:
+            table.setdefault("@literals", []).append((path, str(type_tree.children[0]), ints))
 
 
 def _put(table, path, t):
@@ -128,6 +139,7 @@ def _graph(tree, path, table):
         _put(table, f"{path}.input[{n}]", e)
         if e.children[3] is not None:
             _put(table, f"{path}.initializer[{n}]", e)
+            _literal(table, f"{path}.initializer[{n}]", e.children[1], e.children[3])
     for e in _entries(outputs):
         _put(table, f"{path}.output[{_name(e.children[2])}]", e)
     for e in _entries(values):
@@ -139,6 +151,7 @@ def _graph(tree, path, table):
         else:
             key = "initializer"
         _put(table, f"{path}.{key}[{n}]", e)
+        _literal(table, f"{path}.{key}[{n}]", e.children[1], e.children[3])
     _node_list(nodes, path, table)
 
 
@@ -178,6 +191,8 @@ def _attr(a, owner, table):
             k += 1
     elif value.data in ("tensor_constant", "sparse_constant"):
         _put(table, path + (".t" if value.data == "tensor_constant" else ".sparse_tensor"), value)
+        if value.data == "tensor_constant":
+            _literal(table, path + ".t", value.children[1], value.children[3])
 
 
 def _function(tree, path, table):
@@ -196,31 +211,3 @@ def _function(tree, path, table):
     for e in _entries(values):
         _put(table, f"{path}.value_info[{_name(e.children[2])}]", e)
     _node_list(nodes, path, table)
-
-
-def literal_tensors(text: str):
-    """Yield (dtype name, [(int literal token), ...], name) for every ``{...}`` tensor literal in the text.
-
-    Used by the bit-pattern heuristic: only the text knows whether an element was written ``1`` or ``0x1``.
-    """
-    from .._grammar import get_parser
-
-    tree = None
-    for start in ("model", "graph", "function", "node"):
-        try:
-            tree = get_parser().parse(text, start=start)
-            break
-        except Exception:  # noqa: BLE001
-            continue
-    if tree is None:
-        return
-    for t in tree.iter_subtrees_topdown():
-        if t.data in ("tensor_constant", "value_entry"):
-            tp, data = (t.children[1], t.children[3])
-            name = t.children[2]
-            if not (isinstance(tp, Tree) and tp.data == "tensor_type" and isinstance(data, Tree)
-                    and data.data == "typed_data"):
-                continue
-            ints = [c.children[0] for c in data.children if isinstance(c, Tree) and c.data == "int_value"]
-            nm = _name(name) if isinstance(name, Tree) else ""
-            yield str(tp.children[0]), ints, nm, first_token(t)

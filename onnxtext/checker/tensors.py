@@ -195,11 +195,7 @@ def implausible_bits(dt, k: int) -> bool:
 @rule("tensor.bitpattern-literal", "model", "IR spec: Tensor Element Types (float16, bfloat16 and float8 elements "
       "in int32_data are bit patterns; onnx syntax reads bare integers as bit patterns)", "warning")
 def bitpattern_literal(ctx, m, path, _):
-    if ctx.text is None:
-        return
-    from .spans import literal_tensors
-
-    for tname, ints, name, tok in literal_tensors(ctx.text):
+    for lpath, tname, ints in ctx.spans.literals:
         dt = dtypes.BY_NAME.get(tname)
         if dt is None or not dt.bitpattern:
             continue
@@ -207,8 +203,6 @@ def bitpattern_literal(ctx, m, path, _):
         if bad:
             t0 = bad[0]
             shown = ", ".join(str(t) for t in bad[:3]) + (", ..." if len(bad) > 3 else "")
-            ctx.spans.table.setdefault(f"@literal:{t0.line}:{t0.column}", (t0.line, t0.column))
-            yield (f"@literal:{t0.line}:{t0.column}",
-                   f"{tname} tensor {name or ''} literal {shown}: a bare integer is a bit pattern "
-                   f"({t0} means {_bitpattern_value(dt, int(t0)):.3g}); write {int(t0)}.0 for the value or "
-                   f"{int(t0):#06x} for the bit pattern")
+            yield (lpath, f"{tname} literal {shown}: a bare integer is a bit pattern ({t0} means "
+                          f"{_bitpattern_value(dt, int(t0)):.3g}); write {int(t0)}.0 for the value or "
+                          f"{int(t0):#06x} for the bit pattern", "warning", (t0.line, t0.column))

@@ -92,7 +92,7 @@ class Context:
             for item in r.func(self, elem, path, scope) or ():
                 p, msg = item[0], item[1]
                 sev = item[2] if len(item) > 2 else r.severity
-                line, col = self.spans.locate(p)
+                line, col = item[3] if len(item) > 3 else self.spans.locate(p)  # a rule may know the token
                 self.diagnostics.append(Diagnostic(sev, r.id, msg, r.spec, p, line, col, self.filename))
 
 
