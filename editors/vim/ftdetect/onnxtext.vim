@@ -1,0 +1,2 @@
+" Detect onnxtext files by extension.
+autocmd BufRead,BufNewFile *.onnxtext,*.onnxtxt setfiletype onnxtext
