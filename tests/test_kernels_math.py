@@ -47,23 +47,21 @@ def _ort_run(op, x, attrs, opset):
 
 
 _RNG = np.random.default_rng(0)
-_SOFTMAX_CASES = [
-    (shape, axis)
+_SOFTMAX_CASES = [  # negative axes are valid from opset 11
+    (opset, shape, axis)
+    for opset in [1, 11]
     for shape in [(2, 3, 4), (2, 3, 4, 5)]
     for axis in [None, 0, 1, 2, -1, -2]
-    if axis is None or -len(shape) <= axis < len(shape)
+    if opset == 11 or axis is None or axis >= 0
 ]
 
 
 @pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
-@pytest.mark.parametrize("opset", [1, 11])
-@pytest.mark.parametrize("shape,axis", _SOFTMAX_CASES)
+@pytest.mark.parametrize("opset,shape,axis", _SOFTMAX_CASES)
 def test_softmax_family_coerced_to_2d_before_opset_13(op, opset, shape, axis):
     x = _RNG.standard_normal(shape).astype(np.float32)
     if op == "Hardmax":  # distinct values, so the first-maximum rule is all that matters
         x = _RNG.permutation(np.arange(x.size, dtype=np.float32)).reshape(shape)
-    if opset == 1 and axis is not None and axis < 0:
-        pytest.skip("negative axes arrive with opset 11")
     attrs = {} if axis is None else {"axis": axis}
     expected = _ort_run(op, x, attrs, opset)
     got = run_ours(op, [("x", x)], attrs, opset)
@@ -270,6 +268,20 @@ def test_cast_integer_wraps_and_opset1_string_to():
     np.testing.assert_array_equal(run_ours("Cast", [("x", x)], {"to": TensorProto.INT8}, 13), [-56, 127])
     out = run_ours("Cast", [("x", x)], {"to": "FLOAT"}, 1)
     assert out.dtype == np.float32
+
+
+@pytest.mark.parametrize("source", [d.name for d in dtypes.DTYPES if d.kind != "complex"])
+def test_cast_every_pair_keeps_one(source):
+    """1 is representable in every non-complex type: it must survive any A -> B -> double chain."""
+    from onnxtext.evaluator.kernels.cast import cast_array
+
+    ones = cast_array(np.ones(2, np.int64), dtypes.from_name(source))
+    for target in dtypes.DTYPES:
+        if target.kind == "complex":
+            continue
+        out = cast_array(ones, target)
+        assert out.dtype == target.np, (source, target.name)
+        assert (cast_array(out, dtypes.from_name("double")) == 1).all(), (source, target.name)
 
 
 def test_bitcast_reinterprets_bits():

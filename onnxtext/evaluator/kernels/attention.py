@@ -20,15 +20,16 @@ import numpy as np
 
 from ... import dtypes
 from ..registry import kernel
+from .cast import is_ml_dtype
 
 
 def _work_dtype(dtype: np.dtype) -> np.dtype:
-    return np.dtype(np.float32) if dtype.kind == "V" else dtype
+    return np.dtype(np.float32) if is_ml_dtype(dtype) else dtype
 
 
 def _matmul(a, b):
     """matmul keeping the operands' type; bfloat16 products accumulate in float32 (BLAS), then round."""
-    if a.dtype.kind == "V":
+    if is_ml_dtype(a.dtype):
         return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype)
     return np.matmul(a, b)
 

@@ -26,8 +26,20 @@ from ..registry import kernel
 _FLOAT8 = {"float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz"}
 
 
-def _float_like(dtype: np.dtype) -> bool:
-    return dtype.kind == "f" or (dtype.kind == "V" and dtypes.from_numpy(dtype).kind == "float")
+def is_ml_dtype(dtype) -> bool:
+    """True for the ml_dtypes extension types (bfloat16, float8..., int4...). Their numpy ``kind`` is
+    not reliable ("V" for most, but "f" for float8_e5m2), while ``isbuiltin`` is 2 for all of them."""
+    return np.dtype(dtype).isbuiltin == 2
+
+
+def is_float_type(dtype) -> bool:
+    """numpy or ml_dtypes floating-point element type."""
+    dtype = np.dtype(dtype)
+    return dtype.kind == "f" or (is_ml_dtype(dtype) and dtypes.from_numpy(dtype).kind == "float")
+
+
+def _native_float(dtype) -> bool:
+    return dtype.kind == "f" and not is_ml_dtype(dtype)
 
 
 def _parse_strings(x: np.ndarray, target: np.dtype) -> np.ndarray:
@@ -47,7 +59,7 @@ def _format_strings(x: np.ndarray) -> np.ndarray:
     """Numbers to strings: shortest round-trip decimal; INF/-INF/NaN spelled as the spec's literals."""
     if x.dtype == np.bool_:
         return x.astype(np.int64).astype(str).astype(object)
-    if x.dtype.kind == "V":  # ml_dtypes: format the float32 value
+    if is_ml_dtype(x.dtype):  # ml_dtypes: format the float32 value
         x = x.astype(np.float32)
     out = x.astype(str).astype(object)
     if x.dtype.kind in "fc":
@@ -97,22 +109,22 @@ def cast_array(x: np.ndarray, target, saturate: int = 1, round_mode: str = "up")
         return x.copy()
     with np.errstate(all="ignore"):
         if target.name == "float8e8m0":
-            return _to_e8m0(x if source.kind == "f" else x.astype(np.float32), saturate, round_mode)
+            return _to_e8m0(x if _native_float(source) else x.astype(np.float32), saturate, round_mode)
         if target.name in _FLOAT8:
-            work = x if source.kind == "f" else x.astype(np.float32)
+            work = x if _native_float(source) else x.astype(np.float32)
             if saturate:
                 limit = float(ml_dtypes.finfo(out_dtype).max)
                 work = np.clip(work, -limit, limit)  # NaN passes through clip unchanged
             return work.astype(out_dtype)
-        if target.kind in ("int", "bool") and _float_like(source):
+        if target.kind in ("int", "bool") and is_float_type(source):
             if target.kind == "bool":
-                return x.astype(np.float32).astype(np.bool_) if source.kind == "V" else x.astype(np.bool_)
-            work = x.astype(np.float64) if source.kind == "V" else x
+                return x.astype(np.float32).astype(np.bool_) if is_ml_dtype(source) else x.astype(np.bool_)
+            work = x.astype(np.float64) if is_ml_dtype(source) else x
             truncated = np.trunc(work)
-            if out_dtype.itemsize >= 4 and out_dtype.kind != "V":
+            if out_dtype.itemsize >= 4 and not is_ml_dtype(out_dtype):
                 return truncated.astype(out_dtype)
             return truncated.astype(np.int64).astype(out_dtype)  # narrow targets wrap like integers
-        if source.kind == "V" and out_dtype.kind == "V":
+        if is_ml_dtype(source) and is_ml_dtype(out_dtype):
             # Between two ml_dtypes types: go through float32 (exact for every such source).
             return x.astype(np.float32).astype(out_dtype)
         return x.astype(out_dtype)

@@ -186,7 +186,7 @@ def pow_(x, y, broadcast=0, axis=None):
     """The result has the base's type; exponent type may differ (opset 12+)."""
     y = legacy_broadcast(x, y, broadcast, axis)
     with _ignore():
-        if x.dtype.kind == "f" or x.dtype.kind == "V" or str(x.dtype) == "bfloat16":
+        if x.dtype.kind == "f" or x.dtype.isbuiltin == 2:  # numpy or ml_dtypes floats
             if y.dtype == x.dtype or _is_int(y):
                 return np.asarray(np.power(x, y.astype(x.dtype)))
             return np.asarray(np.power(x.astype(np.float64), y.astype(np.float64)).astype(x.dtype))

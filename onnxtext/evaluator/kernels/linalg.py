@@ -11,11 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import kernel
+from .cast import is_ml_dtype
 
 
 @kernel("MatMul", since=1)
 def mat_mul(a, b):
-    if a.dtype.kind == "V":  # ml_dtypes (bfloat16...): accumulate in float32, BLAS instead of a slow loop
+    if is_ml_dtype(a.dtype):  # ml_dtypes (bfloat16...): accumulate in float32, BLAS instead of a slow loop
         return np.asarray(np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype))
     return np.asarray(np.matmul(a, b))
 
@@ -83,7 +84,7 @@ def einsum(*inputs, equation):
     equation = equation.replace(" ", "")
     # Contraction order matters only with three or more operands; numpy's optimizer picks it.
     dtype = inputs[0].dtype
-    if dtype.kind == "V":  # ml_dtypes (bfloat16, float8...): numpy's einsum has no loop for them
+    if is_ml_dtype(dtype):  # ml_dtypes (bfloat16, float8...): numpy's einsum has no loop for them
         inputs = [x.astype(np.float32) for x in inputs]
     out = np.einsum(equation, *inputs, optimize=len(inputs) > 2)
     return np.asarray(out).astype(dtype, copy=False)

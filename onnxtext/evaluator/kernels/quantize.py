@@ -14,7 +14,7 @@ import numpy as np
 
 from ... import dtypes
 from ..registry import kernel
-from .cast import cast_array
+from .cast import cast_array, is_ml_dtype
 from .linalg import integer_matmul
 
 
@@ -32,7 +32,7 @@ def _expand(param, shape, axis, block_size):
 
 def _compute_dtype(dtype: np.dtype) -> np.dtype:
     """numpy float type in which to do the arithmetic of a (possibly ml_dtypes) float type."""
-    return np.dtype(np.float32) if dtypes.from_numpy(dtype).np.kind == "V" else np.dtype(dtype)
+    return np.dtype(np.float32) if is_ml_dtype(dtype) else np.dtype(dtype)
 
 
 def _saturate_integer(values: np.ndarray, target: np.dtype) -> np.ndarray:

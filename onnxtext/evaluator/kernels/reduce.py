@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import kernel
+from .cast import is_ml_dtype
 
 
 def _axes(x, axes, noop_with_empty_axes):
@@ -29,7 +30,7 @@ def _axes(x, axes, noop_with_empty_axes):
 
 def _accumulate_dtype(x):
     """float16 / bfloat16 / float8 accumulate in float32; everything else in its own type."""
-    if x.dtype == np.float16 or x.dtype.kind == "V":
+    if x.dtype == np.float16 or is_ml_dtype(x.dtype):
         return np.dtype(np.float32)
     return x.dtype
 
@@ -65,12 +66,12 @@ def _mean(x, axis, keepdims):
 
 
 def _max(x, axis, keepdims):
-    work = x.astype(np.float32) if x.dtype.kind == "V" else x
+    work = x.astype(np.float32) if is_ml_dtype(x.dtype) else x
     return np.maximum.reduce(work, axis=axis, keepdims=keepdims, initial=_lowest(work.dtype))
 
 
 def _min(x, axis, keepdims):
-    work = x.astype(np.float32) if x.dtype.kind == "V" else x
+    work = x.astype(np.float32) if is_ml_dtype(x.dtype) else x
     return np.minimum.reduce(work, axis=axis, keepdims=keepdims, initial=_highest(work.dtype))
 
 
