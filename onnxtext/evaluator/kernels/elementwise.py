@@ -101,17 +101,14 @@ def erf(x):
     return np.asarray(_erf(np.asarray(x)))
 
 
-def _sign(x):
-    return np.sign(x)
-
-
+# op -> (numpy function, first opset). np.rint rounds half to even, as Round requires.
 _UNARY = {
     "Abs": (np.abs, 1), "Neg": (np.negative, 1), "Ceil": (np.ceil, 1), "Floor": (np.floor, 1),
     "Exp": (np.exp, 1), "Log": (np.log, 1), "Sqrt": (np.sqrt, 1), "Reciprocal": (np.reciprocal, 1),
     "Tanh": (np.tanh, 1), "Sin": (np.sin, 7), "Cos": (np.cos, 7), "Tan": (np.tan, 7),
     "Asin": (np.arcsin, 7), "Acos": (np.arccos, 7), "Atan": (np.arctan, 7), "Sinh": (np.sinh, 9),
     "Cosh": (np.cosh, 9), "Asinh": (np.arcsinh, 9), "Acosh": (np.arccosh, 9), "Atanh": (np.arctanh, 9),
-    "Sign": (_sign, 9), "Erf": (_erf, 9), "Round": (np.round, 11), "IsNaN": (np.isnan, 9),
+    "Sign": (np.sign, 9), "Erf": (_erf, 9), "Round": (np.rint, 11), "IsNaN": (np.isnan, 9),
     "BitwiseNot": (np.invert, 18),
 }
 
