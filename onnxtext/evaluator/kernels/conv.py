@@ -71,9 +71,19 @@ def pad_input(x, pads_begin, pads_end, value=0):
         return x
     nd = len(pads_begin)
     lead = x.shape[: x.ndim - nd]
-    shape = lead + tuple(d + b + e for d, b, e in zip(x.shape[-nd:], pads_begin, pads_end))
-    out = np.full(shape, value, dtype=x.dtype) if value != 0 else np.zeros(shape, dtype=x.dtype)
-    out[(Ellipsis,) + tuple(slice(b, b + d) for b, d in zip(pads_begin, x.shape[-nd:]))] = x
+    spatial = x.shape[-nd:]
+    shape = lead + tuple(d + b + e for d, b, e in zip(spatial, pads_begin, pads_end))
+    if value == 0:  # calloc'ed memory: the zeros cost nothing until written
+        out = np.zeros(shape, dtype=x.dtype)
+    else:  # fill only the border slabs, not the whole array and then the interior again
+        out = np.empty(shape, dtype=x.dtype)
+        for axis, (b, d) in enumerate(zip(pads_begin, spatial)):
+            index = [slice(None)] * len(shape)
+            index[len(lead) + axis] = slice(0, b)
+            out[tuple(index)] = value
+            index[len(lead) + axis] = slice(b + d, None)
+            out[tuple(index)] = value
+    out[(Ellipsis,) + tuple(slice(b, b + d) for b, d in zip(pads_begin, spatial))] = x
     return out
 
 

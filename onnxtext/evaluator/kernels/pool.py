@@ -40,6 +40,30 @@ def _taps(xp, kernel_shape, strides, dilations, out_shape):
         yield tap, xp[(Ellipsis,) + index]
 
 
+def _reduce_separable(xp, ufunc, kernel_shape, strides, dilations, out_shape):
+    """A max or sum over the windows, one spatial axis at a time.
+
+    Box windows are separable: reducing the K1 taps of axis 1, then the K2 taps of axis 2 of that
+    result, takes K1 + K2 passes instead of K1 * K2 (about half the time for 3x3 windows).
+    """
+    nd = len(kernel_shape)
+    current = xp
+    for axis in range(nd):
+        position = current.ndim - nd + axis
+        k, d, o, s = kernel_shape[axis], dilations[axis], out_shape[axis], strides[axis]
+        index = [slice(None)] * current.ndim
+        result = None
+        for tap in range(k):
+            index[position] = slice(tap * d, tap * d + (o - 1) * s + 1, s)
+            view = current[tuple(index)]
+            if result is None:
+                result = view.copy()
+            else:
+                ufunc(result, view, out=result)
+        current = result
+    return current
+
+
 def _lowest(dtype):
     dtype = np.dtype(dtype)
     if dtype.kind in "iu":
@@ -71,21 +95,18 @@ def max_pool(ctx, X, *, auto_pad, ceil_mode=0, dilations=None, kernel_shape=None
         y = _empty_output(X, out)
         return (y, np.zeros(y.shape, np.int64)) if want_indices else y
     xp = pad_input(X, begin, end_full, _lowest(X.dtype))
+    if not want_indices:
+        return _reduce_separable(xp, np.maximum, kernel_shape, strides, dilations, out)
     y = arg = None
-    for t, (tap, view) in enumerate(_taps(xp, kernel_shape, strides, dilations, out)):
+    for t, (_, view) in enumerate(_taps(xp, kernel_shape, strides, dilations, out)):
         if y is None:
             y = view.copy()
-            if want_indices:
-                arg = np.zeros(y.shape, dtype=np.int64)
-        elif want_indices:
+            arg = np.zeros(y.shape, dtype=np.int64)
+        else:
             # strictly greater: the first maximal tap (in row-major window order) wins ties
             better = view > y
             np.copyto(y, view, where=better)
             np.copyto(arg, t, where=better)
-        else:
-            np.maximum(y, view, out=y)
-    if not want_indices:
-        return y
     return y, _max_indices(X.shape, arg, kernel_shape, strides, dilations, begin, out, storage_order)
 
 
@@ -146,13 +167,7 @@ def average_pool(X, *, auto_pad, ceil_mode=0, count_include_pad=0, dilations=Non
 
 
 def _sum_taps(xp, kernel_shape, strides, dilations, out):
-    y = None
-    for _, view in _taps(xp, kernel_shape, strides, dilations, out):
-        if y is None:
-            y = view.copy()
-        else:
-            y += view
-    return y
+    return _reduce_separable(xp, np.add, kernel_shape, strides, dilations, out)
 
 
 # ---------------------------------------------------------------------------------------- LpPool
