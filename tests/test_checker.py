@@ -307,3 +307,42 @@ def test_cli_info(tmp_path):
     assert (s["ir_version"], s["model_version"], s["producer"], s["nodes"]) == (10, "3.1.4", "unit", 1)
     assert s["parameters"] == {"float": 2} and s["bytes"] == {"float": 8}
     assert s["opset_import"] == {"ai.onnx": 18}
+
+
+# ------------------------------------------------------------------------------------------ oracle
+def _reverse_nodes(g):
+    nodes = list(g.node)[::-1]
+    del g.node[:]
+    g.node.extend(nodes)
+
+
+def _undefined_input(g):
+    g.node[0].input[0] = "__undefined__"
+
+
+def _duplicate_output(g):
+    g.node[1].output[0] = g.node[0].output[0]
+
+
+@pytest.mark.parametrize("mutate", [_reverse_nodes, _undefined_input, _duplicate_output],
+                         ids=lambda f: f.__name__.strip("_"))
+def test_what_onnx_checker_rejects_is_an_error(mutate):
+    """Oracle: corrupt a sample of the corpus; whatever onnx.checker rejects, we must report as an error."""
+    sys.path.insert(0, HERE)
+    import corpus
+
+    missed, tried = [], 0
+    for name, load in corpus.all_models()[::9]:
+        m = onnx.ModelProto()
+        m.CopyFrom(load())
+        if len(m.graph.node) < 2 or not m.graph.node[0].input or not m.graph.node[0].output[0]:
+            continue
+        mutate(m.graph)
+        try:
+            onnx.checker.check_model(m)
+            continue
+        except Exception:  # noqa: BLE001 - any rejection counts
+            tried += 1
+        if not any(d.severity == "error" for d in check(m)):
+            missed.append(name)
+    assert tried > 20 and missed == []
