@@ -95,6 +95,21 @@ def test_conv(x_shape, w_shape, attrs, bias):
     check_against_ort("Conv", inputs, attrs, opset=11)
 
 
+@pytest.mark.parametrize("x_shape,w_shape,attrs", CONV_CASES)
+@pytest.mark.parametrize("path", ["shifted", "im2col"])
+def test_conv_paths(x_shape, w_shape, attrs, path, monkeypatch):
+    """Each case through the shifted-matmul and the im2col paths, whatever the size heuristics pick."""
+    from onnxtext.evaluator.kernels import conv as conv_module
+
+    if path == "shifted":
+        monkeypatch.setattr(conv_module, "_SHIFTED_MIN_LENGTH", 0)
+        monkeypatch.setattr(conv_module, "_SHIFTED_MAX_OUTPUTS", 1 << 30)
+        monkeypatch.setattr(conv_module, "_SHIFTED_MIN_RATIO", 0)
+    else:
+        monkeypatch.setattr(conv_module, "_SHIFTED_MIN_LENGTH", 1 << 60)
+    check_against_ort("Conv", [("x", rand(*x_shape)), ("w", rand(*w_shape))], attrs, opset=11)
+
+
 def test_conv_large_blocked_band_matches_whole(monkeypatch):
     from onnxtext.evaluator.kernels import conv as conv_module
 

@@ -122,20 +122,23 @@ def conv_core(x, w, group, strides, dilations, pads_begin, pads_end, out_shape):
     n, c = x.shape[:2]
     m = w.shape[0]
     kshape = w.shape[2:]
-    nd = len(kshape)
     cg, mg = c // group, m // group
     k_size = math.prod(kshape)
     p_size = math.prod(out_shape)
     no_pad = not any(pads_begin) and not any(pads_end)
+    unit_strides = all(s == 1 for s in strides)
     if k_size == 1 and no_pad:
         # 1x1 convolution: the (strided) input is already the column matrix
         xs = x[(Ellipsis,) + tuple(slice(0, o * s, s) for o, s in zip(out_shape, strides))]
         cols = xs.reshape(n, group, cg, p_size)
         y = np.matmul(w.reshape(group, mg, cg), cols)
         return y.reshape((n, m) + tuple(out_shape))
-    xp = pad_input(x, pads_begin, pads_end)
     if cg == 1 and group > 1:
-        return _depthwise(xp, w, group, strides, dilations, out_shape)
+        return _depthwise(x, w, group, strides, dilations, pads_begin, pads_end, out_shape)
+    if group == 1 and unit_strides and mg <= _SHIFTED_MAX_OUTPUTS and m * _SHIFTED_MIN_RATIO <= c and \
+            out_shape[0] * math.prod(x.shape[3:]) >= _SHIFTED_MIN_LENGTH:
+        return _conv_shifted(x, w, dilations, pads_begin, pads_end, out_shape)
+    xp = pad_input(x, pads_begin, pads_end)
     win = window_view(xp, kshape, strides, dilations, out_shape, split=(group, cg))
     wg = w.reshape(group, mg, cg * k_size)
     if cg * k_size * p_size <= _IM2COL_WHOLE:
@@ -174,59 +177,119 @@ def _conv_blocked(win, wg, out_shape):
     return y.reshape((n, group * mg) + tuple(out_shape))
 
 
+class _FlatImage:
+    """A zero-padded image flattened per channel, for unit-stride convolutions without im2col.
+
+    With unit strides, output (o1, o2, ...) of tap (k1, k2, ...) reads flat position
+    ``o1 * row1 + o2 * row2 + ... + k1 * d1 * row1 + ...`` of the padded image (``row`` being the
+    flat strides of the padded shape). So every tap is ONE contiguous slice of the flat image,
+    covering the outputs at all positions o2 < padded width; the positions beyond the output width
+    are garbage and get cropped. A tail of zeros lets the last taps read past the image.
+    """
+
+    def __init__(self, x, pads_begin, pads_end, kshape, dilations, out_shape):
+        n, c = x.shape[:2]
+        padded = tuple(d + b + e for d, b, e in zip(x.shape[2:], pads_begin, pads_end))
+        plane = math.prod(padded)
+        self.row = [math.prod(padded[i + 1:]) for i in range(len(padded))]
+        self.length = out_shape[0] * self.row[0]
+        self.computed_shape = (out_shape[0],) + padded[1:]
+        self.out_shape = tuple(out_shape)
+        self.kshape = tuple(kshape)
+        self.dilations = dilations
+        tail = sum((k - 1) * d * r for k, d, r in zip(kshape, dilations, self.row))
+        self.flat = np.zeros((n, c, plane + tail), dtype=x.dtype)
+        image = self.flat[:, :, :plane].reshape((n, c) + padded)
+        image[(Ellipsis,) + tuple(slice(b, b + d) for b, d in zip(pads_begin, x.shape[2:]))] = x
+
+    def tap_offsets(self):
+        return [sum(k * d * r for k, d, r in zip(tap, self.dilations, self.row)) for tap in np.ndindex(*self.kshape)]
+
+    def columns(self):
+        """Read-only view (N, C, *K, length): the im2col matrix, without copying."""
+        item = self.flat.itemsize
+        return as_strided(self.flat, self.flat.shape[:2] + self.kshape + (self.length,),
+                          self.flat.strides[:2] + tuple(d * r * item for d, r in zip(self.dilations, self.row)) +
+                          (item,), writeable=False)
+
+    def crop(self, y):
+        """y (N, M, length) -> (N, M, *out_shape), dropping the positions beyond the output."""
+        y = y.reshape(y.shape[:2] + self.computed_shape)
+        if self.computed_shape == self.out_shape:
+            return y
+        return np.ascontiguousarray(y[(Ellipsis,) + tuple(slice(0, o) for o in self.out_shape)])
+
+
+# the shifted-matmul convolution (no im2col) is used for unit strides when there are few output
+# channels, at most half the input channels (the im2col copy then costs as much as the matmul,
+# e.g. DenseNet's 128 -> 32 channel 3x3 layers), and long rows (short ones make the per-tap
+# matmuls too thin); measured on ResNet/DenseNet/Inception layer shapes
+_SHIFTED_MAX_OUTPUTS = 128
+_SHIFTED_MIN_RATIO = 2
+_SHIFTED_MIN_LENGTH = 768
+
+
+def _conv_shifted(x, w, dilations, pads_begin, pads_end, out_shape):
+    """Unit-stride, single-group convolution as a sum over taps of W[:, :, tap] @ shifted image."""
+    n = x.shape[0]
+    m = w.shape[0]
+    image = _FlatImage(x, pads_begin, pads_end, w.shape[2:], dilations, out_shape)
+    per_tap = np.ascontiguousarray(w.reshape(m, w.shape[1], -1).transpose(2, 0, 1))  # (K, M, C)
+    length = image.length
+    y = np.empty((n, m, length), dtype=x.dtype)
+    partial = np.empty((m, length), dtype=x.dtype)
+    for b in range(n):
+        for t, offset in enumerate(image.tap_offsets()):
+            # a slice of the flat image is a BLAS-ready matrix (unit inner stride): no copy
+            source = image.flat[b, :, offset:offset + length]
+            if t == 0:
+                np.matmul(per_tap[t], source, out=y[b])
+            else:
+                np.matmul(per_tap[t], source, out=partial)
+                y[b] += partial
+    return image.crop(y)
+
+
 # elements of one im2col block of a depthwise convolution: about 1 MiB of float32, so the block
 # stays in cache between its copy and its matmul
 _DEPTHWISE_BLOCK = 1 << 18
 
 
-def _depthwise(xp, w, group, strides, dilations, out_shape):
+def _depthwise(x, w, group, strides, dilations, pads_begin, pads_end, out_shape):
     """Convolution with one input channel per group, as per-channel (1 x K) @ (K x P) products.
 
-    The columns are a strided view; they are copied and multiplied one cache-sized block of
-    channels at a time (a full im2col copy would be K times the input and leave the cache).
-    With unit strides the view walks the flattened padded image: output (o1, o2) is computed at
-    flat position o1 * row + o2 for every o2 < row, and the columns beyond the output width are
-    dropped at the end. That keeps the inner copy loops long even for 7x7 or 14x14 planes.
+    The columns are a strided view (of the flat image for unit strides, see :class:`_FlatImage`);
+    they are copied and multiplied one cache-sized block of channels at a time (a full im2col copy
+    would be K times the input and leave the cache).
     """
-    n = xp.shape[0]
+    n = x.shape[0]
     m = w.shape[0]
     mg = m // group
     kshape = tuple(w.shape[2:])
     k_size = math.prod(kshape)
     if mg > 1:  # a depth multiplier: output channel j reads input channel j // mg
-        xp = np.repeat(xp, mg, axis=1)
-    spatial = xp.shape[2:]
-    item = xp.itemsize
+        x = np.repeat(x, mg, axis=1)
+    image = None
     if all(s == 1 for s in strides):
-        plane = math.prod(spatial)
-        row = [math.prod(spatial[i + 1:]) for i in range(len(spatial))]
-        length = out_shape[0] * row[0]
-        tail = sum((k - 1) * d * r for k, d, r in zip(kshape, dilations, row))
-        flat = np.empty((n, m, plane + tail), dtype=xp.dtype)
-        flat[:, :, :plane] = xp.reshape(n, m, plane)
-        flat[:, :, plane:] = 0
-        cols = as_strided(flat, (n, m) + kshape + (length,),
-                          flat.strides[:2] + tuple(d * r * item for d, r in zip(dilations, row)) + (item,),
-                          writeable=False)
-        computed_shape = (out_shape[0],) + tuple(spatial[1:])
+        image = _FlatImage(x, pads_begin, pads_end, kshape, dilations, out_shape)
+        cols, length = image.columns(), image.length
     else:
+        xp = pad_input(x, pads_begin, pads_end)
         cols = window_view(xp, kshape, strides, dilations, out_shape)  # (N, M, *K, *O)
         length = math.prod(out_shape)
-        computed_shape = tuple(out_shape)
     wk = w.reshape(m, 1, k_size)
-    y = np.empty((n, m, 1, length), dtype=xp.dtype)
+    y = np.empty((n, m, 1, length), dtype=x.dtype)
     chunk = max(1, min(m, _DEPTHWISE_BLOCK // (k_size * length)))
-    block = np.empty((chunk, k_size, length), dtype=xp.dtype)
+    block = np.empty((chunk, k_size, length), dtype=x.dtype)
     for b in range(n):
         for c0 in range(0, m, chunk):
             c1 = min(m, c0 + chunk)
             part = block[:c1 - c0]
             part.reshape(cols[b, c0:c1].shape)[...] = cols[b, c0:c1]
             np.matmul(wk[c0:c1], part, out=y[b, c0:c1])
-    y = y.reshape((n, m) + computed_shape)
-    if computed_shape != tuple(out_shape):
-        y = np.ascontiguousarray(y[(Ellipsis,) + tuple(slice(0, o) for o in out_shape)])
-    return y
+    if image is not None:
+        return image.crop(y.reshape(n, m, length))
+    return y.reshape((n, m) + tuple(out_shape))
 
 
 def _conv_geometry(x, w, kernel_shape, strides, dilations, pads, auto_pad):
