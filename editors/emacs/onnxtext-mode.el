@@ -66,13 +66,9 @@
   "A regexp matching WORD in any letter case (inf, Inf, NaN...)."
   (mapconcat (lambda (c) (format "[%c%c]" (downcase c) (upcase c))) word ""))
 
-(defun onnxtext--in-code-p (pos)
-  "Non-nil when POS is outside strings and comments."
-  (let ((state (syntax-ppss pos)))
-    (not (or (nth 3 state) (nth 4 state)))))
-
 (defun onnxtext--attribute-list-p (open)
-  "Non-nil when the `<' at OPEN starts an attribute list (it follows an operator or function name)."
+  "Non-nil when the `<' at OPEN starts an attribute list.
+That is when it follows an operator or function name."
   (save-excursion
     (goto-char open)
     (skip-chars-backward " \t")
@@ -80,13 +76,16 @@
       (and c (or (eq c ?\") (eq c ?_) (memq (char-syntax c) '(?w)))))))
 
 (defun onnxtext--match-attribute (limit)
-  "Find the next attribute name before LIMIT: the first name of an entry of an attribute list."
+  "Find the next attribute name before LIMIT.
+That is the first name of an entry of an attribute list."
   (let (found)
     (while (and (not found)
                 (re-search-forward (concat "\\(" onnxtext--name "\\)[ \t]*\\(?::[ \t]*"
                                            onnxtext--ident "[ \t]*\\)?\\(?:=[^>]\\|[,>]\\)")
                                    limit t))
+      ;; syntax-ppss and forward-comment clobber the match data: keep the bounds first
       (let* ((start (match-beginning 1))
+             (end (match-end 1))
              (state (syntax-ppss start))
              (open (nth 1 state)))
         (when (and (not (nth 3 state)) (not (nth 4 state)) open
@@ -97,10 +96,40 @@
                      (forward-comment (- (point)))
                      (memq (char-before) '(?< ?,))))
           (setq found t)
-          (set-match-data (list start (match-end 1)))
-          (goto-char (match-end 1)))
-        (unless found (goto-char (max (1+ start) (match-end 1))))))
+          (set-match-data (list start end))
+          (goto-char end))
+        (unless found (goto-char (max (1+ start) end)))))
     found))
+
+(defun onnxtext--matcher (regexp pred)
+  "A font-lock matcher: the next match of REGEXP whose start satisfies PRED.
+PRED is called with the `syntax-ppss' state at the match start."
+  (lambda (limit)
+    (let (found)
+      (while (and (not found) (re-search-forward regexp limit t))
+        (let ((data (match-data)))
+          (when (funcall pred (save-match-data (save-excursion (syntax-ppss (match-beginning 0)))))
+            (setq found t))
+          (set-match-data data)))
+      found)))
+
+(defun onnxtext--string-p (state)
+  "Non-nil when STATE (from `syntax-ppss') is inside a string."
+  (nth 3 state))
+
+(defconst onnxtext--call (concat "\\(" onnxtext--opref "\\)[ \t]*[(<]")
+  "A call, function definition or graph name: an op reference before ( or <.")
+
+(defun onnxtext--call-p (state)
+  "Non-nil when the `onnxtext--call' match (starting in STATE) is a real call.
+Comments never hold calls; strings only when the quoted name itself is the match
+\(\"Optional\"(x)); type constructors such as seq( are types."
+  (let ((start (match-beginning 1)))
+    (and (not (nth 4 state))
+         (not (nth 3 state))
+         (not (memq (char-before start) '(?_ ?. ?\")))
+         (not (and (char-before start) (eq (char-syntax (char-before start)) ?w)))
+         (not (member (match-string 1) (cons "sparse" onnxtext-type-constructors))))))
 
 (defconst onnxtext-font-lock-keywords
   `((,(onnxtext--words onnxtext-data-types) . font-lock-type-face)
@@ -111,10 +140,15 @@
     ("\\_<\\(base64\\|hex\\)[ \t]*\"" 1 font-lock-keyword-face)
     ("\\_<\\(sparse\\)[ \t]*(" 1 font-lock-keyword-face)
     (,(onnxtext--words onnxtext-constants) . font-lock-constant-face)
-    (,(concat "\\(" onnxtext--opref "\\)[ \t]*[(<]") 1 font-lock-function-name-face t)
+    ;; calls override strings ("Optional"(x)) but not comments; a type constructor is no call
+    (,(onnxtext--matcher onnxtext--call #'onnxtext--call-p)
+     1 font-lock-function-name-face t)
     (onnxtext--match-attribute 0 font-lock-variable-name-face t)
     (,(concat "\\(" onnxtext--name "\\)[ \t]*:[ \t]*\\(" (regexp-opt onnxtext-attribute-types) "\\)[ \t]*=")
      2 font-lock-type-face)
+    (,(onnxtext--matcher "\\\\\\(?:x[0-9a-fA-F]\\{2\\}\\|u[0-9a-fA-F]\\{4\\}\\|U[0-9a-fA-F]\\{8\\}\\|.\\)"
+                         #'onnxtext--string-p)
+     0 font-lock-constant-face t)
     (,(concat "@" onnxtext--ident) . font-lock-preprocessor-face)
     (,(concat "^[ \t]*\\[[ \t]*\\(" onnxtext--name "\\)[ \t]*\\]") 1 font-lock-constant-face)
     (,(concat "\\(?:-\\|\\_<\\)\\(?:" (mapconcat #'onnxtext--any-case onnxtext-special-floats "\\|") "\\)\\_>")
@@ -126,7 +160,8 @@
   "Font-lock rules for `onnxtext-mode'.")
 
 (defun onnxtext--syntactic-face (state)
-  "Doc comments (///) in the doc face, other comments and strings as usual (STATE from `syntax-ppss')."
+  "The face of a comment or string in STATE (from `syntax-ppss').
+Doc comments (///) get the doc face."
   (cond ((nth 3 state) font-lock-string-face)
         ((save-excursion (goto-char (nth 8 state)) (looking-at-p "///")) font-lock-doc-face)
         (t font-lock-comment-face)))
@@ -147,12 +182,14 @@
   "Syntax table: # and // comments, double-quoted strings, <...> as brackets.")
 
 (defun onnxtext--syntax-propertize (start end)
-  "Make the `>' of `=>' punctuation between START and END, so <...> stay balanced."
+  "Make the `>' of `=>' punctuation between START and END.
+So <...> stay balanced brackets."
   (goto-char start)
   (funcall (syntax-propertize-rules ("=\\(>\\)" (1 "."))) start end))
 
 (defun onnxtext-indent-line ()
-  "Indent the current line by its bracket depth (strings and comments do not count)."
+  "Indent the current line by its bracket depth.
+Brackets in strings and comments do not count."
   (interactive)
   (let* ((depth (save-excursion (car (syntax-ppss (line-beginning-position)))))
          (closers (save-excursion

@@ -12,6 +12,8 @@ let s:cpo_save = &cpo
 set cpo&vim
 
 syn case match
+" Attribute lists and graph bodies span many lines: parse from the start for exact contexts.
+syn sync fromstart
 setlocal iskeyword=@,48-57,_
 
 " Names and calls. A name (or "quoted name", or domain.Op:overload) right before ( or < is an operator
@@ -38,7 +40,6 @@ syn region onnxtextNested transparent contained start="\[" end="\]" contains=@on
 syn region onnxtextNested transparent contained start="{" end="}" contains=@onnxtextTop,onnxtextNested
 syn region onnxtextNested transparent contained start="<" end="=\@<!>" contains=@onnxtextTop,onnxtextNested
 syn region onnxtextAttrList matchgroup=onnxtextDelimiter start="\%(\w\|\"\)\@<=\s*\zs<" end="=\@<!>" contains=onnxtextAttrName,onnxtextAttrType,@onnxtextTop,onnxtextNested
-syn match onnxtextAttrName contained "\%(\%(<\|,\)\s*\|^\s*\)\@<=\%(\h\w*\|\"[^\"]*\"\)\ze\s*\%(:\s*\h\w*\s*\)\=\%(=>\@!\|,\|>\)"
 
 " Literals (defined after the names so that numbers and strings win where both could start).
 syn match onnxtextNumber "\%(\w\|\.\)\@<!-\=\d\+\>"
@@ -49,6 +50,8 @@ syn region onnxtextString start=+"+ skip=+\\\\\|\\"+ end=+"+ contains=onnxtextEs
 syn match onnxtextEscape contained "\\\%(x\x\x\|u\x\{4}\|U\x\{8}\|.\)"
 " A quoted name right before ( or < is a call, not a string (matches defined later win at one position).
 syn match onnxtextFunction "\"\%([^\"\\]\|\\.\)*\"\ze\s*[(<]"
+" The first name of each attribute list entry (quoted or not): after the string rules, so it wins.
+syn match onnxtextAttrName contained "\%(\%(<\|,\)\s*\|^\s*\)\@<=\%(\h\w*\|\"[^\"]*\"\)\ze\s*\%(:\s*\h\w*\s*\)\=\%(=>\@!\|,\|>\)"
 
 syn match onnxtextAnnotation "@\h\w*"
 syn match onnxtextAnnotation "@\ze\s*\""
