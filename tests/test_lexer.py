@@ -74,7 +74,7 @@ def test_elided_and_onnx_style_lex_cleanly(path):
 # ------------------------------------------------------------------------------------- token roles
 SNIPPET = r'''# comment
 /// doc line
-<ir_version: 8, opset_import: ["": 18, "com.microsoft": 1], producer_name: "p\n\"q\"">
+<ir_version: 8, opset_import: ["": 18, "com.microsoft": 1], producer_name: "p\n\"q\"", doc_string: "# not // a comment">
 g (float[N, "batch", ?] x, seq(bfloat16[2]) s) => (int4[2] y) <float[2] w = raw {1.5e-3, -inf}, int64 k = {0x1F}> {
   [lbl] y = com.microsoft.Fused:v2 <alpha: float = -2.0, "odd name" = @ref, g = body () => () {}> (x, w) // tail
   @metadata_props ["k": "v"]
@@ -89,6 +89,8 @@ training_info { algorithm: a () => () {} }
 ROLES = [
     ("# comment", 0, Comment.Single),
     ("// tail", 0, Comment.Single),
+    ("# not", 0, String.Double),
+    ("// a comment", 0, String.Double),
     ("/// doc line", 0, String.Doc),
     ("ir_version", 0, Keyword),
     ("opset_import", 0, Keyword),
