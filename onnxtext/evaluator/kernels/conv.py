@@ -19,6 +19,7 @@ integer convolutions are computed in float64, which is exact for any realistic a
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -106,6 +107,24 @@ def window_view(xp, kernel_shape, strides, dilations, out_shape, split=None):
     return as_strided(xp, shape, strides_, writeable=False)
 
 
+_SCRATCH = threading.local()
+
+
+def scratch(shape, dtype):
+    """A per-thread reusable work array (contents undefined) for im2col-like temporaries.
+
+    Fresh multi-megabyte arrays are fresh pages: the kernel zero-fills each one on first touch,
+    which on CNNs costs as much as the copy itself. The buffer grows to the largest request and is
+    reused; a result must never be returned in it (callers only read it back within the kernel).
+    """
+    size = math.prod(shape) * np.dtype(dtype).itemsize
+    buf = getattr(_SCRATCH, "buffer", None)
+    if buf is None or buf.size < size:
+        buf = np.empty(max(size, 1), dtype=np.uint8)
+        _SCRATCH.buffer = buf
+    return buf[:size].view(dtype).reshape(shape)
+
+
 def _compute_dtype(dtype):
     """The dtype the arithmetic runs in: float32 for half types, the dtype itself otherwise."""
     dtype = np.dtype(dtype)
@@ -142,7 +161,8 @@ def conv_core(x, w, group, strides, dilations, pads_begin, pads_end, out_shape):
     win = window_view(xp, kshape, strides, dilations, out_shape, split=(group, cg))
     wg = w.reshape(group, mg, cg * k_size)
     if cg * k_size * p_size <= _IM2COL_WHOLE:
-        cols = win.reshape(n, group, cg * k_size, p_size)  # the one im2col copy
+        cols = scratch((n, group, cg * k_size, p_size), x.dtype)
+        cols.reshape(win.shape)[...] = win  # the one im2col copy
         return np.matmul(wg, cols).reshape((n, m) + tuple(out_shape))
     return _conv_blocked(win, wg, out_shape)
 
@@ -165,7 +185,7 @@ def _conv_blocked(win, wg, out_shape):
     band = max(1, _IM2COL_BAND // (k_rows * rows_size), -(-_BAND_MIN_COLUMNS // rows_size))
     mg = wg.shape[1]
     y = np.empty((n, group, mg) + tuple(out_shape), dtype=win.dtype)
-    buf = np.empty((group, k_rows, min(band, out_shape[0]) * rows_size), dtype=win.dtype)
+    buf = scratch((group, k_rows, min(band, out_shape[0]) * rows_size), win.dtype)
     lead = (slice(None),) * (3 + nd)
     for b in range(n):
         for r0 in range(0, out_shape[0], band):
@@ -280,7 +300,7 @@ def _depthwise(x, w, group, strides, dilations, pads_begin, pads_end, out_shape)
     wk = w.reshape(m, 1, k_size)
     y = np.empty((n, m, 1, length), dtype=x.dtype)
     chunk = max(1, min(m, _DEPTHWISE_BLOCK // (k_size * length)))
-    block = np.empty((chunk, k_size, length), dtype=x.dtype)
+    block = scratch((chunk, k_size, length), x.dtype)
     for b in range(n):
         for c0 in range(0, m, chunk):
             c1 = min(m, c0 + chunk)

@@ -47,6 +47,8 @@ def _reduce_separable(xp, ufunc, kernel_shape, strides, dilations, out_shape):
     result, takes K1 + K2 passes instead of K1 * K2 (about half the time for 3x3 windows).
     """
     nd = len(kernel_shape)
+    if all(st == 1 for st in strides):
+        return _reduce_flat(xp, ufunc, kernel_shape, dilations, out_shape)
     current = xp
     for axis in range(nd):
         position = current.ndim - nd + axis
@@ -62,6 +64,34 @@ def _reduce_separable(xp, ufunc, kernel_shape, strides, dilations, out_shape):
                 ufunc(result, view, out=result)
         current = result
     return current
+
+
+def _reduce_flat(xp, ufunc, kernel_shape, dilations, out_shape):
+    """Unit-stride window reduction over the whole padded array seen as one flat vector.
+
+    A tap along axis i shifts the flat index by ``tap * dilation * row_i`` (row_i being the flat
+    stride of axis i), so each pass is one long contiguous ufunc call instead of many short rows.
+    Positions whose windows would wrap across a row or a channel are never output positions; the
+    output is read back from the shrunken vector with a strided view.
+    """
+    xp = np.ascontiguousarray(xp)
+    nd = len(kernel_shape)
+    padded = xp.shape[-nd:]
+    row = [math.prod(padded[i + 1:]) for i in range(nd)]
+    current = xp.reshape(-1)
+    for axis in reversed(range(nd)):
+        shift = dilations[axis] * row[axis]
+        length = current.size - (kernel_shape[axis] - 1) * shift
+        result = current[:length].copy()
+        for tap in range(1, kernel_shape[axis]):
+            ufunc(result, current[tap * shift:tap * shift + length], out=result)
+        current = result
+    item = current.itemsize
+    lead = xp.shape[:-nd]
+    lead_strides = tuple(st // xp.itemsize * item for st in xp.strides[:-nd])
+    view = np.lib.stride_tricks.as_strided(current, tuple(lead) + tuple(out_shape),
+                                           lead_strides + tuple(r * item for r in row), writeable=False)
+    return np.ascontiguousarray(view)
 
 
 def _lowest(dtype):
