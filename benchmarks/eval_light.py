@@ -6,7 +6,7 @@ For each model of ``onnx/backend/test/data/light`` every runtime runs the model 
 ``--runs`` times; the table shows the median wall time of ``run`` (session creation excluded), the
 ratio to onnxruntime, and whether each output matches the model's expected ``output_0.pb`` (rtol
 1e-3, the folder suite's tolerance). Peak memory is measured per model and runtime in a fresh
-subprocess (``ru_maxrss`` after one run, and its growth over the process right before the run).
+subprocess: the peak RSS during one run (reset after loading) and its growth over the RSS before it.
 
 The peers (onnxruntime, onnx.reference) appear only here, as yardsticks measured in the same run.
 """
@@ -130,22 +130,31 @@ def time_runtimes(runtimes, path, model, feeds, expected, runs):
 
 
 def memory_child(name, runtime):
-    """Run in a subprocess: one run of ``name`` with ``runtime``; print RSS before and peak after (MiB)."""
+    """Run in a subprocess: one run of ``name`` with ``runtime``; print the RSS before the run and the
+    peak RSS during it (MiB). The peak is reset right before the run (Linux ``clear_refs``), so model
+    loading and session creation do not count."""
     path, model, feeds, _ = load_case(name)
     run = make_runner(runtime, path, model)
-    before = _rss_mib()
+    before = _status_mib("VmRSS")
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset the peak resident set size (VmHWM)
+    except OSError:
+        pass
     run(feeds)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"before": before, "peak": peak}))
+    print(json.dumps({"before": before, "peak": _status_mib("VmHWM")}))
 
 
-def _rss_mib():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+def _status_mib(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def measure_memory(name, runtime):
-    """(peak RSS MiB, growth during the run MiB) from a fresh process, or (None, None)."""
+    """(peak RSS MiB during one run, its growth over the RSS before the run) from a fresh process."""
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--memory-child", name, runtime],
                           capture_output=True, text=True, timeout=1800)
     try:
