@@ -110,18 +110,21 @@ def window_view(xp, kernel_shape, strides, dilations, out_shape, split=None):
 _SCRATCH = threading.local()
 
 
-def scratch(shape, dtype):
+def scratch(shape, dtype, slot="columns"):
     """A per-thread reusable work array (contents undefined) for im2col-like temporaries.
 
     Fresh multi-megabyte arrays are fresh pages: the kernel zero-fills each one on first touch,
-    which on CNNs costs as much as the copy itself. The buffer grows to the largest request and is
-    reused; a result must never be returned in it (callers only read it back within the kernel).
+    which on CNNs costs as much as the copy itself. Each ``slot`` is one buffer that grows to the
+    largest request and is reused; a result must never be returned in it (callers only read it
+    back within the kernel), and two arrays alive at once need two slots.
     """
     size = math.prod(shape) * np.dtype(dtype).itemsize
-    buf = getattr(_SCRATCH, "buffer", None)
+    buffers = getattr(_SCRATCH, "buffers", None)
+    if buffers is None:
+        buffers = _SCRATCH.buffers = {}
+    buf = buffers.get(slot)
     if buf is None or buf.size < size:
-        buf = np.empty(max(size, 1), dtype=np.uint8)
-        _SCRATCH.buffer = buf
+        buf = buffers[slot] = np.empty(max(size, 64), dtype=np.uint8)
     return buf[:size].view(dtype).reshape(shape)
 
 
@@ -218,7 +221,8 @@ class _FlatImage:
         self.kshape = tuple(kshape)
         self.dilations = dilations
         tail = sum((k - 1) * d * r for k, d, r in zip(kshape, dilations, self.row))
-        self.flat = np.zeros((n, c, plane + tail), dtype=x.dtype)
+        self.flat = scratch((n, c, plane + tail), x.dtype, slot="image")
+        self.flat[...] = 0
         image = self.flat[:, :, :plane].reshape((n, c) + padded)
         image[(Ellipsis,) + tuple(slice(b, b + d) for b, d in zip(pads_begin, x.shape[2:]))] = x
 
