@@ -350,6 +350,23 @@ def test_batch_normalization_inference_ignores_batch_statistics(opset):
     np.testing.assert_allclose(y, _bn_formula(x, s, b, m, v, 1e-5), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_fold_batch_normalization_into_conv(with_bias):
+    from onnxtext.evaluator.kernels.normalization import fold_batch_normalization
+
+    x, w = rand(1, 4, 9, 9), rand(6, 2, 3, 3)
+    b = rand(6) if with_bias else None
+    attrs = {"group": 2, "pads": [1, 1, 1, 1]}
+    conv_inputs = [("x", x), ("w", w)] + ([("b", b)] if with_bias else [])
+    conv = run_ours("Conv", conv_inputs, attrs, 11)[0]
+    bn_params = _bn_inputs((1, 6))[1:]
+    expected = run_ours("BatchNormalization", [("x", conv)] + bn_params, {"epsilon": 1e-3}, 15)[0]
+    folded_w, folded_b = fold_batch_normalization(w, b, *(a for _, a in bn_params), 1e-3)
+    got = run_ours("Conv", [("x", x), ("w", folded_w), ("b", folded_b)], attrs, 11)[0]
+    assert folded_w.dtype == folded_b.dtype == np.float32
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("opset", [6])
 def test_batch_normalization_v6_is_test(opset):
     inputs = _bn_inputs((2, 3, 4, 4))

@@ -57,6 +57,22 @@ def _bn_apply(x, scale, bias, mean, var, epsilon):
     return y.astype(x.dtype, copy=False)
 
 
+def fold_batch_normalization(W, B, scale, bias, mean, var, epsilon):
+    """(W', B') of a Conv whose output goes through an inference BatchNormalization.
+
+    ``BN(Conv(x, W, B)) == Conv(x, W', B')`` with ``f = scale / sqrt(var + eps)``,
+    ``W' = W * f`` (per output channel) and ``B' = (B - mean) * f + bias``. Meant for a plan-time
+    rewrite of Conv -> BatchNormalization pairs with constant parameters, which removes the two
+    passes over the activations that BatchNormalization costs at run time.
+    """
+    ct = np.dtype(np.float64)
+    factor = scale.astype(ct) / np.sqrt(var.astype(ct) + epsilon)
+    folded_w = (W.astype(ct) * factor.reshape((-1,) + (1,) * (W.ndim - 1))).astype(W.dtype)
+    conv_bias = np.zeros(W.shape[0], ct) if B is None else B.astype(ct)
+    folded_b = ((conv_bias - mean.astype(ct)) * factor + bias.astype(ct)).astype(W.dtype)
+    return folded_w, folded_b
+
+
 def _bn_train(x, scale, bias, mean, var, epsilon, momentum, spatial=True):
     """Batch statistics, normalized Y and the updated running statistics."""
     ct = _compute_dtype(x.dtype)
