@@ -101,8 +101,11 @@ def check(expected, got):
 def time_runtimes(runtimes, path, model, feeds, expected, runs):
     """{runtime: (median seconds, correctness)}; errors are reported in the correctness column.
 
-    The timed runs of onnxtext and onnxruntime are interleaved so that both see the same machine load
-    (this matters on a shared machine); onnx.reference, much slower, runs at most 3 times afterwards.
+    The timed runs of onnxtext and onnxruntime alternate in blocks (three rounds) so that both see the
+    same machine load on a shared machine. Each block starts with a pause and an untimed run:
+    onnxruntime's worker threads spin for a while after a run and would slow down whatever runs right
+    after them, and sleep (so its own first run is slow) after a pause. onnx.reference,
+    much slower, runs at most 3 times afterwards.
     """
     result, runners = {}, {}
     for r in runtimes:
@@ -114,11 +117,15 @@ def time_runtimes(runtimes, path, model, feeds, expected, runs):
             result[r] = (None, f"ERROR {type(e).__name__}: {str(e).splitlines()[0][:60] if str(e) else ''}")
     times = {r: [] for r in runners}
     fast = [r for r in runners if r != "reference"]
-    for _ in range(runs):
+    rounds = 3 if runs >= 6 else 1
+    for i in range(rounds):
         for r in fast:
-            t0 = time.perf_counter()
-            runners[r](feeds)
-            times[r].append(time.perf_counter() - t0)
+            time.sleep(0.05)  # let the other runtime's worker threads stop spinning first
+            runners[r](feeds)  # and wake this one's (untimed)
+            for _ in range(runs // rounds + (1 if i < runs % rounds else 0)):
+                t0 = time.perf_counter()
+                runners[r](feeds)
+                times[r].append(time.perf_counter() - t0)
     if "reference" in runners:
         for _ in range(max(1, min(runs, 3))):
             t0 = time.perf_counter()
