@@ -67,6 +67,29 @@ def load_case(name):
     return path, model, feeds, expected
 
 
+def fold_constant_of_shape(model):
+    """A copy of ``model`` whose ConstantOfShape nodes with constant shapes are initializers of the
+    same values: what a runtime with constant folding runs (onnxruntime folds them itself)."""
+    from onnx import numpy_helper
+
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    graph = model.graph
+    inits = {t.name: t for t in graph.initializer}
+    keep = []
+    for node in graph.node:
+        if node.op_type != "ConstantOfShape" or node.input[0] not in inits:
+            keep.append(node)
+            continue
+        shape = tuple(int(d) for d in numpy_helper.to_array(inits[node.input[0]]))
+        value = next((numpy_helper.to_array(a.t) for a in node.attribute if a.name == "value"),
+                     np.zeros(1, np.float32))
+        graph.initializer.append(numpy_helper.from_array(np.full(shape, value.reshape(-1)[0], value.dtype),
+                                                         node.output[0]))
+    del graph.node[:]
+    graph.node.extend(keep)
+    return model
+
+
 def make_runner(runtime, path, model):
     """A zero-argument-per-call runner ``run(feeds) -> list of outputs`` for one runtime."""
     if runtime == "onnxtext":
@@ -76,6 +99,9 @@ def make_runner(runtime, path, model):
         return lambda feeds: ev.run(None, feeds)
     if runtime == "onnxruntime":
         import onnxruntime as ort
+
+        if path is None:
+            path = model.SerializeToString()
 
         options = ort.SessionOptions()
         options.log_severity_level = 3  # no warnings about unused initializers in the table
@@ -136,11 +162,13 @@ def time_runtimes(runtimes, path, model, feeds, expected, runs):
     return result
 
 
-def memory_child(name, runtime):
+def memory_child(name, runtime, fold=False):
     """Run in a subprocess: one run of ``name`` with ``runtime``; print the RSS before the run and the
     peak RSS during it (MiB). The peak is reset right before the run (Linux ``clear_refs``), so model
     loading and session creation do not count."""
     path, model, feeds, _ = load_case(name)
+    if fold:
+        path, model = None, fold_constant_of_shape(model)
     run = make_runner(runtime, path, model)
     before = _status_mib("VmRSS")
     try:
@@ -160,9 +188,10 @@ def _status_mib(field):
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def measure_memory(name, runtime):
+def measure_memory(name, runtime, fold=False):
     """(peak RSS MiB during one run, its growth over the RSS before the run) from a fresh process."""
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--memory-child", name, runtime],
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--memory-child", name, runtime] +
+                          (["--fold-constants"] if fold else []),
                           capture_output=True, text=True, timeout=1800)
     try:
         m = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -181,14 +210,18 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=10, help="timed runs per runtime after one warm-up")
     ap.add_argument("--skip-reference", action="store_true", help="do not run onnx.reference (very slow)")
     ap.add_argument("--no-memory", action="store_true", help="skip the per-model peak memory subprocesses")
+    ap.add_argument("--fold-constants", action="store_true",
+                    help="run the models with their ConstantOfShape weights precomputed as initializers "
+                         "(kernel speed without the cost of regenerating every weight at each run)")
     ap.add_argument("--memory-child", nargs=2, metavar=("MODEL", "RUNTIME"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.memory_child:
-        memory_child(*args.memory_child)
+        memory_child(*args.memory_child, fold=args.fold_constants)
         return 0
     names = args.models or light_models()
     runtimes = [r for r in RUNTIMES if not (r == "reference" and args.skip_reference)]
-    print(f"numpy {np.__version__}, onnx {onnx.__version__}, median of {args.runs} runs after a warm-up")
+    print(f"numpy {np.__version__}, onnx {onnx.__version__}, median of {args.runs} runs after a warm-up" +
+          (", ConstantOfShape weights folded" if args.fold_constants else ""))
     head = f"{'model':<14}{'onnxtext s':>11}{'ort s':>9}{'ratio':>7}"
     if "reference" in runtimes:
         head += f"{'reference s':>12}{'ratio':>7}"
@@ -199,6 +232,8 @@ def main(argv=None):
     worst = 0.0
     for name in names:
         path, model, feeds, expected = load_case(name)
+        if args.fold_constants:
+            path, model = None, fold_constant_of_shape(model)
         res = time_runtimes(runtimes, path, model, feeds, expected, args.runs)
         t_ours, t_ort = res["onnxtext"][0], res["onnxruntime"][0]
         ratio = t_ours / t_ort if t_ours and t_ort else None
@@ -209,8 +244,8 @@ def main(argv=None):
             line += f"{_fmt(t_ref):>12}{_fmt(t_ref / t_ort if t_ref and t_ort else None, '.1f'):>7}"
         line += "  " + " / ".join(res[r][1] for r in runtimes)
         if not args.no_memory:
-            ours, ours_run = measure_memory(name, "onnxtext")
-            ort_peak, ort_run = measure_memory(name, "onnxruntime")
+            ours, ours_run = measure_memory(name, "onnxtext", args.fold_constants)
+            ort_peak, ort_run = measure_memory(name, "onnxruntime", args.fold_constants)
             line += f"  {_fmt(ours, '.0f')} (+{_fmt(ours_run, '.0f')}) / {_fmt(ort_peak, '.0f')} (+{_fmt(ort_run, '.0f')})"
         print(line, flush=True)
     print(f"worst onnxtext/onnxruntime ratio: {worst:.2f}")
