@@ -66,18 +66,22 @@ def spatial_geometry(in_shape, kernel_shape, strides, dilations, pads, auto_pad,
     return list(begin), list(end), out
 
 
-def pad_input(x, pads_begin, pads_end, value=0):
-    """``x`` padded on its trailing spatial axes (a fresh array, or ``x`` itself when no padding)."""
+def pad_input(x, pads_begin, pads_end, value=0, slot=None):
+    """``x`` padded on its trailing spatial axes, or ``x`` itself when there is no padding.
+
+    With ``slot`` the padded array lives in that :func:`scratch` buffer (for temporaries that the
+    kernel does not return); otherwise it is a fresh array.
+    """
     if not any(pads_begin) and not any(pads_end):
         return x
     nd = len(pads_begin)
     lead = x.shape[: x.ndim - nd]
     spatial = x.shape[-nd:]
     shape = lead + tuple(d + b + e for d, b, e in zip(spatial, pads_begin, pads_end))
-    if value == 0:  # calloc'ed memory: the zeros cost nothing until written
+    if value == 0 and slot is None:  # calloc'ed memory: the zeros cost nothing until written
         out = np.zeros(shape, dtype=x.dtype)
     else:  # fill only the border slabs, not the whole array and then the interior again
-        out = np.empty(shape, dtype=x.dtype)
+        out = np.empty(shape, dtype=x.dtype) if slot is None else scratch(shape, x.dtype, slot)
         for axis, (b, d) in enumerate(zip(pads_begin, spatial)):
             index = [slice(None)] * len(shape)
             index[len(lead) + axis] = slice(0, b)
@@ -160,7 +164,7 @@ def conv_core(x, w, group, strides, dilations, pads_begin, pads_end, out_shape):
     if group == 1 and unit_strides and mg <= _SHIFTED_MAX_OUTPUTS and m * _SHIFTED_MIN_RATIO <= c and \
             out_shape[0] * math.prod(x.shape[3:]) >= _SHIFTED_MIN_LENGTH:
         return _conv_shifted(x, w, dilations, pads_begin, pads_end, out_shape)
-    xp = pad_input(x, pads_begin, pads_end)
+    xp = pad_input(x, pads_begin, pads_end, slot="image")
     win = window_view(xp, kshape, strides, dilations, out_shape, split=(group, cg))
     wg = w.reshape(group, mg, cg * k_size)
     if cg * k_size * p_size <= _IM2COL_WHOLE:
@@ -298,7 +302,7 @@ def _depthwise(x, w, group, strides, dilations, pads_begin, pads_end, out_shape)
         image = _FlatImage(x, pads_begin, pads_end, kshape, dilations, out_shape)
         cols, length = image.columns(), image.length
     else:
-        xp = pad_input(x, pads_begin, pads_end)
+        xp = pad_input(x, pads_begin, pads_end, slot="image")
         cols = window_view(xp, kshape, strides, dilations, out_shape)  # (N, M, *K, *O)
         length = math.prod(out_shape)
     wk = w.reshape(m, 1, k_size)

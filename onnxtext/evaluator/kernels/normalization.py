@@ -20,6 +20,7 @@ import numpy as np
 
 from ...dtypes import np_dtype
 from ..registry import kernel
+from .conv import scratch
 
 
 def _compute_dtype(dtype):
@@ -189,7 +190,7 @@ def lrn(X, *, alpha, beta, bias, size):
     x = X.astype(ct, copy=False)
     c = x.shape[1]
     below, above = (size - 1) // 2, size - 1 - (size - 1) // 2
-    squares = np.square(x)
+    squares = np.square(x, out=scratch(x.shape, ct))  # a temporary: reused buffer, no fresh pages
     window = squares.copy()
     for j in range(1, below + 1):  # channels c - j contribute to channel c
         window[:, j:] += squares[:, :c - j]

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from ..registry import kernel
-from .conv import crop_spatial, pad_input, spatial_geometry
+from .conv import crop_spatial, pad_input, scratch, spatial_geometry
 
 
 def _geometry(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):
@@ -54,16 +54,21 @@ def _reduce_separable(xp, ufunc, kernel_shape, strides, dilations, out_shape):
         position = current.ndim - nd + axis
         k, d, o, s = kernel_shape[axis], dilations[axis], out_shape[axis], strides[axis]
         index = [slice(None)] * current.ndim
-        result = None
+        index[position] = slice(0, (o - 1) * s + 1, s)
+        shape = current[tuple(index)].shape
+        # intermediate passes go to scratch buffers, the last one is the fresh result
+        result = np.empty(shape, current.dtype) if axis == nd - 1 else scratch(shape, current.dtype, _SLOTS[axis % 2])
         for tap in range(k):
             index[position] = slice(tap * d, tap * d + (o - 1) * s + 1, s)
-            view = current[tuple(index)]
-            if result is None:
-                result = view.copy()
+            if tap == 0:
+                np.copyto(result, current[tuple(index)])
             else:
-                ufunc(result, view, out=result)
+                ufunc(result, current[tuple(index)], out=result)
         current = result
     return current
+
+
+_SLOTS = ("pool_a", "pool_b")
 
 
 def _reduce_flat(xp, ufunc, kernel_shape, dilations, out_shape):
@@ -79,10 +84,11 @@ def _reduce_flat(xp, ufunc, kernel_shape, dilations, out_shape):
     padded = xp.shape[-nd:]
     row = [math.prod(padded[i + 1:]) for i in range(nd)]
     current = xp.reshape(-1)
-    for axis in reversed(range(nd)):
+    for i, axis in enumerate(reversed(range(nd))):
         shift = dilations[axis] * row[axis]
         length = current.size - (kernel_shape[axis] - 1) * shift
-        result = current[:length].copy()
+        result = scratch((length,), current.dtype, _SLOTS[i % 2])
+        np.copyto(result, current[:length])
         for tap in range(1, kernel_shape[axis]):
             ufunc(result, current[tap * shift:tap * shift + length], out=result)
         current = result
@@ -91,7 +97,7 @@ def _reduce_flat(xp, ufunc, kernel_shape, dilations, out_shape):
     lead_strides = tuple(st // xp.itemsize * item for st in xp.strides[:-nd])
     view = np.lib.stride_tricks.as_strided(current, tuple(lead) + tuple(out_shape),
                                            lead_strides + tuple(r * item for r in row), writeable=False)
-    return np.ascontiguousarray(view)
+    return np.array(view)  # a fresh copy: the scratch buffer is reused by the next call
 
 
 def _lowest(dtype):
@@ -124,7 +130,7 @@ def max_pool(ctx, X, *, auto_pad, ceil_mode=0, dilations=None, kernel_shape=None
     if min(out, default=1) <= 0:
         y = _empty_output(X, out)
         return (y, np.zeros(y.shape, np.int64)) if want_indices else y
-    xp = pad_input(X, begin, end_full, _lowest(X.dtype))
+    xp = pad_input(X, begin, end_full, _lowest(X.dtype), slot="image")
     if not want_indices:
         return _reduce_separable(xp, np.maximum, kernel_shape, strides, dilations, out)
     y = arg = None
@@ -185,7 +191,7 @@ def average_pool(X, *, auto_pad, ceil_mode=0, count_include_pad=0, dilations=Non
     if min(out, default=1) <= 0:
         return _empty_output(X, out)
     ct = _compute_dtype(X.dtype)
-    xp = pad_input(X.astype(ct, copy=False), begin, end_full)
+    xp = pad_input(X.astype(ct, copy=False), begin, end_full, slot="image")
     y = _sum_taps(xp, kernel_shape, strides, dilations, out)
     counts = _window_counts(X.shape[2:], kernel_shape, strides, dilations, begin, end, out, count_include_pad)
     full = math.prod(kernel_shape)
@@ -219,7 +225,7 @@ def lp_pool(X, *, auto_pad, ceil_mode=0, dilations=None, kernel_shape=None, p, p
     if min(out, default=1) <= 0:
         return _empty_output(X, out)
     ct = _compute_dtype(X.dtype)
-    xp = pad_input(_lp_power(X.astype(ct, copy=False), p), begin, end_full)
+    xp = pad_input(_lp_power(X.astype(ct, copy=False), p), begin, end_full, slot="image")
     y = _sum_taps(xp, kernel_shape, strides, dilations, out)
     return _lp_root(y, p).astype(X.dtype, copy=False)
 
