@@ -128,9 +128,10 @@ def time_runtimes(runtimes, path, model, feeds, expected, runs):
     """{runtime: (median seconds, correctness)}; errors are reported in the correctness column.
 
     The timed runs of onnxtext and onnxruntime alternate in blocks (three rounds) so that both see the
-    same machine load on a shared machine. Each block starts with a pause and an untimed run:
-    onnxruntime's worker threads spin for a while after a run and would slow down whatever runs right
-    after them, and sleep (so its own first run is slow) after a pause. onnx.reference,
+    same machine load on a shared machine. Each block starts with a pause and an untimed run: the
+    worker threads of onnxruntime and of numpy's OpenBLAS spin for a while after a run (OpenBLAS for
+    about 0.1 s) and would slow down whatever runs right after them, and they sleep after a pause
+    (so the first run after it is slow). onnx.reference,
     much slower, runs at most 3 times afterwards.
     """
     result, runners = {}, {}
@@ -146,7 +147,7 @@ def time_runtimes(runtimes, path, model, feeds, expected, runs):
     rounds = 3 if runs >= 6 else 1
     for i in range(rounds):
         for r in fast:
-            time.sleep(0.05)  # let the other runtime's worker threads stop spinning first
+            time.sleep(0.3)  # let the other runtime's worker threads stop spinning first (OpenBLAS: ~0.1 s)
             runners[r](feeds)  # and wake this one's (untimed)
             for _ in range(runs // rounds + (1 if i < runs % rounds else 0)):
                 t0 = time.perf_counter()
