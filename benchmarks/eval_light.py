@@ -247,7 +247,8 @@ def main(argv=None):
         if not args.no_memory:
             ours, ours_run = measure_memory(name, "onnxtext", args.fold_constants)
             ort_peak, ort_run = measure_memory(name, "onnxruntime", args.fold_constants)
-            line += f"  {_fmt(ours, '.0f')} (+{_fmt(ours_run, '.0f')}) / {_fmt(ort_peak, '.0f')} (+{_fmt(ort_run, '.0f')})"
+            line += (f"  {_fmt(ours, '.0f')} (+{_fmt(ours_run, '.0f')})"
+                     f" / {_fmt(ort_peak, '.0f')} (+{_fmt(ort_run, '.0f')})")
         print(line, flush=True)
     print(f"worst onnxtext/onnxruntime ratio: {worst:.2f}")
     return 0

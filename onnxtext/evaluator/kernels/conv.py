@@ -1,19 +1,23 @@
 """Convolution kernels: Conv, ConvTranspose, ConvInteger, QLinearConv, DeformConv, Col2Im, CausalConvWithState.
 
-Speed matters here (the CNN benchmarks spend most of their time in Conv), so the layout is fixed:
+Speed matters here (the CNN benchmarks spend most of their time in Conv), so Conv picks among:
 
-* a convolution is im2col + ONE batched matmul over the groups: the columns are an ``as_strided``
-  view of the zero-padded input, shaped (N, group, C/group, *kernel, *out), copied once by a reshape
-  into (N, group, C/group * K, P) and multiplied by the weights seen as (group, M/group, C/group * K).
-  The copy reads the input contiguously along the last output axis, and the product lands directly
-  in NCHW order, so no transposes follow;
+* im2col + ONE batched matmul over the groups (the general case): the columns are an
+  ``as_strided`` view of the zero-padded input, shaped (N, group, C/group, *kernel, *out), copied
+  once into (N, group, C/group * K, P) and multiplied by the weights seen as (group, M/group, C/group
+  * K); the product lands directly in NCHW order, so no transposes follow. Large im2col matrices
+  are built and multiplied one band of output rows at a time, so the band is still in cache;
 * a 1x1 convolution without padding skips im2col: the input itself is the column matrix;
-* a depthwise convolution (one input channel per group) is a multiply-add per kernel tap over
-  strided views, which beats a matmul made of thousands of 1-row products;
+* unit strides with few output channels: a sum over the taps of W[:, :, tap] @ (a contiguous slice
+  of the flattened padded image), no im2col at all (see :class:`_FlatImage`);
+* a depthwise convolution (one input channel per group): per-channel (1 x K) @ (K x P) products
+  over cache-sized blocks of channels;
 * the transposed direction (ConvTranspose, Col2Im) is one matmul followed by a scatter-add per tap.
 
-Half precision inputs are computed in float32 (numpy has no half-precision BLAS) and cast back;
-integer convolutions are computed in float64, which is exact for any realistic accumulation.
+Temporaries (padded input, im2col columns) live in per-thread reusable :func:`scratch` buffers:
+fresh multi-megabyte arrays cost page faults comparable to the copies themselves. Half precision
+inputs are computed in float32 (numpy has no half-precision BLAS) and cast back; integer
+convolutions are computed in float64, which is exact for any realistic accumulation.
 """
 
 from __future__ import annotations

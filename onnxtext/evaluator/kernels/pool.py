@@ -1,10 +1,12 @@
 """Pooling kernels: MaxPool, AveragePool, LpPool, their Global forms, MaxRoiPool and MaxUnpool.
 
-A window reduction is computed as a loop over the kernel taps (9 for a 3x3 window), each tap being
-one strided view of the padded input covering every output position at once. Every pass is then a
-long vectorized ufunc call, which is much faster than reducing a sliding-window view over its tiny
-trailing window axes. Padding uses -inf (or the integer minimum) for max, zeros for sums, and the
-divisor of an average is a per-axis count of the taps inside the counted region.
+A box-window max or sum is separable: it is reduced one spatial axis at a time (K1 + K2 passes
+instead of K1 * K2 for a 2-D window), each pass a ufunc call over strided views of the padded input
+covering every output position at once. With unit strides the passes run over the whole padded
+array seen as one flat vector, so each is a single long contiguous call (see :func:`_reduce_flat`).
+MaxPool's Indices output needs the winning tap, so it keeps a loop over the kernel taps.
+Padding uses -inf (or the integer minimum) for max, zeros for sums, and the divisor of an average
+is a per-axis count of the taps inside the counted region.
 
 One kernel per operator covers every version: attributes that older versions lack (dilations,
 ceil_mode, storage_order, count_include_pad) take their neutral value from the signature.
