@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 
-from conformance import DATA, _read_pb, assert_close  # noqa: E402
+from conformance import DATA, _read_pb, assert_close, replace_constant_of_shape  # noqa: E402
 
 LIGHT = os.path.join(DATA, "light")
 RUNTIMES = ("onnxtext", "onnxruntime", "reference")
@@ -70,24 +70,7 @@ def load_case(name):
 def fold_constant_of_shape(model):
     """A copy of ``model`` whose ConstantOfShape nodes with constant shapes are initializers of the
     same values: what a runtime with constant folding runs (onnxruntime folds them itself)."""
-    from onnx import numpy_helper
-
-    model = onnx.ModelProto.FromString(model.SerializeToString())
-    graph = model.graph
-    inits = {t.name: t for t in graph.initializer}
-    keep = []
-    for node in graph.node:
-        if node.op_type != "ConstantOfShape" or node.input[0] not in inits:
-            keep.append(node)
-            continue
-        shape = tuple(int(d) for d in numpy_helper.to_array(inits[node.input[0]]))
-        value = next((numpy_helper.to_array(a.t) for a in node.attribute if a.name == "value"),
-                     np.zeros(1, np.float32))
-        graph.initializer.append(numpy_helper.from_array(np.full(shape, value.reshape(-1)[0], value.dtype),
-                                                         node.output[0]))
-    del graph.node[:]
-    graph.node.extend(keep)
-    return model
+    return replace_constant_of_shape(model, lambda shape, value: np.full(shape, value.reshape(-1)[0]))
 
 
 def make_runner(runtime, path, model):

@@ -139,9 +139,7 @@ def assign(msg, field: str, value, at=None) -> None:
         target = getattr(msg, fd.name)
         if fd.message_type is not None:
             items = value
-            if isinstance(value, Pairs):
-                items = value
-            elif not isinstance(value, list):
+            if not isinstance(value, list):
                 raise _err(f"field {field!r} expects a list", at or field)
             for item in items:
                 sub = target.add()
@@ -272,13 +270,11 @@ def literals_to_array(values, dt: dtypes.DType, where=None) -> np.ndarray:
             out.append(int(v))
         try:
             if dt.packed:
-                info = np.iinfo(dt.np) if False else None  # ml_dtypes int4 ranges are checked below
                 arr = np.array(out, dtype=np.int64)
                 lo, hi = (-(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1) if dt.name.startswith("int") else \
                     (0, (1 << dt.bits) - 1)
                 if arr.size and (arr.min() < lo or arr.max() > hi):
                     raise OverflowError
-                del info
                 return arr.astype(dt.np)
             return np.array(out, dtype=dt.np)
         except OverflowError:
@@ -439,7 +435,7 @@ class Builder(Transformer):
         return Pairs(x for x in c if x is not None)
 
     def field(self, c):
-        return (Name(c[0]), c[1])
+        return (self.ident([c[0]]), c[1])
 
     def record(self, c):
         return Record(x for x in c if x is not None)
@@ -709,7 +705,7 @@ class Builder(Transformer):
         return _opt(c)
 
     def header_entry(self, c):
-        return (Name(c[0]), c[1], c[0])
+        return (self.ident([c[0]]), c[1], c[0])
 
     def header(self, c):
         return _opt(c)
@@ -744,10 +740,9 @@ class Builder(Transformer):
 
     # ------------------------------------------------------------------ models
     def training_graph(self, c):
-        return (Name(c[0]), c[1])
+        return (self.ident([c[0]]), c[1])
 
-    def training_binding(self, c):
-        return (Name(c[0]), c[1])
+    training_binding = training_graph
 
     def training_info(self, c):
         t = TrainingInfoProto()

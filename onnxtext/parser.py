@@ -21,8 +21,6 @@ _WORDS = {
 def _word(terminal: str) -> str:
     if terminal in _WORDS:
         return _WORDS[terminal]
-    if terminal.startswith("__ANON") or terminal.startswith("_"):
-        return terminal
     try:
         from ._grammar import get_parser
 
@@ -37,9 +35,7 @@ def _word(terminal: str) -> str:
 
 
 def _expected_words(expected) -> list[str]:
-    words = sorted({_word(t) for t in expected})
-    # collapse the number terminals
-    return words
+    return sorted({_word(t) for t in expected})
 
 
 def _token_desc(tok) -> str:
@@ -68,9 +64,8 @@ def _convert(e, text: str, filename: str | None) -> ParseError:
         return ParseError(msg, line=e.line, column=e.column, expected=exp, source=text, filename=filename)
     if isinstance(e, lark.exceptions.UnexpectedToken):
         tok = e.token
-        exp = _expected_words(e.expected or e.accepts or [])
-        what = _token_desc(tok)
-        msg = f"unexpected {what}" if what == "end of input" else f"unexpected {what}"
+        exp = _expected_words(e.accepts or e.expected or [])  # accepts: exact for the parser state
+        msg = f"unexpected {_token_desc(tok)}"
         if exp:
             msg += "; expected " + _join(exp)
         line = tok.line if getattr(tok, "line", None) is not None else e.line
@@ -131,7 +126,9 @@ def _parse(text: str, start: str, filename: str | None = None):
             e.source, e.filename = text, filename
             raise ParseError(e.message, line=e.line, column=e.column, hint=e.hint, source=text,
                              filename=filename, expected=e.expected) from None
-        raise _convert(e, text, filename) from None
+        from .checker.parse_hints import improve
+
+        raise improve(_convert(e, text, filename), text) from None
     except RecursionError:
         raise ParseError("input nested too deeply", source=text, filename=filename) from None
     except OnnxTextError:

@@ -101,15 +101,15 @@ def format_floats(arr: np.ndarray, dt: dtypes.DType) -> list[str]:
     flat = np.ascontiguousarray(arr).ravel()
     if flat.size == 0:
         return []
-    if dt.np in (np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.float64)):
-        texts = [str(x) if dt.np != np.float64 else repr(float(x)) for x in flat.tolist()] \
-            if dt.np == np.float64 else [str(x) for x in flat]
+    if dt.np == np.float64:
+        texts = [repr(x) for x in flat.tolist()]
+    elif dt.np in (np.dtype(np.float32), np.dtype(np.float16)):
+        texts = [str(x) for x in flat]  # numpy prints the shortest repr in the element's own type
     else:
         texts = [_shortest_narrow(v, dt) for v in flat.astype(np.float64).tolist()]
     texts = [_float_token(t) for t in texts]
-    back = np.array([t if t not in ("nan", "-nan") else ("nan" if t == "nan" else "-nan") for t in texts],
-                    dtype=np.float64)
-    back = np.where(np.array([t == "-nan" for t in texts]), -np.abs(back), back)
+    # read the texts back as the parser does (float() keeps the sign of -nan) and compare bits
+    back = np.array([float(t) for t in texts], dtype=np.float64)
     want_bits = _bits(flat, dt)
     got_bits = _bits(back.astype(dt.np), dt)
     bad = np.nonzero(want_bits != got_bits)[0]

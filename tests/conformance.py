@@ -100,6 +100,32 @@ def folder_cases(suites=("simple", "pytorch-converted", "pytorch-operator", "lig
     return out
 
 
+def replace_constant_of_shape(model, make_array):
+    """A copy of ``model`` whose ConstantOfShape nodes with constant shapes become initializers.
+
+    ``make_array(shape, value)`` gives each new initializer (``value``: the node's fill value as an
+    array). The light models generate their weights this way; benchmarks fold them and tests randomize them.
+    """
+    from onnx import numpy_helper
+
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    graph = model.graph
+    inits = {t.name: t for t in graph.initializer}
+    keep = []
+    for node in graph.node:
+        if node.op_type != "ConstantOfShape" or node.input[0] not in inits:
+            keep.append(node)
+            continue
+        shape = tuple(int(d) for d in numpy_helper.to_array(inits[node.input[0]]))
+        value = next((numpy_helper.to_array(a.t) for a in node.attribute if a.name == "value"),
+                     np.zeros(1, np.float32))
+        array = np.asarray(make_array(shape, value)).astype(value.dtype)
+        graph.initializer.append(numpy_helper.from_array(array, node.output[0]))
+    del graph.node[:]
+    graph.node.extend(keep)
+    return model
+
+
 def assert_close(expected, actual, rtol, atol, where="output"):
     """Compare one output like onnx's backend runner (tensors, sequences, maps, optionals)."""
     if isinstance(expected, list):

@@ -17,6 +17,7 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
+from conformance import replace_constant_of_shape
 from onnxtext.evaluator import Evaluator
 
 ort = pytest.importorskip("onnxruntime")
@@ -30,25 +31,14 @@ SLOW = {"vgg19", "zfnet512", "bvlc_alexnet", "densenet121"}
 def randomized(model: onnx.ModelProto, seed: int) -> onnx.ModelProto:
     """A copy of ``model`` whose ConstantOfShape nodes (with constant shapes) are random initializers."""
     rng = np.random.default_rng(seed)
-    model = onnx.ModelProto.FromString(model.SerializeToString())
-    graph = model.graph
-    inits = {t.name: t for t in graph.initializer}
-    keep = []
-    for node in graph.node:
-        if node.op_type != "ConstantOfShape" or node.input[0] not in inits:
-            keep.append(node)
-            continue
-        shape = tuple(int(d) for d in numpy_helper.to_array(inits[node.input[0]]))
-        value = next((numpy_helper.to_array(a.t) for a in node.attribute if a.name == "value"), np.zeros(1, np.float32))
+
+    def random_array(shape, value):
         if len(shape) >= 2:  # a weight: He-style scaling by its fan-in keeps activations O(1)
             array = rng.standard_normal(shape, dtype=np.float32)
-            array *= np.float32(np.sqrt(2.0 / max(1, int(np.prod(shape[1:])))))
-        else:  # per-channel parameters (BN scale, bias, mean, variance...): positive, around 1
-            array = rng.uniform(0.5, 1.5, shape)
-        graph.initializer.append(numpy_helper.from_array(array.astype(value.dtype), node.output[0]))
-    del graph.node[:]
-    graph.node.extend(keep)
-    return model
+            return array * np.float32(np.sqrt(2.0 / max(1, int(np.prod(shape[1:])))))
+        return rng.uniform(0.5, 1.5, shape)  # per-channel parameters (BN scale, variance...): around 1
+
+    return replace_constant_of_shape(model, random_array)
 
 
 def _feeds(model, seed):

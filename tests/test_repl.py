@@ -101,7 +101,7 @@ ERRORS = [  # (setup, bad statement, text the message must contain: the culprit)
      "else_branch = g2 () => (o) { o = Neg(x) }>", "unknown value 'q'"),
     ([CONST_X], ":frobnicate", ":frobnicate"),
     ([], ":input x", "give the input a type"),
-    ([], ":input flot[2] x", "<repl>:1:12: unexpected '['"),
+    ([], ":input flot[2] x", "<repl>:1:8: unknown data type 'flot'"),
     ([], ":input float[2] x = {1, 2, 3}", "needs 2 elements"),
     ([], ":load /nonexistent/m.onnx", "/nonexistent/m.onnx"),
 ]

@@ -140,15 +140,9 @@ def check(model_or_text_or_path, *, filename: str | None = None, base_dir: str |
 
 
 def _looks_binary(data: bytes) -> bool:
-    head = data[:4096]
-    if b"\x00" in head:
-        return True
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as e:
-        return e.start < len(head) - 4  # a cut multi-byte character at the end is still text
-    # protobuf models start with field 1 (ir_version, tag 0x08) and contain control bytes
-    return head[:1] == b"\x08" or any(b < 9 for b in head)
+    from ..io import looks_like_text
+
+    return not looks_like_text(data)
 
 
 def _from_text(text: str, filename):

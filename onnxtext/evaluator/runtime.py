@@ -167,8 +167,11 @@ class Evaluator:
         scope.update(self._state)
         return scope
 
-    def _run_training_graph(self, graph, feeds: dict, kind: str) -> dict:
-        key = ("training", id(graph))
+    def _run_training_graph(self, index: int, feeds: dict, kind: str) -> dict:
+        # keyed by position, not id(graph): protobuf returns a fresh wrapper on each field access, so an
+        # id can be reused by a different graph once the old wrapper is freed
+        graph = getattr(self.model.training_info[index], kind)
+        key = ("training", kind, index)
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plans[key] = prepare_graph(graph, self._prep, external=self._state_names)
@@ -188,10 +191,10 @@ class Evaluator:
     def initialize(self, feeds: dict | None = None) -> None:
         """Run every initialization graph in order and bind its outputs to the state variables."""
         self._require_numpy("initialize")
-        for ti in self.model.training_info:
+        for index, ti in enumerate(self.model.training_info):
             if not ti.initialization_binding:
                 continue
-            out = self._run_training_graph(ti.initialization, feeds or {}, "initialization")
+            out = self._run_training_graph(index, feeds or {}, "initialization")
             for b in ti.initialization_binding:
                 self._state[b.key] = out[b.value]
 
@@ -202,7 +205,7 @@ class Evaluator:
             raise EvalError(f"the model has {len(self.model.training_info)} training algorithms, "
                             f"no algorithm {algorithm}")
         ti = self.model.training_info[algorithm]
-        out = self._run_training_graph(ti.algorithm, feeds, "algorithm")
+        out = self._run_training_graph(algorithm, feeds, "algorithm")
         for b in ti.update_binding:
             self._state[b.key] = out[b.value]
         return out

@@ -15,6 +15,7 @@ import zlib
 
 import numpy as np
 
+from ...errors import EvalError
 from ..registry import kernel
 
 _CODEC_SIGNATURES = (
@@ -26,6 +27,10 @@ _CODEC_SIGNATURES = (
 )
 
 
+
+class UnsupportedImageError(EvalError):
+    """An image encoding this decoder does not handle (codecs outside the project's dependencies)."""
+
 def _decode_bmp(data: bytes) -> np.ndarray:
     """RGB pixels of an uncompressed (BI_RGB / BI_BITFIELDS with standard masks) 8/24/32-bit BMP."""
     offset = int.from_bytes(data[10:14], "little")
@@ -35,7 +40,7 @@ def _decode_bmp(data: bytes) -> np.ndarray:
     bits = int.from_bytes(data[28:30], "little")
     compression = int.from_bytes(data[30:34], "little")
     if compression not in (0, 3) or bits not in (8, 24, 32):
-        raise NotImplementedError(f"ImageDecoder: BMP with {bits}-bit pixels and compression {compression} "
+        raise UnsupportedImageError(f"ImageDecoder: BMP with {bits}-bit pixels and compression {compression} "
                                   "is not supported (only uncompressed 8/24/32-bit)")
     rows, bottom_up = abs(height), height > 0
     stride = (width * bits + 31) // 32 * 4  # rows are padded to 4 bytes
@@ -141,7 +146,7 @@ def _decode_png(data: bytes) -> np.ndarray:
             break
     width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", chunks[b"IHDR"])
     if interlace:
-        raise NotImplementedError("ImageDecoder: interlaced (Adam7) PNG is not supported")
+        raise UnsupportedImageError("ImageDecoder: interlaced (Adam7) PNG is not supported")
     channels = _PNG_CHANNELS[color]
     stride = (width * channels * depth + 7) // 8
     bpp = max(channels * depth // 8, 1)
@@ -174,10 +179,10 @@ def image_decoder(encoded, pixel_format="RGB"):
     data = np.asarray(encoded, dtype=np.uint8).tobytes()
     for signature, name in _CODEC_SIGNATURES:
         if data.startswith(signature):
-            raise NotImplementedError(f"ImageDecoder: {name} decoding needs an image codec library, "
+            raise UnsupportedImageError(f"ImageDecoder: {name} decoding needs an image codec library, "
                                       "which is not a project dependency")
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        raise NotImplementedError("ImageDecoder: WebP decoding needs an image codec library, "
+        raise UnsupportedImageError("ImageDecoder: WebP decoding needs an image codec library, "
                                   "which is not a project dependency")
     try:
         if data[:2] == b"BM":
@@ -188,7 +193,7 @@ def image_decoder(encoded, pixel_format="RGB"):
             pixels = _decode_pnm(data)
         else:
             raise ValueError("not an image")
-    except NotImplementedError:
+    except UnsupportedImageError:
         raise
     except Exception:  # corrupt or unknown data: the spec asks for an empty result
         return np.zeros((0, 0, 1 if pixel_format == "Grayscale" else 3), dtype=np.uint8)
