@@ -1,14 +1,20 @@
-"""ImageDecoder for the formats that need no codec library: BMP (uncompressed), PNM (PBM/PGM/PPM) and
-non-interlaced PNG (its deflate stream is undone by the standard library's zlib).
+"""ImageDecoder: onnxtext's own decoders for the formats that need no codec library, BMP (uncompressed),
+PNM (PBM/PGM/PPM) and non-interlaced PNG (its deflate stream is undone by the standard library's zlib);
+Pillow for JPEG, JPEG 2000, TIFF and WebP.
 
-JPEG, JPEG 2000, TIFF and WebP need real codecs (Huffman/arithmetic coding, DCT, wavelets...); no image
-library is a project dependency, so those formats raise a clear error instead of guessing. Data that
-is not a recognizable image decodes to an empty tensor, as the spec asks for undecodable input.
-Alpha channels are dropped (no compositing), like OpenCV's IMREAD_COLOR.
+Those four need real codecs (Huffman/arithmetic coding, DCT, wavelets...), so they are decoded by
+Pillow when it is installed (the optional extra ``pip install "onnxtext[images]"``; imported lazily,
+only when such an image is decoded), and raise :class:`UnsupportedImageError` saying so otherwise.
+Pillow is also what the ONNX backend suite used to produce its expected outputs, so Pillow-decoded
+images are converted with Pillow's own RGB and grayscale ("L") conversions.
+
+Data that is not a recognizable image, or that its decoder rejects, decodes to an empty tensor, as the
+spec asks for undecodable input. Alpha channels are dropped (no compositing), like OpenCV's IMREAD_COLOR.
 """
 
 from __future__ import annotations
 
+import io
 import re
 import struct
 import zlib
@@ -26,10 +32,36 @@ _CODEC_SIGNATURES = (
     (b"MM\x00*", "TIFF"),
 )
 
+PILLOW_HINT = 'pip install "onnxtext[images]"'
 
 
 class UnsupportedImageError(EvalError):
     """An image encoding this decoder does not handle (codecs outside the project's dependencies)."""
+
+
+def _codec_name(data: bytes) -> str | None:
+    """The name of a format that needs a codec library (Pillow), or None."""
+    for signature, name in _CODEC_SIGNATURES:
+        if data.startswith(signature):
+            return name
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "WebP"
+    return None
+
+
+def _decode_with_pillow(data: bytes, name: str, pixel_format: str) -> np.ndarray:
+    """(H, W, C) pixels decoded by Pillow; raises ValueError/OSError on data Pillow rejects."""
+    try:
+        from PIL import Image
+    except ImportError:
+        raise UnsupportedImageError(f"ImageDecoder: {name} decoding needs the Pillow image library, an optional "
+                                    f"dependency: {PILLOW_HINT}") from None
+    with Image.open(io.BytesIO(data)) as image:
+        image.load()  # decode now, inside the caller's error handling (open only reads the header)
+        if pixel_format == "Grayscale":
+            return np.array(image.convert("L"), dtype=np.uint8)[:, :, None]
+        rgb = np.array(image.convert("RGB"), dtype=np.uint8)
+    return np.ascontiguousarray(rgb[:, :, ::-1]) if pixel_format == "BGR" else rgb
 
 def _decode_bmp(data: bytes) -> np.ndarray:
     """RGB pixels of an uncompressed (BI_RGB / BI_BITFIELDS with standard masks) 8/24/32-bit BMP."""
@@ -177,14 +209,11 @@ def _to_gray(rgb: np.ndarray) -> np.ndarray:
 @kernel("ImageDecoder", since=20)
 def image_decoder(encoded, pixel_format="RGB"):
     data = np.asarray(encoded, dtype=np.uint8).tobytes()
-    for signature, name in _CODEC_SIGNATURES:
-        if data.startswith(signature):
-            raise UnsupportedImageError(f"ImageDecoder: {name} decoding needs an image codec library, "
-                                      "which is not a project dependency")
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        raise UnsupportedImageError("ImageDecoder: WebP decoding needs an image codec library, "
-                                  "which is not a project dependency")
+    codec = _codec_name(data)
     try:
+        if codec is not None:
+            # Pillow applies the pixel format itself (its grayscale conversion is the suite's)
+            return _decode_with_pillow(data, codec, pixel_format)
         if data[:2] == b"BM":
             pixels = _decode_bmp(data)
         elif data[:8] == b"\x89PNG\r\n\x1a\n":
