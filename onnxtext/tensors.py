@@ -6,6 +6,7 @@ Python for numeric types: raw bytes and typed fields are converted with numpy in
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 import numpy as np
@@ -242,23 +243,54 @@ def safe_external_path(location: str, base_dir: str | None) -> str:
 
 
 def read_external(tensor: TensorProto, base_dir: str | None) -> bytes:
-    """The raw bytes of an externally stored tensor."""
+    """The raw bytes of an externally stored tensor, with its length and checksum verified.
+
+    Every error names the tensor and its location. ``checksum`` is the SHA1 hex digest the IR spec
+    describes as the digest of the file; a digest of the tensor's own bytes is accepted as well.
+    """
     info = external_info(tensor)
-    path = safe_external_path(info.get("location", ""), base_dir)
+    location = info.get("location", "")
+    label = f"tensor {tensor.name!r}" if tensor.name else "an unnamed tensor"
+    try:
+        path = safe_external_path(location, base_dir)
+    except ExternalDataError as e:
+        raise ExternalDataError(f"{label}: {e}") from None
     try:
         offset = int(info.get("offset", "0") or 0)
         length = int(info["length"]) if info.get("length") else None
     except ValueError:
-        raise ExternalDataError(f"tensor {tensor.name!r}: external data offset/length are not integers") from None
+        raise ExternalDataError(f"{label}: external data offset/length are not integers") from None
     if offset < 0 or (length is not None and length < 0):
-        raise ExternalDataError(f"tensor {tensor.name!r}: negative external data offset or length")
+        raise ExternalDataError(f"{label}: negative external data offset or length")
     try:
         with open(path, "rb") as f:
             f.seek(offset)
             data = f.read() if length is None else f.read(length)
     except OSError as e:
-        raise ExternalDataError(f"tensor {tensor.name!r}: cannot read external data {path}: {e.strerror}") from None
+        raise ExternalDataError(f"{label}: cannot read external data {location!r} ({path}): {e.strerror}") \
+            from None
     if length is not None and len(data) != length:
-        raise ExternalDataError(f"tensor {tensor.name!r}: external file {path} holds {len(data)} bytes at "
-                                f"offset {offset}, {length} expected")
+        raise ExternalDataError(f"{label}: external file {location!r} holds {len(data)} bytes at "
+                                f"offset {offset}, {length} expected (file truncated or changed?)")
+    expected = info.get("checksum", "").strip().lower()
+    if expected and hashlib.sha1(data).hexdigest() != expected and file_sha1(path) != expected:
+        raise ExternalDataError(f"{label}: external file {location!r} does not match its checksum "
+                                f"{expected} (SHA1 of the file: {file_sha1(path)}); the file changed or is corrupt")
     return data
+
+
+_FILE_SHA1: dict[tuple, str] = {}
+
+
+def file_sha1(path: str) -> str:
+    """SHA1 hex digest of a whole file, cached per (path, inode, size, mtime) so each file is hashed once."""
+    st = os.stat(path)
+    key = (path, st.st_ino, st.st_size, st.st_mtime_ns)
+    digest = _FILE_SHA1.get(key)
+    if digest is None:
+        h = hashlib.sha1()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        digest = _FILE_SHA1[key] = h.hexdigest()
+    return digest
