@@ -1,0 +1,233 @@
+"""Benchmark onnxtext's parser and printer against onnx's C++ ``onnx.parser`` / ``onnx.printer``.
+
+    python benchmarks/text_speed.py [--only node,weight,startup] [--runs N] [--nodes N] [--lark]
+
+Three workloads (issue 7), each measured against its peer in the same run (medians of ``--runs`` runs):
+
+* ``node``: a chain of ``--nodes`` (50,000) Add/Mul/Relu nodes with node names, quoted value names
+  (``"v.12"``) and a tiny ``float[1]`` initializer per Add/Mul. Rows: onnxtext parse vs
+  ``onnx.parser.parse_model`` (each on its own printer's text), onnxtext print vs ``onnx.printer.to_text``.
+  ``--lark`` adds one run of the Lark-only parse (``parse_model(text, fast=False)``) for reference.
+* ``weight``: resnet50 built from ``light_resnet50.onnx`` with its ConstantOfShape-generated weights
+  replaced by seeded random float32 initializers (about 100 MB). Rows: print, parse and print+parse
+  round trip vs onnx's printer+parser; peak RSS of the onnxtext round trip in a fresh process vs the
+  model size. The script asserts that the onnxtext round trip is exact.
+* ``startup``: wall time of ``python -c "import onnxtext"`` and ``onnxtext --help`` (the console script
+  beside the interpreter, else ``python -m onnxtext``),
+  next to ``python -c pass`` as the interpreter's own floor.
+
+The peers appear only here, as yardsticks; onnxtext never calls them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+import onnx.helper as oh  # noqa: E402
+import onnx.parser  # noqa: E402
+import onnx.printer  # noqa: E402
+
+import onnxtext  # noqa: E402
+
+# the issue's bars: onnxtext time / onnx time
+BARS = {"node parse": 15.0, "node print": 3.0, "weight round trip": 1 / 3, "weight peak RSS / size": 3.0,
+        "startup": 0.3}
+
+
+# ---------------------------------------------------------------------------------------------- models
+def chain_model(n: int) -> onnx.ModelProto:
+    """``n`` Add/Mul/Relu nodes in a chain, names ``n<i>``, values ``"v.<i>"``, a float[1] constant per Add/Mul."""
+    nodes, inits, prev = [], [], "x"
+    ops = ("Add", "Mul", "Relu")
+    for i in range(n):
+        op, out = ops[i % 3], f"v.{i}"
+        if op == "Relu":
+            nodes.append(oh.make_node(op, [prev], [out], name=f"n{i}"))
+        else:
+            c = f"c{i}"
+            inits.append(oh.make_tensor(c, onnx.TensorProto.FLOAT, [1], [0.5]))
+            nodes.append(oh.make_node(op, [prev, c], [out], name=f"n{i}"))
+        prev = out
+    g = oh.make_graph(nodes, "chain", [oh.make_tensor_value_info("x", 1, ["N"])],
+                      [oh.make_tensor_value_info(prev, 1, ["N"])], inits)
+    return oh.make_model(g, opset_imports=[oh.make_opsetid("", 19)])
+
+
+def resnet_model(seed: int = 0) -> onnx.ModelProto:
+    """light_resnet50 with seeded random float32 weights instead of its ConstantOfShape nodes."""
+    from conformance import DATA, replace_constant_of_shape
+
+    rng = np.random.default_rng(seed)
+    base = onnx.load(os.path.join(DATA, "light", "light_resnet50.onnx"))
+    return replace_constant_of_shape(base, lambda shape, value: rng.standard_normal(shape).astype(np.float32))
+
+
+def same(a, b) -> bool:
+    """Exact round trip, up to scalar fields explicitly set to their default (the corpus's equivalence)."""
+    from corpus import cleared
+
+    return cleared(a) == cleared(b)
+
+
+# ---------------------------------------------------------------------------------------------- timing
+def median_time(fn, runs: int) -> float:
+    """Median wall time of ``fn()`` over ``runs`` runs (the garbage collector collected before each)."""
+    times = []
+    for _ in range(runs):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def row(table, name, ours, peer, unit="s", bar=None):
+    ratio = ours / peer if peer else None
+    table.append((name, ours, peer, ratio, unit, bar))
+
+
+def bench_node(args, table):
+    m = chain_model(args.nodes)
+    ours_text = onnxtext.to_text(m)
+    onnx_text = onnx.printer.to_text(m)
+    assert same(onnxtext.parse_model(ours_text), m), "onnxtext round trip of the chain model is not exact"
+    t_parse = median_time(lambda: onnxtext.parse_model(ours_text), args.runs)
+    t_onnx_parse = median_time(lambda: onnx.parser.parse_model(onnx_text), args.runs)
+    row(table, f"node parse ({args.nodes} nodes)", t_parse, t_onnx_parse, bar=BARS["node parse"])
+    t_print = median_time(lambda: onnxtext.to_text(m), args.runs)
+    t_onnx_print = median_time(lambda: onnx.printer.to_text(m), args.runs)
+    row(table, f"node print ({args.nodes} nodes)", t_print, t_onnx_print, bar=BARS["node print"])
+    if args.lark:
+        t_lark = median_time(lambda: onnxtext.parse_model(ours_text, fast=False), 1)
+        row(table, "node parse, Lark only (1 run)", t_lark, t_onnx_parse)
+
+
+def weight_child(path: str) -> None:
+    """In a fresh process: one onnxtext print + parse of the model at ``path``; print RSS numbers (MiB)."""
+    m = onnx.load(path)
+    size = m.ByteSize() / 2**20
+    before = _status_mib("VmRSS")
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset the peak resident set size (VmHWM), so loading does not count
+    except OSError:
+        pass
+    back = onnxtext.parse_model(onnxtext.to_text(m))
+    peak = _status_mib("VmHWM")
+    assert same(back, m)
+    print(json.dumps({"size": size, "before": before, "peak": peak}))
+
+
+def _status_mib(field: str) -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def bench_weight(args, table):
+    import tempfile
+
+    m = resnet_model()
+    size = m.ByteSize()
+    ours_text = onnxtext.to_text(m)
+    assert same(onnxtext.parse_model(ours_text), m), "onnxtext round trip of the weight-heavy model is not exact"
+    onnx_text = onnx.printer.to_text(m)
+    runs = max(1, args.runs // 2) if args.runs > 2 else args.runs
+    t_print = median_time(lambda: onnxtext.to_text(m), runs)
+    t_onnx_print = median_time(lambda: onnx.printer.to_text(m), runs)
+    t_parse = median_time(lambda: onnxtext.parse_model(ours_text), runs)
+    t_onnx_parse = median_time(lambda: onnx.parser.parse_model(onnx_text), runs)
+    mb = f"{size / 2**20:.0f} MB"
+    row(table, f"weight print (resnet50, {mb})", t_print, t_onnx_print)
+    row(table, f"weight parse (resnet50, {mb})", t_parse, t_onnx_parse)
+    row(table, "weight print+parse round trip", t_print + t_parse, t_onnx_print + t_onnx_parse,
+        bar=BARS["weight round trip"])
+    del ours_text, onnx_text
+    if not args.no_memory:
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "resnet50_random.onnx")
+            onnx.save(m, path)
+            proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--weight-child", path],
+                                  capture_output=True, text=True, timeout=1800)
+        try:
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            table.append(("weight round trip peak RSS growth", r["peak"] - r["before"], r["size"],
+                          (r["peak"] - r["before"]) / r["size"], "MiB", BARS["weight peak RSS / size"]))
+        except (IndexError, ValueError, KeyError):
+            print("memory child failed:\n" + proc.stderr[-2000:], file=sys.stderr)
+
+
+def bench_startup(args, table):
+    def wall(cmd):
+        def run():
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        run()  # warm the OS file cache and lark's grammar cache
+        return median_time(run, max(args.runs, 5))
+
+    floor = wall([sys.executable, "-c", "pass"])
+    row(table, "startup: python -c 'import onnxtext'", wall([sys.executable, "-c", "import onnxtext"]), floor,
+        bar=BARS["startup"])
+    script = os.path.join(os.path.dirname(sys.executable), "onnxtext")  # the console script, not a pyenv shim
+    cli = [script] if os.path.exists(script) else [sys.executable, "-m", "onnxtext"]
+    row(table, "startup: onnxtext --help", wall(cli + ["--help"]), floor, bar=BARS["startup"])
+
+
+def print_table(table):
+    print(f"{'workload':44} {'onnxtext':>10} {'peer':>10} {'ratio':>8}  bar")
+    for name, ours, peer, ratio, unit, bar in table:
+        peer_s = f"{peer:.3f}" if peer is not None else "-"
+        ratio_s = f"{ratio:.2f}x" if ratio is not None else "-"
+        if name.startswith("startup"):
+            bar_s = f"< {bar} s" if bar else ""
+            ok = ours < bar if bar else None
+        elif "RSS" in name:
+            bar_s = f"<= {bar:g}x size" if bar else ""
+            ok = ratio <= bar if bar else None
+        else:
+            bar_s = f"<= {bar:.3g}x" if bar else ""
+            ok = ratio <= bar if (bar and ratio is not None) else None
+        mark = "" if ok is None else ("  ok" if ok else "  MISSED")
+        print(f"{name:44} {ours:>9.3f}{unit[0] if unit == 's' else ' '} {peer_s:>10} {ratio_s:>8}  {bar_s}{mark}")
+    print("peer: onnx's C++ parser/printer (node, weight), model size in MiB (RSS), python -c pass (startup)")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", default="node,weight,startup",
+                    help="comma-separated workloads among node, weight, startup (default: all)")
+    ap.add_argument("--runs", type=int, default=5, help="timed runs per measurement (medians)")
+    ap.add_argument("--nodes", type=int, default=50000, help="nodes in the node-heavy chain")
+    ap.add_argument("--lark", action="store_true", help="also time the Lark-only parse of the chain (slow)")
+    ap.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocess")
+    ap.add_argument("--weight-child", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.weight_child:
+        weight_child(args.weight_child)
+        return 0
+    table: list = []
+    for part in args.only.split(","):
+        {"node": bench_node, "weight": bench_weight, "startup": bench_startup}[part.strip()](args, table)
+    print_table(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
