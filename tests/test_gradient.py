@@ -193,3 +193,43 @@ g (double[2] a, double[2] w) => (double[2] da) {
 """)
     with pytest.raises(EvalError, match=r"depends on 'w'.*list it in zs"):
         ev.run(None, {"a": np.ones(2), "w": np.ones(2)})
+
+
+def test_training_step_with_gradient_and_momentum_converges():
+    """The spec's use: an algorithm graph differentiates its loss and feeds an optimizer (IR training info)."""
+    import onnx
+
+    T, F = TensorProto, np.float32
+    vi = helper.make_tensor_value_info
+    inference = helper.make_graph(
+        [helper.make_node("MatMul", ["X", "W"], ["XW"]), helper.make_node("Add", ["XW", "B"], ["Y"])],
+        "linear", [vi("X", T.FLOAT, ["N", 2])], [vi("Y", T.FLOAT, ["N", 1])],
+        [helper.make_tensor("W", T.FLOAT, [2, 1], [0.0, 0.0]), helper.make_tensor("B", T.FLOAT, [1], [0.0]),
+         helper.make_tensor("VW", T.FLOAT, [2, 1], [0.0, 0.0]), helper.make_tensor("VB", T.FLOAT, [1], [0.0])])
+    algorithm = helper.make_graph(
+        [helper.make_node("MatMul", ["X", "W"], ["XW"]), helper.make_node("Add", ["XW", "B"], ["pred"]),
+         helper.make_node("Sub", ["pred", "Y_true"], ["diff"]), helper.make_node("Mul", ["diff", "diff"], ["sq"]),
+         helper.make_node("ReduceMean", ["sq"], ["loss"], keepdims=0),
+         helper.make_node("Gradient", ["W", "B", "X", "Y_true"], ["gW", "gB"], domain=TRAINING,
+                          xs=["W", "B"], zs=["X", "Y_true"], y="loss"),
+         helper.make_node("Momentum", ["lr", "step", "W", "B", "gW", "gB", "VW", "VB"],
+                          ["W_new", "B_new", "VW_new", "VB_new"], domain=TRAINING,
+                          alpha=0.9, beta=1.0, norm_coefficient=0.0, mode="standard")],
+        "sgd_momentum", [vi("X", T.FLOAT, ["N", 2]), vi("Y_true", T.FLOAT, ["N", 1])],
+        [vi(n, T.FLOAT, None) for n in ("loss", "W_new", "B_new", "VW_new", "VB_new")],
+        [helper.make_tensor("lr", T.FLOAT, [], [0.05]), helper.make_tensor("step", T.INT64, [], [1])])
+    ti = onnx.TrainingInfoProto()
+    ti.algorithm.CopyFrom(algorithm)
+    for key in ("W", "B", "VW", "VB"):
+        b = ti.update_binding.add()
+        b.key, b.value = key, f"{key}_new"
+    model = helper.make_model(inference, ir_version=9, opset_imports=[helper.make_opsetid("", 18),
+                                                                     helper.make_opsetid(TRAINING, 1)])
+    model.training_info.append(ti)
+    x = rng.standard_normal((64, 2)).astype(F)
+    y = (x @ np.array([[3.0], [-2.0]], F) + 0.5).astype(F)
+    ev = Evaluator(model)
+    losses = [float(ev.train_step({"X": x, "Y_true": y})["loss"]) for _ in range(300)]
+    assert losses[-1] < losses[0] * 1e-4, losses[::30]
+    np.testing.assert_allclose(ev.state["W"], [[3.0], [-2.0]], atol=1e-3)
+    np.testing.assert_allclose(ev.run(None, {"X": x})[0], y, atol=1e-3)
