@@ -13,6 +13,7 @@ import tempfile
 from .errors import ModelFileError, OnnxTextError
 
 TEXT_EXTENSIONS = (".onnxtext", ".onnxtxt")
+_CHUNK = 4 << 20  # bytes per read/write step when a progress bar is shown
 
 
 def looks_like_text(data: bytes) -> bool:
@@ -29,10 +30,23 @@ def looks_like_text(data: bytes) -> bool:
     return not stripped or stripped[:1] in b"<#/\"_" or stripped[:1].isalpha()
 
 
-def read_text_or_bytes(path: str) -> bytes:
+def read_text_or_bytes(path: str, progress=None) -> bytes:
+    """The whole file; with a progress reporter, read in chunks so the bar moves."""
     try:
         with open(path, "rb") as f:
-            return f.read()
+            if progress is None:
+                return f.read()
+            size = os.fstat(f.fileno()).st_size
+            stage = progress.stage("reading " + os.path.basename(path), size)
+            buf = bytearray(size)
+            view, pos = memoryview(buf), 0
+            while pos < size:
+                n = f.readinto(view[pos:pos + _CHUNK])
+                if not n:
+                    break
+                pos += n
+                stage.advance(n)
+            return bytes(view[:pos]) + f.read()
     except FileNotFoundError:
         raise ModelFileError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -41,20 +55,43 @@ def read_text_or_bytes(path: str) -> bytes:
         raise ModelFileError(f"{path}: cannot read: {e.strerror}") from None
 
 
-def load(path, *, kind: str = "model"):
-    """Load a model from ``path`` (binary or text). Text may also hold a graph/function with kind='any'."""
+def load(path, *, kind: str = "model", load_external_data: bool = True, progress=None):
+    """Load a model from ``path`` (binary or text). Text may also hold a graph/function with kind='any'.
+
+    External data is read into the tensors (like ``onnx.load``), resolved relative to the directory of
+    ``path``, verified (length, checksum) and refused when its location escapes that directory.
+    ``load_external_data=False`` keeps the references as they are (what ``print`` shows).
+    """
     path = os.fspath(path)
-    data = read_text_or_bytes(path)
+    data = read_text_or_bytes(path, progress)
     if not data.strip():
         raise ModelFileError(f"{path}: empty file, not an ONNX model")
+    if progress is not None:
+        progress.stage("parsing" if looks_like_text(data) else "decoding", None)
     if looks_like_text(data) or path.endswith(TEXT_EXTENSIONS):
         from .parser import parse, parse_model
 
         text = data.decode("utf-8", errors="strict") if _utf8(data) else None
         if text is None:
             raise ModelFileError(f"{path}: not valid UTF-8 text and not a binary ONNX model")
-        return parse_model(text, filename=path) if kind == "model" else parse(text, filename=path)
-    return load_binary(data, path)
+        del data
+        model = parse_model(text, filename=path) if kind == "model" else parse(text, filename=path)
+    else:
+        model = load_binary(data, path)
+    if load_external_data:
+        from .errors import ExternalDataError
+        from .external import resolve
+
+        try:
+            resolve(model, model_dir(path), progress)
+        except ExternalDataError as e:
+            raise ExternalDataError(f"{path}: {e}") from None
+    return model
+
+
+def model_dir(path) -> str:
+    """The directory external data locations of the file ``path`` are relative to."""
+    return os.path.dirname(os.path.abspath(os.fspath(path)))
 
 
 def _utf8(data: bytes) -> bool:
@@ -82,45 +119,153 @@ def load_binary(data: bytes, path: str = "<bytes>"):
     return m
 
 
-def atomic_write(path: str, data: bytes | str) -> None:
-    """Write ``data`` to ``path`` atomically (temp file + rename in the same directory)."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".onnxtext-", suffix=".tmp", dir=directory)
-    except OSError as e:
-        raise OnnxTextError(f"{path}: cannot write: {e.strerror}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        if os.path.exists(path):
-            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+class AtomicFiles:
+    """Several output files that appear together or not at all.
+
+    ``open(path)`` returns a binary stream on a temporary file next to ``path``; ``commit()`` renames every
+    temporary over its destination in the order they were opened (so side files land before the model
+    referring to them); leaving the ``with`` block by an exception removes every temporary instead.
+    """
+
+    def __init__(self):
+        self._pending: list[tuple[str, str, object]] = []  # (destination, temporary, stream)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        if kind is None:
+            self.commit()
         else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
+            self.abort()
+
+    def open(self, path):
+        path = os.fspath(path)
+        for dest, _, stream in self._pending:
+            if os.path.abspath(dest) == os.path.abspath(path):
+                return stream
+        directory = os.path.dirname(os.path.abspath(path))
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+            fd, tmp = tempfile.mkstemp(prefix=".onnxtext-", suffix=".tmp", dir=directory)
+        except OSError as e:
+            raise OnnxTextError(f"{path}: cannot write: {e.strerror}") from None
+        stream = os.fdopen(fd, "wb")
+        self._pending.append((path, tmp, stream))
+        return stream
+
+    def write(self, path, data: bytes | str, progress=None) -> None:
+        """Write all of ``data`` to ``path`` (in chunks when a progress reporter is given)."""
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        stream = self.open(path)
+        if progress is None:
+            stream.write(data)
+            return
+        stage = progress.stage("writing " + os.path.basename(os.fspath(path)), len(data))
+        view = memoryview(data)
+        for pos in range(0, len(data), _CHUNK):
+            stream.write(view[pos:pos + _CHUNK])
+            stage.advance(len(view[pos:pos + _CHUNK]))
+
+    def commit(self) -> None:
+        try:
+            for dest, tmp, stream in self._pending:
+                stream.close()
+                _set_mode(tmp, dest)
+            for dest, tmp, _ in self._pending:
+                os.replace(tmp, dest)
+        except BaseException:
+            self.abort()
+            raise
+        self._pending = []
+
+    def abort(self) -> None:
+        for _, tmp, stream in self._pending:
+            try:
+                stream.close()
+            except OSError:
+                pass
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        self._pending = []
 
 
-def save(model, path, **print_options) -> None:
-    """Save ``model`` to ``path``: text for .onnxtext/.onnxtxt, binary protobuf otherwise (atomic)."""
+def _set_mode(tmp: str, dest: str) -> None:
+    """The destination's permissions if it exists, else the usual 0666 minus umask (mkstemp uses 0600)."""
+    if os.path.exists(dest):
+        os.chmod(tmp, os.stat(dest).st_mode & 0o7777)
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+
+
+def atomic_write(path: str, data: bytes | str, progress=None) -> None:
+    """Write ``data`` to ``path`` atomically (temp file + rename in the same directory)."""
+    with AtomicFiles() as files:
+        files.write(path, data, progress)
+
+
+def save(model, path, *, external_data: str | None = None, threshold: int | None = None, base_dir=None,
+         progress=None, keep_model: bool = True, source: str | None = None, **print_options) -> None:
+    """Save ``model`` to ``path``: text for .onnxtext/.onnxtxt, binary protobuf otherwise (atomic).
+
+    ``external_data`` (a file, or an existing directory for one file per tensor) moves every tensor of at
+    least ``threshold`` bytes (default 1024) there and writes references to it, relative to the directory
+    of ``path``; the side files and the model appear together or not at all. Tensors that are already
+    external are copied from their location relative to ``base_dir`` (``source`` names the file they
+    come from in errors). ``model`` is left unchanged
+    (``keep_model=False`` skips that copy for callers that drop the model: it then holds the references).
+    """
     path = os.fspath(path)
+    with AtomicFiles() as files:
+        if external_data is not None:
+            from .external import DEFAULT_THRESHOLD, externalize
+
+            saved = _snapshot(model) if keep_model else []
+            try:
+                externalize(model, files, os.fspath(external_data), model_dir(path),
+                            threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
+                            base_dir=base_dir, progress=progress, reserved=[path], source=source)
+                _write_model(files, model, path, progress, print_options)
+            finally:
+                _restore(saved)
+        else:
+            _write_model(files, model, path, progress, print_options)
+
+
+def _write_model(files, model, path, progress, print_options):
     if path.endswith(TEXT_EXTENSIONS):
         from .printer import to_text
 
-        atomic_write(path, to_text(model, **print_options))
+        if progress is not None:
+            progress.stage("printing", None)
+        files.write(path, to_text(model, **print_options), progress)
         return
     try:
         data = model.SerializeToString()
     except ValueError as e:  # protobuf refuses messages over 2 GiB
         raise OnnxTextError(f"{path}: cannot serialize the model: {e} (use external data for large weights)") \
             from None
-    atomic_write(path, data)
+    files.write(path, data, progress)
+
+
+def _snapshot(model) -> list:
+    """Each tensor with a copy of itself, so externalize() can be undone for a caller who keeps the model."""
+    from onnx import TensorProto
+
+    from .external import iter_tensors
+
+    out = []
+    for _, t in iter_tensors(model):
+        copy = TensorProto()
+        copy.CopyFrom(t)
+        out.append((t, copy))
+    return out
+
+
+def _restore(saved) -> None:
+    for t, copy in saved:
+        t.CopyFrom(copy)

@@ -1,6 +1,14 @@
-"""``onnxtext compile IN.onnxtext -o OUT.onnx``: text -> binary model (atomic; nothing written on error)."""
+"""``onnxtext compile IN.onnxtext -o OUT.onnx``: text -> binary model (atomic; nothing written on error).
+
+Without ``--external-data`` every tensor ends up inside OUT (external references of the input are read,
+checked and embedded), so OUT stands alone. With ``--external-data PATH`` every tensor of at least
+``--external-threshold`` bytes is streamed to PATH (a file, or an existing directory for one file per
+tensor) and OUT refers to it: the way to write models above protobuf's 2 GiB limit.
+"""
 
 from __future__ import annotations
+
+from .print_ import add_external_arguments, add_progress_arguments
 
 HELP = "compile onnxtext to a binary .onnx model"
 
@@ -9,19 +17,28 @@ def add_arguments(p):
     p.add_argument("input", help="text model (.onnxtext, .onnxtxt) or binary model")
     p.add_argument("-o", "--output", required=True, help="output .onnx file (or .onnxtext for canonical text)")
     p.add_argument("--check", action="store_true", help="also run onnx.checker.check_model on the result")
+    add_external_arguments(p, "output model")
+    add_progress_arguments(p)
 
 
 def run(args) -> int:
     from ..errors import OnnxTextError
-    from ..io import load, save
+    from ..io import load, model_dir, save
+    from ..progress import from_args
 
-    model = load(args.input)
-    if args.check:
-        import onnx
+    with from_args(args) as progress:
+        # with --external-data, references of the input stay references until they are copied one by one
+        model = load(args.input, load_external_data=not args.external_data, progress=progress)
+        if args.check:
+            import onnx
 
-        try:
-            onnx.checker.check_model(model)
-        except onnx.checker.ValidationError as e:
-            raise OnnxTextError(f"{args.input}: the model fails onnx.checker: {str(e).splitlines()[0]}") from None
-    save(model, args.output)
+            progress.stage("checking", None)
+            try:
+                onnx.checker.check_model(model)
+            except onnx.checker.ValidationError as e:
+                raise OnnxTextError(f"{args.input}: the model fails onnx.checker: {str(e).splitlines()[0]}") \
+                    from None
+        save(model, args.output, external_data=args.external_data, threshold=args.external_threshold,
+             base_dir=model_dir(args.input), progress=progress, keep_model=False,
+             source=args.input)
     return 0

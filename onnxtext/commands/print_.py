@@ -1,11 +1,17 @@
 """``onnxtext print IN [-o OUT]``: any model (binary or text) -> canonical onnxtext on stdout or a file.
 
 Writes to stdout by default so it works as a git textconv driver (``git config diff.onnx.textconv
-"onnxtext print"``).
+"onnxtext print"``). External data references print as references and their files are not opened: git
+hands textconv a temporary copy of the model, away from its data files.
+
+``--external-data PATH`` moves every tensor of at least ``--external-threshold`` bytes to PATH (a file, or
+an existing directory for one file per tensor) and prints references to it, relative to the directory of
+the text (``-o``; the current directory for stdout). Side files and text appear together or not at all.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 HELP = "print a model (.onnx or text) as canonical onnxtext"
@@ -19,18 +25,54 @@ def add_arguments(p):
     p.add_argument("--max-inline", type=int, default=256, metavar="N",
                    help="raw tensors with more than N elements print as a base64 block (default 256; -1: never)")
     p.add_argument("--width", type=int, default=100, help="line width (default 100)")
+    add_external_arguments(p, "text")
+    add_progress_arguments(p)
+
+
+def add_external_arguments(p, what: str) -> None:
+    """--external-data / --external-threshold, shared with ``compile``."""
+    from ..external import DEFAULT_THRESHOLD
+
+    p.add_argument("--external-data", metavar="PATH",
+                   help=f"store large tensors in PATH and reference them from the {what}: a file (all tensors, "
+                   "64-byte aligned), or an existing directory (one <tensor name>.bin per tensor); must be "
+                   f"inside the {what}'s directory")
+    p.add_argument("--external-threshold", type=int, default=DEFAULT_THRESHOLD, metavar="BYTES",
+                   help=f"tensors of at least BYTES bytes go to --external-data (default {DEFAULT_THRESHOLD})")
+
+
+def add_progress_arguments(p) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--progress", action="store_true", help="always draw a progress bar on stderr (default: "
+                   "only on a terminal, for models over 50 MB)")
+    g.add_argument("-q", "--quiet", action="store_true", help="never draw a progress bar")
 
 
 def run(args) -> int:
-    from ..io import atomic_write, load
+    from ..external import external_locations, externalize
+    from ..io import AtomicFiles, load, model_dir
     from ..printer import to_text
+    from ..progress import from_args
 
-    model = load(args.input)
-    text = to_text(model, width=args.width, elide=args.elide,
-                   max_inline=None if args.max_inline < 0 else args.max_inline)
-    if args.output:
-        atomic_write(args.output, text)
-    else:
+    options = dict(width=args.width, elide=args.elide, max_inline=None if args.max_inline < 0 else args.max_inline)
+    text_dir = model_dir(args.output) if args.output else os.getcwd()
+    with from_args(args) as progress:
+        model = load(args.input, load_external_data=False, progress=progress)
+        with AtomicFiles() as files:
+            if args.external_data:
+                externalize(model, files, args.external_data, text_dir, threshold=args.external_threshold,
+                            base_dir=model_dir(args.input), progress=progress,
+                            reserved=[args.output] if args.output else (), source=args.input)
+            elif args.output and text_dir != model_dir(args.input) and external_locations(model):
+                print(f"onnxtext print: note: the model's external data locations "
+                      f"({', '.join(map(repr, external_locations(model)))}) are relative to "
+                      f"{model_dir(args.input)}; the text in {text_dir} refers to them unchanged (use "
+                      "--external-data to write a copy next to the text)", file=sys.stderr)
+            progress.stage("printing", None)
+            text = to_text(model, **options)
+            if args.output:
+                files.write(args.output, text, progress)
+    if not args.output:  # after the side files are in place
         sys.stdout.write(text)
         sys.stdout.flush()
     return 0
