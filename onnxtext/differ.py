@@ -1,0 +1,722 @@
+"""Semantic diff of two ONNX models: what changed in meaning, not in spelling.
+
+``compare(a, b)`` returns a :class:`DiffResult` (a list of :class:`Change` records); ``diff(a, b)`` renders it
+as text, JSON or a unified diff of the two canonical texts.
+
+How nodes are matched. Value names of intermediate results are temporaries, and nodes may come in any valid
+topological order, so neither names nor positions identify a node. Instead every value gets an id: graph
+inputs are paired by name (positionally in subgraphs and functions, whose inputs are formal parameters),
+initializers by name, and a node's *key* is its operator, domain, overload and the ids of its inputs. Nodes
+with equal keys in both models are paired and their outputs receive shared ids, which in turn makes their
+consumers comparable. The passes, repeated until nothing new pairs:
+
+1. forward, exact: key plus attributes (renamed temporaries and reordering are invisible here);
+2. forward, loose: key without attributes (a changed attribute at the same structural position);
+3. backward from paired graph outputs and paired nodes: producers of corresponding inputs with the same
+   operator pair up (this keeps a node inserted upstream from turning everything downstream into changes);
+4. same non-empty node name and operator.
+
+Whatever stays unpaired is added or removed. Initializers present in only one model are wildcards in keys
+and get paired afterwards by the positions of their consumers (a renamed weight). Weights are compared with
+numpy: raw bytes first (cheap), then the count of differing elements and the max absolute difference.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+from collections import defaultdict, deque
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from onnx import AttributeProto, ModelProto, TensorProto
+
+from . import dtypes, tensors
+from .errors import OnnxTextError
+
+_EMPTY = -1  # the id of an omitted optional input ("")
+_WILD = -2  # the id of an initializer present in one model only: equal to any other such initializer
+_MAX_SHOWN = 120  # characters of a value shown in a change; longer values are cut
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
+
+
+@dataclass
+class Change:
+    """One difference. ``kind`` is ``<what>.<how>`` (e.g. ``node.attribute``, ``initializer.values``);
+    ``path`` the scope (``graph g``, ``function local.f``, ``graph g > node If "if1" > then_branch``);
+    ``subject`` the element (a node's readable identity, ``input x``...); ``name`` the attribute, field or key;
+    ``old``/``new`` short printable values (None when absent); ``detail`` numbers such as element counts."""
+
+    kind: str
+    path: str
+    subject: str
+    name: str | None = None
+    old: object = None
+    new: object = None
+    detail: dict = field(default_factory=dict)
+
+    @property
+    def marker(self) -> str:
+        return "+" if self.kind.endswith(".added") else "-" if self.kind.endswith(".removed") else "~"
+
+    def message(self) -> str:
+        text = self.subject
+        if self.name is not None:
+            text += f": {self.name}"
+        d = self.detail
+        if "differing" in d:
+            text += f": {d['differing']} of {d['total']} elements differ"
+            if d.get("max_abs_diff") is not None:
+                text += f", max abs diff {_num(d['max_abs_diff'])}"
+            if d.get("nan_mismatch"):
+                text += f", {d['nan_mismatch']} NaN vs number"
+        elif self.kind.endswith((".added", ".removed")) and self.old is None and self.new is None:
+            pass
+        elif self.old is None:
+            text += f": added {self.new}"
+        elif self.new is None:
+            text += f": removed (was {self.old})"
+        else:
+            text += f": {self.old} -> {self.new}"
+        return text
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class DiffResult:
+    """All changes between two models, in report order."""
+
+    changes: list[Change]
+    a_label: str = "a"
+    b_label: str = "b"
+
+    @property
+    def equal(self) -> bool:
+        return not self.changes
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changes)
+
+    def to_text(self, color: bool = False) -> str:
+        if not self.changes:
+            return ""
+        paint = _paint if color else (lambda text, _style: text)
+        lines = [paint(f"--- {self.a_label}", "bold"), paint(f"+++ {self.b_label}", "bold")]
+        current = None
+        for c in self.changes:
+            if c.path != current:
+                lines.append(paint(c.path, "bold"))
+                current = c.path
+            lines.append("  " + paint(f"{c.marker} {c.message()}", c.marker))
+        n = len(self.changes)
+        lines.append(f"{n} change{'s' if n != 1 else ''}")
+        return "\n".join(lines) + "\n"
+
+    def to_json(self) -> str:
+        doc = {"a": self.a_label, "b": self.b_label, "equal": self.equal,
+               "changes": [c.to_dict() for c in self.changes]}
+        return json.dumps(doc, indent=1, default=_json_default) + "\n"
+
+
+_COLORS = {"+": "\x1b[32m", "-": "\x1b[31m", "~": "\x1b[33m", "bold": "\x1b[1m"}
+
+
+def _paint(text: str, style: str) -> str:
+    return f"{_COLORS[style]}{text}\x1b[0m"
+
+
+def _json_default(v):
+    if isinstance(v, (np.integer, np.floating)):
+        return v.item()
+    return str(v)
+
+
+def _num(v) -> str:
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+# ---------------------------------------------------------------------------------------------- public API
+def compare(a, b) -> DiffResult:
+    """Compare two models (ModelProto, onnxtext text, or a path to .onnx/.onnxtext) structurally."""
+    ma, base_a, la = _model(a, "a")
+    mb, base_b, lb = _model(b, "b")
+    ctx = _Ctx(base_a, base_b)
+    _diff_model(ctx, ma, mb)
+    return DiffResult(ctx.changes, la, lb)
+
+
+def diff(a, b, *, format: str = "text", color: bool = False) -> str:
+    """The differences between two models as ``text`` (empty when equal), ``json`` or ``unified``
+    (a unified line diff of the two canonical texts)."""
+    if format == "unified":
+        return unified(a, b)
+    result = compare(a, b)
+    if format == "json":
+        return result.to_json()
+    if format != "text":
+        raise ValueError(f"unknown diff format {format!r} (text, json or unified)")
+    return result.to_text(color=color)
+
+
+def unified(a, b, context: int = 3) -> str:
+    """A unified diff of ``to_text`` of both models (empty when the texts are equal)."""
+    import difflib
+
+    from .printer import to_text
+
+    ma, _, la = _model(a, "a")
+    mb, _, lb = _model(b, "b")
+    lines = difflib.unified_diff(to_text(ma).splitlines(True), to_text(mb).splitlines(True), la, lb, n=context)
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def _model(x, label):
+    """(ModelProto, directory for external data, label) from a model, a text or a path."""
+    if isinstance(x, ModelProto):
+        return x, None, label
+    if isinstance(x, bytes):
+        from .io import load_binary
+
+        return load_binary(x), None, label
+    if isinstance(x, str) and not os.path.exists(x) and ("\n" in x or "{" in x):
+        from .parser import parse_model
+
+        return parse_model(x), None, label
+    if isinstance(x, (str, os.PathLike)):
+        from .io import load
+
+        path = os.fspath(x)
+        return load(path), os.path.dirname(os.path.abspath(path)), path
+    raise TypeError(f"cannot diff a {type(x).__name__}: pass a ModelProto, onnxtext text or a path")
+
+
+# ---------------------------------------------------------------------------------------------- rendering
+def _cut(text: str) -> str:
+    text = " ".join(text.split()) if "\n" in text else text
+    return text if len(text) <= _MAX_SHOWN else text[:_MAX_SHOWN - 3] + "..."
+
+
+def _printer():
+    from .printer import Printer
+
+    return Printer(width=10**9, elide=True)
+
+
+def _type_text(vi) -> str:
+    return _printer().print_type(vi.type) if vi.HasField("type") else "(no type)"
+
+
+def _attr_text(a: AttributeProto) -> str:
+    if a.ref_attr_name:
+        return "@" + a.ref_attr_name
+    return _cut(_printer().print_attribute_value(a, 0)[0])
+
+
+def _name(n: str) -> str:
+    """A value name for display: as is when it is a plain identifier, else a quoted string. (Display only:
+    json quoting avoids importing the printer, and its grammar, for every diff.)"""
+    return n if _PLAIN.match(n) else json.dumps(n, ensure_ascii=False)
+
+
+def _dtype(enum: int) -> str:
+    try:
+        return dtypes.from_enum(enum).name
+    except KeyError:
+        return f"type {enum}"
+
+
+def _op(n) -> str:
+    dom = _domain(n.domain)
+    return (dom + "." if dom else "") + n.op_type + (":" + n.overload if n.overload else "")
+
+
+def _ident(n, other=None) -> str:
+    """A readable identity: operator, name if any, outputs; the second model's spelling when it differs."""
+    def tail(x):
+        outs = [o or "_" for o in x.output]
+        text = (f' "{x.name}"' if x.name else "") + " -> " + ", ".join(outs[:3]) + (", ..." if len(outs) > 3 else "")
+        return text if x.output else text[:-4]
+    text = _op(n) + tail(n)
+    if other is not None and (other.name != n.name or list(other.output) != list(n.output)):
+        text += f" (in b:{tail(other)})"
+    return text
+
+
+def _domain(d: str) -> str:
+    return "" if d == "ai.onnx" else d
+
+
+def _trim(names) -> list[str]:
+    names = list(names)
+    while names and not names[-1]:
+        names.pop()
+    return names
+
+
+# ---------------------------------------------------------------------------------------------- context
+class _Ctx:
+    def __init__(self, base_a, base_b):
+        self.changes: list[Change] = []
+        self.ids = itertools.count()
+        self.base_a, self.base_b = base_a, base_b
+
+    def add(self, kind, path, subject, name=None, old=None, new=None, **detail):
+        self.changes.append(Change(kind, path, subject, name, old, new, detail))
+
+    def fields(self, prefix, path, subject, a, b, names):
+        """Compare scalar fields (doc_string, producer_name, ...) and metadata_props of two messages."""
+        for f in names:
+            va, vb = getattr(a, f), getattr(b, f)
+            if va != vb:
+                self.add(f"{prefix}.{f}", path, subject, f, _cut(repr(va)) if va != "" else None,
+                         _cut(repr(vb)) if vb != "" else None)
+        if hasattr(a, "metadata_props"):
+            ma = {p.key: p.value for p in a.metadata_props}
+            mb = {p.key: p.value for p in b.metadata_props}
+            for k in list(ma) + [k for k in mb if k not in ma]:
+                if ma.get(k) != mb.get(k):
+                    self.add(f"{prefix}.metadata", path, subject, k, _cut(repr(ma[k])) if k in ma else None,
+                             _cut(repr(mb[k])) if k in mb else None)
+
+
+# ---------------------------------------------------------------------------------------------- model
+def _diff_model(ctx: _Ctx, a: ModelProto, b: ModelProto) -> None:
+    path = "model"
+    if a.ir_version != b.ir_version:
+        ctx.add("model.ir_version", path, "ir_version", None, a.ir_version, b.ir_version)
+    oa = {_domain(o.domain): o.version for o in a.opset_import}
+    ob = {_domain(o.domain): o.version for o in b.opset_import}
+    for d in list(oa) + [d for d in ob if d not in oa]:
+        if oa.get(d) != ob.get(d):
+            ctx.add("model.opset", path, "opset", repr(d), oa.get(d), ob.get(d))
+    ctx.fields("model", path, "model", a, b, ("producer_name", "producer_version", "domain", "model_version",
+                                              "doc_string"))
+    for f in ("configuration", "training_info"):
+        if [x.SerializeToString(deterministic=True) for x in getattr(a, f)] != \
+                [x.SerializeToString(deterministic=True) for x in getattr(b, f)]:
+            ctx.add(f"model.{f}", path, f, None, f"{len(getattr(a, f))} entries", f"{len(getattr(b, f))} entries")
+    diff_graph(ctx, f"graph {_name(a.graph.name)}", a.graph, b.graph, {}, {}, top=True)
+    fa = {(f.domain, f.name, f.overload): f for f in a.functions}
+    fb = {(f.domain, f.name, f.overload): f for f in b.functions}
+    for key in list(fa) + [k for k in fb if k not in fa]:
+        label = "function " + ".".join(p for p in key[:2] if p) + (":" + key[2] if key[2] else "")
+        if key not in fb:
+            ctx.add("function.removed", "model", label)
+        elif key not in fa:
+            ctx.add("function.added", "model", label)
+        else:
+            diff_function(ctx, label, fa[key], fb[key])
+
+
+# ---------------------------------------------------------------------------------------------- tensors
+def compare_tensors(ctx: _Ctx, ta: TensorProto, tb: TensorProto) -> list[tuple]:
+    """Differences between two tensors as (how, name, old, new, detail) tuples: dtype, shape, then values."""
+    if ta.data_type != tb.data_type:
+        return [("dtype", "dtype", _dtype(ta.data_type), _dtype(tb.data_type), {})]
+    if list(ta.dims) != list(tb.dims):
+        return [("shape", "shape", list(ta.dims), list(tb.dims), {})]
+    ext_a = ta.data_location == TensorProto.EXTERNAL
+    ext_b = tb.data_location == TensorProto.EXTERNAL
+    if not ext_a and not ext_b and ta.HasField("raw_data") and tb.HasField("raw_data"):
+        if ta.raw_data == tb.raw_data:  # the common case: one memcmp, no decoding
+            return []
+    elif ta.SerializeToString(deterministic=True) == tb.SerializeToString(deterministic=True):
+        if not (ext_a and ctx.base_a != ctx.base_b):
+            return []
+    try:
+        xa = tensors.to_array(ta, ctx.base_a)
+        xb = tensors.to_array(tb, ctx.base_b)
+    except OnnxTextError:  # external data that is not there (e.g. a textconv copy): compare the references
+        ra, rb = tensors.external_info(ta), tensors.external_info(tb)
+        return [] if ra == rb else [("external", "external data", _cut(repr(ra)), _cut(repr(rb)), {})]
+    detail = value_difference(xa, xb)
+    return [("values", None, None, None, detail)] if detail["differing"] else []
+
+
+def value_difference(x: np.ndarray, y: np.ndarray) -> dict:
+    """Count of differing elements (NaN equals NaN) and the max absolute difference of the numeric ones."""
+    x, y = np.asarray(x).ravel(), np.asarray(y).ravel()
+    idx = np.flatnonzero(x != y)
+    detail = {"differing": int(idx.size), "total": int(x.size), "max_abs_diff": None, "nan_mismatch": 0}
+    if not idx.size or x.dtype == object or x.dtype.kind in "USV":
+        return detail
+    xs, ys = x[idx], y[idx]
+    if x.dtype.kind in "iu" and x.dtype.itemsize == 8:  # exact for int64/uint64 extremes
+        detail["max_abs_diff"] = int(max(abs(int(p) - int(q)) for p, q in zip(xs.tolist(), ys.tolist())))
+        return detail
+    if x.dtype.kind in "biu":
+        detail["max_abs_diff"] = int(np.abs(xs.astype(np.int64) - ys.astype(np.int64)).max())
+        return detail
+    wide = np.complex128 if x.dtype.kind == "c" else np.float64
+    xs, ys = xs.astype(wide), ys.astype(wide)
+    both_nan = np.isnan(xs) & np.isnan(ys)  # NaN payloads or signs may differ bitwise: same value
+    keep = ~both_nan
+    detail["differing"] = int(keep.sum())
+    d = np.abs(xs[keep] - ys[keep])
+    nan = np.isnan(d)
+    detail["nan_mismatch"] = int(nan.sum())
+    if (~nan).any():
+        detail["max_abs_diff"] = float(d[~nan].max())
+    return detail
+
+
+# ---------------------------------------------------------------------------------------------- matching
+class _Side:
+    """The nodes of one scope of one model: value ids, producers, consumers, readiness and pairing."""
+
+    def __init__(self, nodes, ids: dict):
+        self.nodes = list(nodes)
+        self.ids = ids  # value name -> id, shared with the other model for corresponding values
+        self.inputs = [_trim(n.input) for n in self.nodes]
+        self.producer: dict[str, tuple[int, int]] = {}
+        self.consumers: dict[str, list[int]] = defaultdict(list)
+        self.pending = []  # per node: inputs without an id yet; 0 means the node's key can be computed
+        for i, n in enumerate(self.nodes):
+            for k, o in enumerate(n.output):
+                if o:
+                    self.producer[o] = (i, k)
+            names = {x for x in self.inputs[i] if x}
+            for x in names:
+                self.consumers[x].append(i)
+            self.pending.append(sum(1 for x in names if x not in ids))
+        self.match: list[int | None] = [None] * len(self.nodes)
+        self.on_ready = None
+        self._attr_keys: dict[int, tuple] = {}
+
+    def assign(self, name: str, vid: int) -> None:
+        if not name or name in self.ids:
+            return
+        self.ids[name] = vid
+        for c in self.consumers.get(name, ()):
+            self.pending[c] -= 1
+            if not self.pending[c] and self.match[c] is None and self.on_ready:
+                self.on_ready(c)
+
+    def in_ids(self, i: int) -> tuple:
+        return tuple(self.ids[x] if x else _EMPTY for x in self.inputs[i])
+
+    def attr_key(self, i: int) -> tuple:
+        key = self._attr_keys.get(i)
+        if key is None:
+            # Subgraph bodies are left out: they are diffed (recursively) once their nodes are paired.
+            key = self._attr_keys[i] = tuple(sorted(
+                (a.name, a.type, len(a.graphs)) if a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS)
+                and not a.ref_attr_name else (a.name, _attr_bytes(a)) for a in self.nodes[i].attribute))
+        return key
+
+
+def _attr_bytes(a: AttributeProto) -> bytes:
+    if a.doc_string:
+        a = AttributeProto.FromString(a.SerializeToString())
+        a.doc_string = ""
+    return a.SerializeToString(deterministic=True)
+
+
+def _loose_key(side: _Side, i: int) -> tuple:
+    n = side.nodes[i]
+    return (_domain(n.domain), n.op_type, n.overload, side.in_ids(i))
+
+
+def _exact_key(side: _Side, i: int) -> tuple:
+    return _loose_key(side, i) + (side.attr_key(i), tuple(bool(o) for o in side.nodes[i].output))
+
+
+def _same_op(x, y) -> bool:
+    return (_domain(x.domain), x.op_type, x.overload) == (_domain(y.domain), y.op_type, y.overload)
+
+
+class _Matcher:
+    """Pairs the nodes of two scopes (see the module docstring for the passes)."""
+
+    def __init__(self, ctx: _Ctx, a: _Side, b: _Side):
+        self.ctx, self.a, self.b = ctx, a, b
+
+    def run(self, seeds) -> None:
+        while self.sweep(_exact_key) + self.sweep(_loose_key) + self.backward(seeds) + self.by_name():
+            pass
+
+    def pair(self, i: int, j: int) -> None:
+        a, b = self.a, self.b
+        a.match[i], b.match[j] = j, i
+        for oa, ob in zip(a.nodes[i].output, b.nodes[j].output):
+            if oa and ob:
+                vid = next(self.ctx.ids)
+                a.assign(oa, vid)
+                b.assign(ob, vid)
+
+    def best(self, i: int, cands: list[int]) -> int:
+        """Among equal keys prefer the same node name, then the same output names, then model order."""
+        n = self.a.nodes[i]
+        for same in (lambda m: n.name and m.name == n.name, lambda m: list(m.output) == list(n.output)):
+            for j in cands:
+                if same(self.b.nodes[j]):
+                    return j
+        return cands[0]
+
+    def sweep(self, keyfn) -> int:
+        """One forward pass in dependency order; nodes become ready as their producers pair up."""
+        a, b = self.a, self.b
+        index: dict[tuple, list[int]] = defaultdict(list)
+        waiting: dict[tuple, list[int]] = defaultdict(list)  # a-nodes whose key had no partner yet
+        queue = deque(i for i in range(len(a.nodes)) if a.match[i] is None and not a.pending[i])
+
+        def b_ready(j):
+            key = keyfn(b, j)
+            index[key].append(j)
+            if key in waiting:
+                queue.extend(waiting.pop(key))
+
+        for j in range(len(b.nodes)):
+            if b.match[j] is None and not b.pending[j]:
+                b_ready(j)
+        a.on_ready, b.on_ready = queue.append, b_ready
+        count = 0
+        try:
+            while queue:
+                i = queue.popleft()
+                if a.match[i] is not None:
+                    continue
+                key = keyfn(a, i)
+                cands = [j for j in index.get(key, ()) if b.match[j] is None]
+                if not cands:
+                    waiting[key].append(i)
+                    continue
+                self.pair(i, self.best(i, cands))
+                count += 1
+        finally:
+            a.on_ready = b.on_ready = None
+        return count
+
+    def backward(self, seeds) -> int:
+        """Pair producers of corresponding values (graph outputs, inputs of paired nodes) by operator."""
+        a, b = self.a, self.b
+        work = deque(seeds)
+        for i, j in enumerate(a.match):
+            if j is not None:
+                work.extend(zip(a.inputs[i], b.inputs[j]))
+        count = 0
+        while work:
+            va, vb = work.popleft()
+            pa, pb = a.producer.get(va), b.producer.get(vb)
+            if pa is None or pb is None or pa[1] != pb[1]:
+                continue
+            i, j = pa[0], pb[0]
+            if a.match[i] is not None or b.match[j] is not None or not _same_op(a.nodes[i], b.nodes[j]):
+                continue
+            self.pair(i, j)
+            count += 1
+            work.extend(zip(a.inputs[i], b.inputs[j]))
+        return count
+
+    def by_name(self) -> int:
+        a, b = self.a, self.b
+        names: dict[str, int] = {}
+        for j, n in enumerate(b.nodes):
+            if n.name and b.match[j] is None:
+                names.setdefault(n.name, j)
+        count = 0
+        for i, n in enumerate(a.nodes):
+            j = names.get(n.name) if n.name and a.match[i] is None else None
+            if j is not None and b.match[j] is None and _same_op(n, b.nodes[j]):
+                self.pair(i, j)
+                count += 1
+        return count
+
+
+# ---------------------------------------------------------------------------------------------- scopes
+def diff_graph(ctx: _Ctx, path: str, ga, gb, outer_a: dict, outer_b: dict, top: bool = False) -> None:
+    """Diff two graphs; ``outer_*`` are the value ids of the enclosing scope (for subgraphs)."""
+    if top and ga.name != gb.name:
+        ctx.add("graph.name", path, "graph", "name", _name(ga.name), _name(gb.name))
+    ctx.fields("graph", path, "graph", ga, gb, ("doc_string",))
+    ids_a, ids_b = dict(outer_a), dict(outer_b)
+    for x, y in _interface(ctx, path, "input", ga.input, gb.input, by_name=top):
+        ids_a[x.name] = ids_b[y.name] = next(ctx.ids)
+    ia = {t.name: t for t in ga.initializer}
+    ib = {t.name: t for t in gb.initializer}
+    names_a = set(ia) | {s.values.name for s in ga.sparse_initializer}
+    names_b = set(ib) | {s.values.name for s in gb.sparse_initializer}
+    for n in names_a & names_b:
+        vid = ids_a.get(n, ids_b.get(n))
+        ids_a.setdefault(n, next(ctx.ids) if vid is None else vid)
+        ids_b.setdefault(n, ids_a[n])
+    for n in names_a - names_b:
+        ids_a.setdefault(n, _WILD)
+    for n in names_b - names_a:
+        ids_b.setdefault(n, _WILD)
+    outs = _interface(ctx, path, "output", ga.output, gb.output, by_name=top)
+    sa, sb, renamed = _diff_body(ctx, path, ga.node, gb.node, ids_a, ids_b, [(x.name, y.name) for x, y in outs])
+    _diff_initializers(ctx, path, ia, ib, renamed)
+    sparse_a = {s.values.name: s for s in ga.sparse_initializer}
+    sparse_b = {s.values.name: s for s in gb.sparse_initializer}
+    for n in list(sparse_a) + [n for n in sparse_b if n not in sparse_a]:
+        x, y = sparse_a.get(n), sparse_b.get(n)
+        if x is None or y is None or x.SerializeToString(deterministic=True) != y.SerializeToString(
+                deterministic=True):
+            how = "added" if x is None else "removed" if y is None else "values"
+            ctx.add(f"sparse_initializer.{how}", path, f"sparse_initializer {_name(n)}")
+    _sources(ctx, path, "output", [(x.name, y.name) for x, y in outs], sa, sb)
+    _value_infos(ctx, path, ga.value_info, gb.value_info, sa.ids, sb.ids)
+
+
+def diff_function(ctx: _Ctx, path: str, fa, fb) -> None:
+    """Diff two model-local functions with the same (domain, name, overload)."""
+    ctx.fields("function", path, "function", fa, fb, ("doc_string",))
+    oa = {_domain(o.domain): o.version for o in fa.opset_import}
+    ob = {_domain(o.domain): o.version for o in fb.opset_import}
+    for d in list(oa) + [d for d in ob if d not in oa]:
+        if oa.get(d) != ob.get(d):
+            ctx.add("function.opset", path, "opset", repr(d), oa.get(d), ob.get(d))
+    if list(fa.attribute) != list(fb.attribute):
+        ctx.add("function.attributes", path, "function", "attributes", list(fa.attribute), list(fb.attribute))
+    da = {a.name: a for a in fa.attribute_proto}
+    db = {a.name: a for a in fb.attribute_proto}
+    for k in list(da) + [k for k in db if k not in da]:
+        if k not in da or k not in db or _attr_bytes(da[k]) != _attr_bytes(db[k]):
+            ctx.add("function.attribute_default", path, "function", k, _attr_text(da[k]) if k in da else None,
+                    _attr_text(db[k]) if k in db else None)
+    for what in ("input", "output"):
+        la, lb = getattr(fa, what), getattr(fb, what)
+        if len(la) != len(lb):
+            ctx.add(f"function.{what}s", path, "function", f"{what}s", ", ".join(la), ", ".join(lb))
+    ids_a, ids_b = {}, {}
+    for x, y in zip(fa.input, fb.input):
+        ids_a[x] = ids_b[y] = next(ctx.ids)
+    outs = list(zip(fa.output, fb.output))
+    sa, sb, _ = _diff_body(ctx, path, fa.node, fb.node, ids_a, ids_b, outs)
+    _sources(ctx, path, "output", outs, sa, sb)
+    _value_infos(ctx, path, fa.value_info, fb.value_info, sa.ids, sb.ids)
+
+
+def _interface(ctx: _Ctx, path: str, what: str, la, lb, by_name: bool) -> list[tuple]:
+    """Pair graph inputs or outputs and report added, removed, renamed and retyped ones.
+
+    The main graph's interface is matched by name (left-overs in equal numbers are renames in place);
+    subgraph inputs and outputs are positional parameters, so they are matched by position."""
+    if by_name:
+        in_b = {v.name: v for v in lb}
+        in_a = {v.name for v in la}
+        pairs = [(v, in_b[v.name]) for v in la if v.name in in_b]
+        gone = [v for v in la if v.name not in in_b]
+        new = [v for v in lb if v.name not in in_a]
+        if len(gone) == len(new):
+            for x, y in zip(gone, new):
+                ctx.add(f"{what}.renamed", path, f"{what} {_name(x.name)}", "name", _name(x.name), _name(y.name))
+            pairs += list(zip(gone, new))
+            gone, new = [], []
+    else:
+        pairs, gone, new = list(zip(la, lb)), la[len(lb):], lb[len(la):]
+    for v in gone:
+        ctx.add(f"{what}.removed", path, f"{what} {_name(v.name)}", None, _type_text(v))
+    for v in new:
+        ctx.add(f"{what}.added", path, f"{what} {_name(v.name)}", None, None, _type_text(v))
+    for x, y in pairs:
+        subject = f"{what} {_name(x.name)}"
+        if x.type.SerializeToString(deterministic=True) != y.type.SerializeToString(deterministic=True):
+            ctx.add(f"{what}.type", path, subject, "type", _type_text(x), _type_text(y))
+        ctx.fields(what, path, subject, x, y, ("doc_string",))
+    return pairs
+
+
+def _diff_body(ctx: _Ctx, path: str, nodes_a, nodes_b, ids_a: dict, ids_b: dict, seeds):
+    """Pair the nodes of two scopes and report node changes. Returns both sides and the initializers
+    present in one model only that consumers pair up (renamed weights)."""
+    sa, sb = _Side(nodes_a, ids_a), _Side(nodes_b, ids_b)
+    _Matcher(ctx, sa, sb).run(seeds)
+    renamed: dict[str, str] = {}
+    for i, n in enumerate(sa.nodes):
+        if sa.match[i] is None:
+            ctx.add("node.removed", path, _ident(n))
+        else:
+            _diff_node(ctx, path, sa, sb, i, sa.match[i], renamed)
+    for j, n in enumerate(sb.nodes):
+        if sb.match[j] is None:
+            ctx.add("node.added", path, _ident(n))
+    return sa, sb, renamed
+
+
+def _diff_node(ctx: _Ctx, path: str, sa: _Side, sb: _Side, i: int, j: int, renamed: dict) -> None:
+    na, nb = sa.nodes[i], sb.nodes[j]
+    subject = _ident(na, nb)
+    ina, inb = sa.inputs[i], sb.inputs[j]
+    for p in range(max(len(ina), len(inb))):
+        xa = ina[p] if p < len(ina) else ""
+        xb = inb[p] if p < len(inb) else ""
+        va = sa.ids.get(xa) if xa else _EMPTY
+        vb = sb.ids.get(xb) if xb else _EMPTY
+        if va == vb == _WILD and (renamed.get(xa) == xb or (xa not in renamed and xb not in renamed.values())):
+            renamed[xa] = xb  # one-model-only initializers at the same position: a renamed weight
+            continue
+        if va is not None and va == vb and va != _WILD:
+            continue
+        ctx.add("node.input", path, subject, f"input {p}", _name(xa) if xa else None, _name(xb) if xb else None)
+    if [bool(o) for o in na.output] != [bool(o) for o in nb.output]:
+        ctx.add("node.outputs", path, subject, "outputs", len(na.output), len(nb.output))
+    aa = {a.name: a for a in na.attribute}
+    ab = {a.name: a for a in nb.attribute}
+    for k in list(aa) + [k for k in ab if k not in aa]:
+        x, y = aa.get(k), ab.get(k)
+        if x is None or y is None:
+            ctx.add("node.attribute", path, subject, k, x and _attr_text(x), y and _attr_text(y))
+        elif x.type == y.type == AttributeProto.GRAPH and not (x.ref_attr_name or y.ref_attr_name):
+            diff_graph(ctx, f"{path} > {subject} > {k}", x.g, y.g, sa.ids, sb.ids)
+        elif x.type == y.type == AttributeProto.GRAPHS and len(x.graphs) == len(y.graphs) and not x.ref_attr_name:
+            for n, (g, h) in enumerate(zip(x.graphs, y.graphs)):
+                diff_graph(ctx, f"{path} > {subject} > {k}[{n}]", g, h, sa.ids, sb.ids)
+        elif x.type == y.type == AttributeProto.TENSOR and not (x.ref_attr_name or y.ref_attr_name):
+            for how, name, old, new, detail in compare_tensors(ctx, x.t, y.t):
+                ctx.add("node.attribute", path, subject, k if name is None else f"{k} {name}", old, new, **detail)
+        elif _attr_bytes(x) != _attr_bytes(y):
+            ctx.add("node.attribute", path, subject, k, _attr_text(x), _attr_text(y))
+    ctx.fields("node", path, subject, na, nb, ("doc_string",))
+
+
+def _diff_initializers(ctx: _Ctx, path: str, ia: dict, ib: dict, renamed: dict) -> None:
+    matched_b = set()
+    for n, t in ia.items():
+        other = n if n in ib else renamed.get(n)
+        subject = f"initializer {_name(n)}"
+        if other is None:
+            ctx.add("initializer.removed", path, subject, None, _tensor_type(t))
+            continue
+        matched_b.add(other)
+        if other != n:
+            ctx.add("initializer.renamed", path, subject, "name", _name(n), _name(other))
+        for how, name, old, new, detail in compare_tensors(ctx, t, ib[other]):
+            ctx.add(f"initializer.{how}", path, subject, name, old, new, **detail)
+        ctx.fields("initializer", path, subject, t, ib[other], ("doc_string",))
+    for n, t in ib.items():
+        if n not in matched_b:
+            ctx.add("initializer.added", path, f"initializer {_name(n)}", None, None, _tensor_type(t))
+
+
+def _tensor_type(t: TensorProto) -> str:
+    return f"{_dtype(t.data_type)}[{', '.join(str(d) for d in t.dims)}]"
+
+
+def _sources(ctx: _Ctx, path: str, what: str, pairs, sa: _Side, sb: _Side) -> None:
+    """An output now computed by a different (paired) value, e.g. two outputs swapped."""
+    for x, y in pairs:
+        va, vb = sa.ids.get(x), sb.ids.get(y)
+        if va is not None and vb is not None and (va != vb or va == _WILD and x != y):
+            ctx.add(f"{what}.source", path, f"{what} {_name(x)}", "computed by", _source(sa, x), _source(sb, y))
+
+
+def _source(side: _Side, value: str) -> str:
+    p = side.producer.get(value)
+    return _ident(side.nodes[p[0]]) if p else _name(value)
+
+
+def _value_infos(ctx: _Ctx, path: str, la, lb, ids_a: dict, ids_b: dict) -> None:
+    """Type annotations of corresponding values that disagree (values annotated on one side are ignored)."""
+    by_id = {ids_b[v.name]: v for v in lb if ids_b.get(v.name, -1) >= 0}
+    for v in la:
+        w = by_id.get(ids_a.get(v.name, -1))
+        if w is not None and v.type.SerializeToString(deterministic=True) != w.type.SerializeToString(
+                deterministic=True):
+            ctx.add("value_info.type", path, f"value {_name(v.name)}", "type", _type_text(v), _type_text(w))
