@@ -113,6 +113,17 @@ def _softmax_grads(a, ins, out, g, opset):
     return ((y2 * (g2 - np.sum(g2 * y2, axis=1, keepdims=True))).reshape(y.shape),)
 
 
+def _log_softmax_grads(a, ins, out, g, opset):
+    y = out[0]
+    axis = a.get("axis", -1 if opset >= 13 else 1)
+    if opset >= 13:
+        return (g - np.exp(y) * np.sum(g, axis=axis, keepdims=True),)
+    axis = axis % max(y.ndim, 1)  # before opset 13: coerced to 2-D at axis, as for Softmax
+    shape2 = (int(np.prod(y.shape[:axis])), -1)
+    y2, g2 = y.reshape(shape2), g.reshape(shape2)
+    return ((g2 - np.exp(y2) * np.sum(g2, axis=1, keepdims=True)).reshape(y.shape),)
+
+
 def _concat_grads(a, ins, g):
     axis = a["axis"] % g.ndim
     bounds = np.cumsum([x.shape[axis] for x in ins])[:-1]
@@ -149,10 +160,15 @@ _RULES = {
     "Exp": lambda a, i, o, g, v: (g[0] * o[0],),
     "Log": lambda a, i, o, g, v: (g[0] / i[0],),
     "Pow": lambda a, i, o, g, v: _pow_grads(i, o, g[0]),
+    "Reciprocal": lambda a, i, o, g, v: (-g[0] * o[0] * o[0],),
+    "Sin": lambda a, i, o, g, v: (g[0] * np.cos(i[0]),),
+    "Cos": lambda a, i, o, g, v: (-g[0] * np.sin(i[0]),),
     "Relu": lambda a, i, o, g, v: (g[0] * (i[0] > 0),),
+    "LeakyRelu": lambda a, i, o, g, v: (np.where(i[0] > 0, g[0], g[0] * np.asarray(a["alpha"], i[0].dtype)),),
     "Sigmoid": lambda a, i, o, g, v: (g[0] * o[0] * (1 - o[0]),),
     "Tanh": lambda a, i, o, g, v: (g[0] * (1 - o[0] * o[0]),),
     "Softmax": lambda a, i, o, g, v: _softmax_grads(a, i, o, g[0], v),
+    "LogSoftmax": lambda a, i, o, g, v: _log_softmax_grads(a, i, o, g[0], v),
     "Sum": lambda a, i, o, g, v: tuple(unbroadcast(g[0], x.shape) for x in i),
     "MatMul": lambda a, i, o, g, v: _matmul_grads(i[0], i[1], g[0]),
     "Gemm": lambda a, i, o, g, v: _gemm_grads(a, i, g[0]),
