@@ -379,7 +379,7 @@ def test_image_decoder_png_all_filters_and_color_types():
     np.testing.assert_array_equal(_decode(_png(index, 3, 4, palette.tobytes())), palette[index])
 
 
-def test_image_decoder_garbage_gives_empty_and_codecs_say_why():
+def test_image_decoder_garbage_gives_empty():
+    """Undecodable data gives an empty image (the spec); the no-Pillow message: tests/test_image_decoder.py."""
     assert _decode(b"not an image").shape == (0, 0, 3)
-    with pytest.raises(Exception, match="JPEG decoding needs an image codec library"):
-        _decode(b"\xff\xd8\xff\xe0" + bytes(20))
+    assert _decode(b"\xff\xd8\xff\xe0" + bytes(20)).shape == (0, 0, 3)

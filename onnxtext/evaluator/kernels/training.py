@@ -5,7 +5,7 @@ variadic inputs are grouped by role, each group listing one entry per optimized 
 takes X..., G..., H... and returns X_new..., H_new...; Adam takes X..., G..., V..., H... and returns
 X_new..., V_new..., H_new...; Momentum takes X..., G..., V... and returns X_new..., V_new....
 
-Gradient (automatic differentiation of a graph) is not implemented.
+Gradient (reverse-mode differentiation of the enclosing graph) lives in gradient.py.
 """
 
 import numpy as np
