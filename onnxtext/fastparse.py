@@ -1,0 +1,626 @@
+"""The accelerated parser: a regex scanner for the common forms of the syntax, checked against Lark.
+
+Python's ``json`` pairs a fast scanner with a reference one; this module is onnxtext's fast scanner. The
+Lark grammar (``grammar/onnxtext.lark``) stays the definition of the syntax and the parser of record:
+
+* :func:`parse` reads a whole model, graph or function text when every construct in it is one this module
+  fully understands, and returns the proto; otherwise it returns ``None`` and the caller parses the text
+  with Lark. It never raises: any surprise - an unknown form, a syntax error, a semantic error the builder
+  reports, a value protobuf refuses - abandons the fast path, so every error message, line and column
+  comes from the Lark parse.
+* Protos are made by the same :mod:`onnxtext.builder` methods the Lark transformer calls, with the same
+  children, except for plain node statements and small tensors, built in bulk by code mirroring
+  ``Builder.node`` / ``build_tensor`` exactly.
+* Node statements (the bulk of big models) are matched by one regular expression each; the rest of the
+  text is read by a small recursive scanner with one method per grammar rule.
+
+Tokens are matched with the lexer's own patterns (``grammar/lexical.lark``) tried in the order Lark's
+contextual lexer tries them in the same parser state (``SPECIAL``, ``HEX``, ``FLOAT``, ``INT``); where a
+keyword could take the place of a name (``tensor``, ``raw``, data types...), the scanner gives up rather
+than guess. ``tests/test_fastparse.py`` proves the two paths equal on the whole corpus and on fuzzed texts.
+"""
+
+from __future__ import annotations
+
+import re
+
+from onnx import AttributeProto, NodeProto, TensorProto, TensorShapeProto, TypeProto
+
+from . import builder as _b
+from . import dtypes
+
+#: Set to False to send every text to Lark (tests and benchmarks also pass ``fast=False`` to the parse API).
+ENABLED = True
+
+# ------------------------------------------------------------------------------------------ lexical patterns
+_W = r"[ \t\f\r\n]*"  # WS of lexical.lark (not Python's \s, which also matches \v and Unicode spaces)
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'  # lexical.lark's STRING, unrolled (same language, no backtracking)
+_NAME = f"(?:{_IDENT}|{_STRING})"
+_INT = r"-?[0-9]+"
+_FLOAT = r"-?(?:[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)"
+_HEX = r"0[xX][0-9a-fA-F]+"
+_SPECIAL = r"-?(?i:infinity|inf|nan)(?![A-Za-z0-9_])"
+_DTYPE = "(?:" + "|".join(sorted(dtypes.NAMES, key=len, reverse=True)) + r")(?![A-Za-z0-9_])"
+_NUMBER = f"(?:{_SPECIAL}|{_HEX}|{_FLOAT}|{_INT})"  # Lark's order: priority 3, 2, then the longer pattern
+
+_SKIP = re.compile(r"(?:[ \t\f\r\n]+|#[^\n]*|//(?!/)[^\n]*)*")  # WS and COMMENT (not /// DOC)
+_NAME_RE = re.compile(_NAME, re.S)
+_IDENT_RE = re.compile(_IDENT)
+_STRING_RE = re.compile(_STRING, re.S)
+_DTYPE_RE = re.compile(_DTYPE)
+_NUMBER_RE = re.compile(f"(?P<s>{_SPECIAL})|(?P<h>{_HEX})|(?P<f>{_FLOAT})|(?P<i>{_INT})")
+_DOC_RE = re.compile(r"///[^\n]*")
+_ANNOT_RE = re.compile(r"@[A-Za-z_][A-Za-z0-9_]*")
+_IDS = f"((?:{_NAME})?(?:{_W},{_W}(?:{_NAME})?)*)"
+_ID_TOKEN = re.compile(f"{_NAME}|,|[ \t\f\r\n]+", re.S)
+_SIMPLE_ATTRS = f"<((?:[^<>{{}}()\"\\[\\]#/]|{_STRING}|\\[(?:[^<>{{}}()\"\\[\\]#/]|{_STRING})*\\])*)>"
+
+# One plain node statement: [label] outputs = domain.Op:overload <attrs> (inputs) <attrs>
+_NODE_RE = re.compile(
+    f"{_W}(\\[{_W}({_NAME})?{_W}\\]{_W})?"  # 1: label present, 2: its name
+    f"{_IDS}{_W}={_W}"  # 3: outputs
+    f"({_NAME}(?:{_W}\\.{_W}{_NAME})*)(?:{_W}:{_W}({_NAME}))?{_W}"  # 4: op path, 5: overload
+    f"(?:{_SIMPLE_ATTRS}{_W})?"  # 6: attributes before the inputs
+    f"\\({_W}{_IDS}{_W}\\)"  # 7: inputs
+    f"(?:{_W}{_SIMPLE_ATTRS})?", re.S)  # 8: attributes after the inputs
+_SCALAR = f"(?:{_NUMBER}|{_STRING}|@[A-Za-z_][A-Za-z0-9_]*)"
+_ATTR_RE = re.compile(
+    f"{_W}({_NAME}){_W}(?::{_W}({_IDENT}){_W})?={_W}"  # 1: name, 2: declared type
+    f"({_SCALAR}|\\[{_W}(?:{_SCALAR}(?:{_W},{_W}{_SCALAR})*(?:{_W},)?)?{_W}\\]){_W}(,|\\Z)", re.S)  # 3, 4
+_SCALAR_ONLY = re.compile(_SCALAR, re.S)
+_INT_RE = re.compile(_INT)
+# A value entry in its plain form: type name (= {numbers})? followed by ',' or the closing bracket
+_ENTRY_RE = re.compile(f"{_W}({_DTYPE}(?:{_W}\\[[^\\[\\]\"<>{{}}()=#/:]*\\])?){_W}({_NAME}){_W}"
+                       f"(?:={_W}\\{{([^{{}}\"()#/]*)\\}}{_W})?([,>)])", re.S)
+_F32_MAX = 3.4028234663852886e38
+_INF = float("inf")
+
+# Words that are keywords in some parser state: where one could stand for a name, the scanner gives up.
+_KEYWORDS = frozenset(dtypes.NAMES) | {"seq", "map", "optional", "sparse_tensor", "opaque", "tensor", "type",
+                                       "raw", "base64", "hex", "elided", "sparse", "true", "false",
+                                       "training_info", "inf", "nan", "infinity"}
+
+
+def _tensor_info(tp: TypeProto):
+    """(DType, dims, count) when a tensor of type ``tp`` may take the small-tensor shortcut, else ()."""
+    tt = tp.tensor_type
+    dt = dtypes.BY_ENUM.get(tt.elem_type)
+    if dt is None or dt.name not in ("float", "double", "int64") or tp.denotation or not tt.HasField("shape"):
+        return ()
+    dims = []
+    for d in tt.shape.dim:
+        if not d.HasField("dim_value") or d.denotation or d.dim_value < 0:
+            return ()
+        dims.append(d.dim_value)
+    count = 1
+    for d in dims:
+        count *= d
+    return dt, dims, count
+
+
+class Fallback(Exception):
+    """The fast path does not handle this text (or the text has an error): parse it with Lark."""
+
+
+_B = _b.Builder()
+
+
+def parse(text: str, start: str):
+    """The proto for ``text`` read as ``start`` ("model", "graph" or "function"), or None to use Lark."""
+    if not ENABLED or start not in ("model", "graph", "function") or not isinstance(text, str):
+        return None
+    try:
+        scanner = _Scanner(text)
+        result = getattr(scanner, start)()
+        scanner.end()
+        return result
+    except Exception:  # noqa: BLE001 - Fallback, or any error the builder/protobuf raise: Lark reports it
+        return None
+
+
+def _quoted(tok: str) -> str:
+    """The proto string of a quoted name token (the builder's quoted_name rule)."""
+    if "\\" not in tok:
+        return tok[1:-1]
+    return _b._text(_b.unescape(tok), "a name")
+
+
+def _name(tok: str) -> str:
+    return _quoted(tok) if tok[0] == '"' else tok
+
+
+def _ids(text: str) -> list:
+    """An id_list's names: Builder.id_list applied to the items (None for a missing item)."""
+    if not text:
+        return []
+    # no escapes and no comma inside a quoted name: split on commas (the common case, fast)
+    if "\\" not in text and not any("," in q for q in text.split('"')[1::2]):
+        if "," not in text:
+            return [text[1:-1] if text[0] == '"' else text]
+        items = []
+        for x in text.split(","):
+            x = x.strip(" \t\f\r\n")
+            items.append((x[1:-1] if x[0] == '"' else x) if x else None)
+    else:
+        items, cur = [], None
+        for m in _ID_TOKEN.finditer(text):
+            tok = m.group()
+            if tok == ",":
+                items.append(cur)
+                cur = None
+            elif tok[0] not in " \t\f\r\n":
+                cur = _quoted(tok) if tok[0] == '"' else tok
+        items.append(cur)
+    return _B.id_list(items)
+
+
+def _number(tok: str):
+    m = _NUMBER_RE.fullmatch(tok)
+    if m is None:
+        raise Fallback
+    kind = m.lastgroup
+    if kind == "i":
+        return int(tok)
+    if kind == "h":
+        return _b.Bits(int(tok, 16))
+    return float(tok)
+
+
+def _scalar(tok: str):
+    """An attribute value token -> the builder's value (number, bytes or Ref)."""
+    c = tok[0]
+    if c == '"':
+        return _b.unescape(tok)
+    if c == "@":
+        return _b.Ref(tok[1:])
+    return _number(tok)
+
+
+def _attrs(text: str) -> list:
+    """The AttributeProtos of a simple ``<...>`` list (numbers, strings, @refs and flat lists of them)."""
+    out, pos, n = [], 0, len(text)
+    while pos < n:
+        m = _ATTR_RE.match(text, pos)
+        if m is None:
+            raise Fallback
+        name, declared, value = m.group(1), m.group(2), m.group(3)
+        if value[0] == "[":  # validated by _ATTR_RE: its scalars are the tokens findall meets
+            v = ("list", [_scalar(tok) for tok in _SCALAR_ONLY.findall(value)])
+        else:
+            v = _scalar(value)
+        out.append(_B.attr([None, _name(name), None if declared is None else _B.attr_type([declared]), v]))
+        pos = m.end()
+        if m.group(4) == "" and pos < n:
+            raise Fallback
+    if not out:
+        raise Fallback  # '<>' is a syntax error
+    return out
+
+
+class _Scanner:
+    """A recursive scanner over ``text``: one method per grammar rule it handles; ``Fallback`` otherwise."""
+
+    def __init__(self, text: str):
+        self.s = text
+        self.pos = 0
+        self._types: dict = {}  # type text -> TypeProto (the same text gives an equal TypeProto)
+        self._info: dict = {}  # type text -> (DType, dims, element count) of a dense numeric tensor, or ()
+        self._literals: dict = {}  # literal text -> value
+
+    # ------------------------------------------------------------------ tokens
+    def ws(self) -> int:
+        self.pos = _SKIP.match(self.s, self.pos).end()
+        return self.pos
+
+    def peek(self, ch: str) -> bool:
+        return self.s.startswith(ch, self.ws())
+
+    def opt(self, ch: str) -> bool:
+        if self.s.startswith(ch, self.ws()):
+            self.pos += len(ch)
+            return True
+        return False
+
+    def lit(self, ch: str) -> None:
+        if not self.opt(ch):
+            raise Fallback
+
+    def match(self, regex):
+        m = regex.match(self.s, self.ws())
+        if m is None:
+            raise Fallback
+        self.pos = m.end()
+        return m.group()
+
+    def end(self) -> None:
+        if self.ws() != len(self.s):
+            raise Fallback
+
+    def name(self, keywords_ok: bool = False) -> str:
+        """IDENT or STRING; a keyword-like IDENT gives up unless no keyword can stand there."""
+        tok = self.match(_NAME_RE)
+        if tok[0] == '"':
+            return _quoted(tok)
+        if not keywords_ok and tok in _KEYWORDS:
+            raise Fallback
+        return tok
+
+    def string(self) -> bytes:
+        return _b.unescape(self.match(_STRING_RE))
+
+    def number(self):
+        m = _NUMBER_RE.match(self.s, self.ws())
+        if m is None:
+            raise Fallback
+        self.pos = m.end()
+        return _number(m.group())
+
+    def sep(self, close: str) -> bool:
+        """After an item of ``item ("," item)* ","? close``: True when the list goes on."""
+        if self.opt(","):
+            return not self.opt(close)
+        self.lit(close)
+        return False
+
+    # ------------------------------------------------------------------ data and annotations
+    def datum(self):
+        s, p = self.s, self.ws()
+        c = s[p:p + 1]
+        if c == '"':
+            return self.string()
+        if c == "[":
+            self.pos += 1
+            if self.opt("]"):
+                return []
+            if self.peek('"'):
+                items = _b.Pairs()
+                while True:
+                    key = self.string()
+                    self.lit(":")
+                    items.append((key, self.datum()))
+                    if not self.sep("]"):
+                        return items
+            items = []
+            while True:
+                items.append(self.datum())
+                if not self.sep("]"):
+                    return items
+        if c == "{":
+            self.pos += 1
+            rec = _b.Record()
+            if self.opt("}"):
+                return rec
+            while True:
+                key = self.match(_IDENT_RE)
+                self.lit(":")
+                rec.append((key, self.datum()))
+                if not self.sep("}"):
+                    return rec
+        m = _IDENT_RE.match(s, p)
+        if m is not None and _NUMBER_RE.match(s, p) is None:
+            self.pos = m.end()
+            word = m.group()
+            if word in ("true", "false"):
+                return word == "true"
+            return word
+        return self.number()
+
+    def annotations(self):
+        """``/// doc`` lines and ``@field datum`` annotations, or None."""
+        out = None
+        while True:
+            p = self.ws()
+            if self.s.startswith("///", p):
+                text = self.match(_DOC_RE)[3:]
+                item = ("doc", text[1:] if text.startswith(" ") else text)
+            elif self.s.startswith("@", p):
+                field = self.match(_ANNOT_RE)[1:]
+                item = ("set", field, self.datum())
+            else:
+                return out
+            if out is None:
+                out = []
+            out.append(item)
+
+    # ------------------------------------------------------------------ types
+    def type(self) -> TypeProto:
+        p = self.ws()
+        m = _DTYPE_RE.match(self.s, p)
+        if m is None:
+            raise Fallback  # seq/map/optional/sparse/opaque types: Lark
+        end = self.pos = m.end()
+        shape = None
+        if self.opt("["):
+            shape = []
+            if not self.opt("]"):
+                while True:
+                    shape.append(self.dim())
+                    if self.opt(","):
+                        continue
+                    self.lit("]")
+                    break
+            end = self.pos
+        den = self.denotation()
+        if den is not None:
+            end = self.pos
+        key = self.s[p:end]  # the type's text, as _ENTRY_RE's first group sees it
+        tp = self._types.get(key)
+        if tp is None:  # the builder's tensor_type; the same type text gives an equal TypeProto
+            tp = self._types[key] = _B.tensor_type([m.group(), shape, den])
+        return tp
+
+    def dim(self):
+        d = TensorShapeProto.Dimension()
+        p = self.ws()
+        m = _INT_RE.match(self.s, p) if self.s[p:p + 1] in "-0123456789" else None
+        if m is not None:
+            self.pos = m.end()
+            d.dim_value = int(m.group())
+        elif self.opt("?"):
+            pass
+        else:
+            tok = self.match(_NAME_RE)
+            d.dim_param = _b._text(_b.unescape(tok)) if tok[0] == '"' else tok
+        den = self.denotation()
+        if den is not None:
+            d.denotation = den
+        return d
+
+    def denotation(self):
+        if self.opt(":"):
+            return _b._text(self.string())
+        return None
+
+    # ------------------------------------------------------------------ tensors
+    def tensor_data(self):
+        s, p = self.s, self.ws()
+        if s.startswith("{", p):
+            self.pos += 1
+            return _b.TensorData("typed", self.literals())
+        word = _IDENT_RE.match(s, p)
+        word = word.group() if word else ""
+        if word in ("raw", "base64", "hex"):
+            self.pos = p + len(word)
+            if word == "raw":
+                self.lit("{")
+                return _b.TensorData("raw", self.literals())
+            return (_B.base64_data if word == "base64" else _B.hex_data)([self.match(_STRING_RE)])
+        raise Fallback  # external, elided and sparse data: Lark
+
+    def literals(self) -> list:
+        """The literals of ``{...}`` after the brace (numbers, strings, true/false; no complex pairs)."""
+        out = []
+        if self.opt("}"):
+            return out
+        while True:
+            p = self.ws()
+            c = self.s[p:p + 1]
+            if c == '"':
+                out.append(self.string())
+            elif c in ("t", "f") and _IDENT_RE.match(self.s, p).group() in ("true", "false"):
+                out.append(self.match(_IDENT_RE) == "true")
+            else:
+                out.append(self.number())
+            if not self.sep("}"):
+                return out
+
+    # ------------------------------------------------------------------ values
+    def value_entry(self) -> _b.ValueEntry:
+        ann = self.annotations()
+        p = self.ws()
+        tp = self.type() if _DTYPE_RE.match(self.s, p) else None
+        name = self.name()
+        data = self.tensor_data() if self.opt("=") else None
+        return _b.ValueEntry(ann, tp, name, data)
+
+    def value_list(self, open_: str, close: str, small_tensors: bool = False) -> list:
+        """The entries of ``( ... )`` or ``< ... >``: ValueEntry objects; with ``small_tensors``, plain
+        initializers of float/double/int64 literals come as the keyword arguments of their TensorProto."""
+        self.lit(open_)
+        out = []
+        if self.opt(close):
+            return out
+        s, match, types = self.s, _ENTRY_RE.match, self._types
+        while True:
+            m = match(s, self.pos)
+            if m is not None and m.group(4) in (",", close):
+                key, name, data = m.group(1, 2, 3)
+                tp = types.get(key)
+                if tp is not None and name not in _KEYWORDS:
+                    name = _name(name)
+                    if data is None:
+                        out.append(_b.ValueEntry(None, tp, name, None))
+                    else:
+                        kw = self.small_tensor(key, name, data) if small_tensors else None
+                        out.append(kw if kw is not None else
+                                   _b.ValueEntry(None, tp, name, _b.TensorData("typed", self.values(data))))
+                    self.pos = m.end()
+                    if m.group(4) == close:
+                        return out
+                    if self.opt(close):
+                        return out
+                    continue
+            out.append(self.value_entry())
+            if not self.sep(close):
+                return out
+
+    def values(self, data: str) -> list:
+        """The literals of a ``{...}`` body matched by _ENTRY_RE (numbers and true/false only)."""
+        pieces = [x.strip(" \t\f\r\n") for x in data.split(",")]
+        if pieces[-1] == "":
+            pieces.pop()  # trailing comma (or an empty body)
+        cache = self._literals
+        out = []
+        for x in pieces:
+            v = cache.get(x)
+            if v is None:
+                if x in ("true", "false"):
+                    v = x == "true"
+                else:
+                    v = _number(x)  # Fallback for an empty piece or anything else
+                cache[x] = v
+            out.append(v)
+        return out
+
+    def small_tensor(self, key: str, name: str, data: str):
+        """TensorProto keyword arguments equal to build_tensor's result for a float/double/int64 tensor of
+        plain literals, or None (the builder then makes it)."""
+        info = self._info.get(key)
+        if info is None:
+            info = self._info[key] = _tensor_info(self._types[key])
+        if not info:
+            return None
+        dt, dims, count = info
+        vals = self.values(data)
+        if len(vals) != count:
+            return None
+        if dt.kind == "float":  # float/double: only float tokens (ints and bit patterns take the builder's rules)
+            for v in vals:
+                if type(v) is not float or (dt.enum == 1 and not -_F32_MAX <= v <= _F32_MAX and v == v
+                                             and abs(v) != _INF):
+                    return None  # numpy warns when it overflows a float32: leave that to the builder
+        else:
+            for v in vals:
+                if type(v) is not int or not -2**63 <= v < 2**63:
+                    return None
+        kw = {"data_type": dt.enum, "dims": dims, dt.field: vals}
+        if name:
+            kw["name"] = name
+        return kw
+
+    # ------------------------------------------------------------------ nodes
+    def node_list(self, into) -> None:
+        """Node statements up to the closing brace, added to the repeated field ``into``."""
+        self.lit("{")
+        s, match, add = self.s, _NODE_RE.match, into.add
+        pos = self.pos
+        while True:
+            m = match(s, pos)
+            if m is None:
+                self.pos = pos
+                p = self.ws()
+                if s.startswith("}", p):
+                    self.pos = p + 1
+                    return
+                ann = self.annotations()
+                m = match(s, self.pos)
+                if m is None:
+                    raise Fallback  # comments inside a statement, tensor/graph attributes...: Lark
+                _b.apply_annotations(self.node(m, add), ann)
+            else:
+                self.node(m, add)
+            pos = m.end()
+
+    def node(self, m, add) -> NodeProto:
+        """Add the NodeProto of a matched statement, exactly as Builder.node makes it."""
+        label, label_name, outs, op, overload, attrs1, ins, attrs2 = m.groups()
+        if "." in op:
+            parts = [_name(x) for x in _NAME_RE.findall(op)]
+            domain, op_type = ".".join(parts[:-1]), parts[-1]
+        else:
+            domain, op_type = "", (_quoted(op) if op[0] == '"' else op)
+        if attrs1 is not None or attrs2 is not None:
+            if attrs1 is not None and attrs2 is not None:
+                raise Fallback  # the builder's error: Lark reports it
+            attrs = _attrs(attrs1 if attrs1 is not None else attrs2)
+        else:
+            attrs = ()
+        if label is None:
+            n = add(input=_ids(ins), output=_ids(outs), op_type=op_type, domain=domain, attribute=attrs)
+        else:
+            n = add(input=_ids(ins), output=_ids(outs), op_type=op_type, domain=domain, attribute=attrs,
+                    name="" if label_name is None else _name(label_name))
+        if overload is not None:
+            n.overload = _name(overload)
+        return n
+
+    # ------------------------------------------------------------------ graphs, functions, models
+    def graph(self):
+        ann = self.annotations()
+        name = self.name()
+        inputs = self.value_list("(", ")")
+        self.lit("=>")
+        outputs = self.value_list("(", ")")
+        values = self.value_list("<", ">", small_tensors=True) if self.peek("<") else ()
+        # the builder makes the graph; values and nodes follow in order (each field keeps its order)
+        g = _B.graph([ann, name, inputs, outputs, None, []])
+        add_init = g.initializer.add
+        for e in values:
+            if type(e) is dict:
+                add_init(**e)
+            else:
+                _b._graph_value_entry(g, e)
+        self.node_list(g.node)
+        return g
+
+    def header(self):
+        self.lit("<")
+        entries = []
+        if self.opt(">"):
+            return entries
+        while True:
+            key = self.match(_IDENT_RE)
+            self.lit(":")
+            entries.append((key, self.datum(), key))
+            if not self.sep(">"):
+                return entries
+
+    def fn_io(self) -> list:
+        self.lit("(")
+        out = []
+        if self.opt(")"):
+            return out
+        while True:
+            p = self.ws()
+            tp = self.type() if _DTYPE_RE.match(self.s, p) else None
+            out.append((tp, self.name()))
+            if not self.sep(")"):
+                return out
+
+    def fn_attrs(self):
+        self.lit("<")
+        out = []
+        if self.opt(">"):
+            return out
+        while True:
+            ann = self.annotations()
+            name = self.name()
+            if self.peek("=") or self.peek(":"):
+                declared = _B.attr_type([self.match(_IDENT_RE)]) if self.opt(":") else None
+                self.lit("=")
+                p = self.ws()
+                m = _SCALAR_ONLY.match(self.s, p)
+                if m is None:
+                    raise Fallback
+                self.pos = m.end()
+                out.append(_B.attr([ann, name, declared, _scalar(m.group())]))
+            elif ann is not None:
+                raise Fallback
+            else:
+                out.append(name)
+            if not self.sep(">"):
+                return out
+
+    def function(self):
+        ann = self.annotations()
+        header = self.header() if self.peek("<") else None
+        name = self.name()
+        attrs = self.fn_attrs() if self.peek("<") else None
+        ins = self.fn_io()
+        self.lit("=>")
+        outs = self.fn_io()
+        values = self.value_list("<", ">") if self.peek("<") else None
+        f = _B.function([ann, header, name, attrs, ins, outs, values, []])
+        self.node_list(f.node)
+        return f
+
+    def model(self):
+        ann = self.annotations()
+        header = self.header() if self.peek("<") else None
+        if header is None and ann is not None:
+            raise Fallback  # annotations of the model or of the graph: the grammar decides, not us
+        children = [ann, header, self.graph()]
+        while self.ws() < len(self.s):
+            children.append(self.function())
+        return _B.model(children)
