@@ -62,25 +62,28 @@ class Change:
         return "+" if self.kind.endswith(".added") else "-" if self.kind.endswith(".removed") else "~"
 
     def message(self) -> str:
-        text = self.subject
-        if self.name is not None:
-            text += f": {self.name}"
+        """One line: the subject, then what changed about it."""
+        what = self.what()
+        return self.subject + (": " + what if what else "")
+
+    def what(self) -> str:
+        """What changed, without the subject (``alpha: 0.1 -> 0.2``); empty for a plain addition/removal."""
+        parts = [] if self.name is None else [str(self.name)]
         d = self.detail
         if "differing" in d:
-            text += f": {d['differing']} of {d['total']} elements differ"
+            text = f"{d['differing']} of {d['total']} elements differ"
             if d.get("max_abs_diff") is not None:
                 text += f", max abs diff {_num(d['max_abs_diff'])}"
             if d.get("nan_mismatch"):
                 text += f", {d['nan_mismatch']} NaN vs number"
-        elif self.kind.endswith((".added", ".removed")) and self.old is None and self.new is None:
-            pass
-        elif self.old is None:
-            text += f": added {self.new}"
-        elif self.new is None:
-            text += f": removed (was {self.old})"
-        else:
-            text += f": {self.old} -> {self.new}"
-        return text
+            parts.append(text)
+        elif self.old is None and self.new is not None:
+            parts.append(f"added {self.new}")
+        elif self.new is None and self.old is not None:
+            parts.append(f"removed (was {self.old})")
+        elif self.old is not None:
+            parts.append(f"{self.old} -> {self.new}")
+        return ": ".join(parts)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -108,11 +111,24 @@ class DiffResult:
         paint = _paint if color else (lambda text, _style: text)
         lines = [paint(f"--- {self.a_label}", "bold"), paint(f"+++ {self.b_label}", "bold")]
         current = None
-        for c in self.changes:
+        changes = self.changes
+        i = 0
+        while i < len(changes):
+            c = changes[i]
             if c.path != current:
                 lines.append(paint(c.path, "bold"))
                 current = c.path
-            lines.append("  " + paint(f"{c.marker} {c.message()}", c.marker))
+            # several changes of one element: the element once, then one indented line per change
+            k = i + 1
+            while k < len(changes) and (changes[k].path, changes[k].subject, changes[k].marker) == (
+                    c.path, c.subject, "~") and c.marker == "~":
+                k += 1
+            if k - i == 1:
+                lines.append("  " + paint(f"{c.marker} {c.message()}", c.marker))
+            else:
+                lines.append("  " + paint(f"~ {c.subject}", "~"))
+                lines += ["      " + paint(x.what(), "~") for x in changes[i:k]]
+            i = k
         n = len(self.changes)
         lines.append(f"{n} change{'s' if n != 1 else ''}")
         return "\n".join(lines) + "\n"
