@@ -22,6 +22,7 @@ from onnx import AttributeProto, defs
 
 from .. import tensors
 from ..errors import EvalError, OnnxTextError
+from .fusion import fuse_steps
 from .registry import lookup, normalize_domain
 
 _A = AttributeProto
@@ -308,12 +309,17 @@ class Preparation:
         return self
 
 
-def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=None) -> GraphPlan:
+def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=None, overridden=None) -> GraphPlan:
     """Prepare ``graph``: see the module docstring.
 
     ``external`` names initializers whose current value comes from the enclosing scope at run time
     (training state variables): they are neither decoded nor folded. ``keep`` are extra names to keep
     alive; ``outputs`` overrides the graph's outputs (and prunes nodes not needed for them).
+    ``overridden`` names the initializers listed as graph inputs that the feeds replace: only those
+    are not constants (None: every such initializer, as for subgraphs fed positionally). The main
+    graph gets one plan per set of overridden initializers, so the usual call, which feeds none of
+    them, folds everything computed from initializers (the light models' ConstantOfShape weights;
+    onnxruntime folds them too at session creation).
     """
     input_names = [i.name for i in graph.input]
     output_names = list(outputs) if outputs is not None else [o.name for o in graph.output]
@@ -328,7 +334,7 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
         from .kernels.core import sparse_to_dense
         constants[sp.values.name] = sparse_to_dense(sp, prep.evaluator.base_dir)
     # initializers that are also graph inputs are defaults a feed may override: not constants
-    const_names = set(constants) - set(input_names)
+    const_names = set(constants) - set(input_names if overridden is None else overridden)
     defined = set(input_names) | set(constants) | set(free_names) | {""}
 
     nodes = list(graph.node)
@@ -365,6 +371,7 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
         raw_steps.append((step, used))
 
     keep_set = set(output_names) | set(keep)
+    raw_steps = fuse_steps(raw_steps, constants, const_names, keep_set)
     last_use: dict[str, int] = {}
     for i, (step, used) in enumerate(raw_steps):
         for n in used:
@@ -420,7 +427,8 @@ def _fold(step, constants):
     fn, ins, outs, attrs, _, info, context = step
     try:
         args = [constants[n] if n else None for n in ins]
-        out = fn(KernelContext(info, constants), *args, **attrs) if context else fn(*args, **attrs)
+        with np.errstate(all="ignore"):  # inf/nan are values, as at run time
+            out = fn(KernelContext(info, constants), *args, **attrs) if context else fn(*args, **attrs)
     except Exception:  # noqa: BLE001 - the node fails at run time instead, with a proper message
         return None
     return out if type(out) is tuple else (out,)

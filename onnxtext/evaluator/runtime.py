@@ -74,6 +74,7 @@ class Evaluator:
         g = self.model.graph
         self._inits = {t.name for t in g.initializer} | {t.values.name for t in g.sparse_initializer}
         self.input_names = [i.name for i in g.input if i.name not in self._inits]
+        self._n_required = len(self.input_names)
         self.output_names = [o.name for o in g.output]
         self._input_types = {i.name: i.type for i in g.input}
         if engine == "onnxruntime":
@@ -105,15 +106,17 @@ class Evaluator:
                 raise EvalError(f"initializer {init.name!r}: {e}") from None
         return entry[1]
 
-    def _plan_for(self, output_names) -> GraphPlan:
-        key = tuple(output_names) if output_names else None
+    def _plan_for(self, output_names, overridden=()) -> GraphPlan:
+        """The plan computing ``output_names`` when the feeds replace the initializers ``overridden``
+        (a tuple; usually empty, so everything computed from initializers is folded once)."""
+        key = (tuple(output_names) if output_names else None, overridden)
         plan = self._plans.get(key)
         if plan is None:
             outputs = None
-            if key is not None and key != tuple(self.output_names):
-                outputs = key
+            if key[0] is not None and key[0] != tuple(self.output_names):
+                outputs = key[0]
             plan = self._plans[key] = prepare_graph(self.model.graph, self._prep, external=self._state_names,
-                                                    outputs=outputs)
+                                                    outputs=outputs, overridden=overridden)
         return plan
 
     # ------------------------------------------------------------------------------------ inference
@@ -124,7 +127,9 @@ class Evaluator:
                 return self._ort.run(output_names, feeds)
             except Exception as e:  # noqa: BLE001 - onnxruntime's own exception types
                 raise EvalError(f"onnxruntime: {e}") from None
-        plan = self._plan_for(output_names)
+        # feeding an initializer listed as an input (a default) needs a plan that did not fold it
+        overridden = tuple(sorted(n for n in feeds if n in self._inits)) if len(feeds) > self._n_required else ()
+        plan = self._plan_for(output_names, overridden)
         env = plan.bind_outer(self._state)
         for name, value in feeds.items():
             if name not in self._input_types:

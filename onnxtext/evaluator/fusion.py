@@ -1,0 +1,256 @@
+"""Plan-time fusion of the node chains CNNs are made of (what onnxruntime's graph optimizer does).
+
+:func:`fuse_steps` rewrites a prepared step list (see :mod:`.plan`) before last uses are computed:
+
+* Conv followed by inference BatchNormalization, and by Mul/Add with constant per-channel operands,
+  becomes ONE Conv with folded weights and bias (``W' = W * f``, ``B' = B * f + s``): the
+  normalization costs nothing at run time.
+* A BatchNormalization that does not follow a Conv (DenseNet's Concat -> BN -> Mul -> Add), with the
+  Mul/Add after it, becomes one per-channel multiply-add step with constants computed once.
+* A Relu whose input is produced by a step that returns a fresh array (Conv, the fused steps, Add,
+  Sum, Concat, Gemm...) and read by nothing else runs in place on that array, inside the producing
+  step: no second output array, no second dispatch.
+
+A fold only applies when the intermediate value has exactly one reader and is not an output (nor a
+value kept for a subgraph), and when the operands it folds are constants. A fused step keeps the
+original kernels as a fallback for inputs the fast path was not prepared for (another rank or dtype),
+so the result never differs from running the nodes one by one beyond float rounding.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+
+#: ops whose kernel always returns a newly allocated, writeable array (never an input or a view of
+#: one): their output can be overwritten in place when nothing else reads it
+_FRESH = {"Conv", "Add", "Sub", "Mul", "Div", "Concat", "Gemm", "MatMul", "BatchNormalization"}
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def fuse_steps(raw_steps: list, constants: dict, const_names: set, keep: set) -> list:
+    """``raw_steps`` (a list of ``(step, used names)``) with the chains above fused.
+
+    ``constants`` maps names to values, of which only ``const_names`` are true constants (the others
+    are initializers a feed may override); folded weights are added to both.
+    """
+    known = _Constants(constants, const_names)
+    readers = Counter(n for _, used in raw_steps for n in used)
+    producer: dict[str, int] = {}
+    steps = list(raw_steps)
+    for i, (step, used) in enumerate(raw_steps):
+        j = _single_producer(step, producer, readers, keep, known)
+        fused = _fuse_pair(steps[j][0], step, known) if j is not None else None
+        if fused is None:
+            for n in step[2]:
+                producer[n] = i
+            continue
+        steps[j] = (fused, [n for n in fused[1] if n])
+        steps[i] = None
+        for n in step[2]:
+            producer[n] = j
+    return [s for s in steps if s is not None]
+
+
+class _Constants:
+    """The true constants of the graph being prepared (new folded values are added to the plan's)."""
+
+    def __init__(self, constants, names):
+        self.constants, self.names = constants, names
+
+    def get(self, name):
+        return self.constants.get(name) if name in self.names else None
+
+    def __contains__(self, name):
+        return name in self.names
+
+    def add(self, name, value):
+        self.constants[name] = value
+        self.names.add(name)
+
+
+def _single_producer(step, producer, readers, keep, known):
+    """Index of the step computing this step's data input, when this step is its only reader."""
+    op, domain = step[5].node.op_type, step[5].domain
+    if domain or op not in ("BatchNormalization", "Mul", "Add", "Relu") or not step[1]:
+        return None
+    ins = step[1]
+    data = ins[0]
+    if op in ("Mul", "Add") and len(ins) == 2 and ins[0] in known and ins[1] not in known:
+        data = ins[1]
+    if data not in producer or readers[data] != 1 or data in keep:
+        return None
+    return producer[data]
+
+
+# ------------------------------------------------------------------------------------ pair folding
+def _fuse_pair(first, second, known):
+    """One step doing ``first`` then ``second`` (second reads first's only output), or None."""
+    op1, op2 = first[5].node.op_type, second[5].node.op_type
+    if first[5].domain or len(first[2]) != 1 or isinstance(first[0], _InPlaceRelu):
+        return None
+    if op2 == "Relu":
+        if isinstance(first[0], FusedAffine):
+            first[0].relu = True
+            return first[:2] + second[2:3] + first[3:]
+        if op1 in _FRESH or (op1 == "Sum" and len(first[1]) >= 2):
+            return (_InPlaceRelu(first[0]),) + first[1:2] + second[2:3] + first[3:]
+        return None
+    affine = _channel_affine(second, known)
+    if affine is None:
+        return None
+    if isinstance(first[0], FusedAffine):
+        return first[:2] + second[2:3] + first[3:] if first[0].compose(affine, second, known) else None
+    if op1 == "Conv":
+        return _fold_into_conv(first, second, affine, known)
+    if op1 == "BatchNormalization":
+        base = _channel_affine(first, known)
+        if base is None:
+            return None
+        fused = FusedAffine(base, first, known)
+        if not fused.compose(affine, second, known):
+            return None
+        return (fused, first[1][:1], second[2], {}, (), first[5], False)
+    return None
+
+
+def _channel_affine(step, known):
+    """``(factor, shift, rank)`` when ``step`` computes ``x * factor + shift`` per channel (axis 1)
+    with constant 1-D ``factor``/``shift`` (or size-1 ones); ``rank`` is the rank of x this requires
+    (None: any rank >= 2). None when the step is not such an operation."""
+    node, ins, attrs = step[5].node, step[1], step[3]
+    op = node.op_type
+    if op == "BatchNormalization":
+        if len([o for o in node.output if o]) != 1 or attrs.get("training_mode", 0) or len(ins) != 5:
+            return None
+        params = [known.get(n) for n in ins[1:]]
+        if any(p is None or p.ndim != 1 or p.dtype not in _FLOATS for p in params):
+            return None
+        scale, bias, mean, var = (p.astype(np.float64) for p in params)
+        factor = scale / np.sqrt(var + attrs["epsilon"])
+        return factor, bias - mean * factor, None
+    if op not in ("Mul", "Add") or len(ins) != 2 or attrs.get("broadcast", 0):
+        return None
+    c = known.get(ins[1]) if ins[1] in known else known.get(ins[0])
+    if not isinstance(c, np.ndarray) or c.dtype not in _FLOATS:
+        return None
+    rank = None
+    if c.size == 1:
+        values = c.reshape(1).astype(np.float64)
+        if c.ndim > 2:
+            rank = c.ndim  # a (1, 1, 1) constant still raises the result's rank to its own
+    elif c.ndim >= 2 and all(d == 1 for d in c.shape[1:]):
+        values, rank = c.reshape(-1).astype(np.float64), c.ndim + 1  # (C, 1, 1) against (N, C, H, W)
+    elif c.ndim >= 3 and c.shape[0] == 1 and all(d == 1 for d in c.shape[2:]):
+        values, rank = c.reshape(-1).astype(np.float64), c.ndim  # (1, C, 1, 1)
+    else:
+        return None
+    if op == "Mul":
+        return values, np.zeros_like(values), rank
+    return np.ones_like(values), values, rank
+
+
+def _fold_into_conv(conv, after, affine, known):
+    """The Conv step with ``after`` (a per-channel affine op) folded into its weights and bias."""
+    factor, shift, rank = affine
+    ins = conv[1]
+    w = known.get(ins[1]) if len(ins) > 1 else None
+    has_bias = len(ins) > 2 and ins[2]
+    b = known.get(ins[2]) if has_bias else None
+    if w is None or w.dtype not in _FLOATS or (has_bias and (b is None or b.dtype != w.dtype)):
+        return None
+    m = w.shape[0]
+    if (rank is not None and rank != w.ndim) or factor.size not in (1, m) or w.ndim < 3:
+        return None
+    f = np.broadcast_to(factor, (m,))
+    new_w = (w.astype(np.float64) * f.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w.dtype)
+    base = np.zeros(m) if b is None else b.astype(np.float64)
+    new_b = (base * f + shift).astype(w.dtype)
+    w_name, b_name = after[2][0] + "\x00W", after[2][0] + "\x00B"
+    known.add(w_name, new_w)
+    known.add(b_name, new_b)
+    return (conv[0], (ins[0], w_name, b_name)) + after[2:3] + conv[3:]
+
+
+# ------------------------------------------------------------------------------------ fused steps
+class _InPlaceRelu:
+    """A kernel followed by a Relu applied in place to its (fresh, unshared) result."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args, **attrs):
+        y = self.fn(*args, **attrs)
+        if type(y) is np.ndarray and y.ndim and y.flags.writeable:
+            return np.maximum(y, y.dtype.type(0), out=y)
+        return np.asarray(np.maximum(y, np.zeros((), y.dtype)))
+
+
+class FusedAffine:
+    """A per-channel ``x * factor + shift`` (optionally followed by Relu) replacing a chain of steps.
+
+    ``chain`` keeps the original kernels with their constant operands; they run one by one when the
+    input is not what the fast path was prepared for (another rank, a non-float dtype).
+    """
+
+    __slots__ = ("factor", "shift", "rank", "relu", "chain", "_prepared")
+
+    def __init__(self, affine, step, known):
+        self.factor, self.shift, self.rank = affine
+        self.chain = [_chain_entry(step, known)]
+        self.relu = False
+        self._prepared = {}
+
+    def compose(self, affine, step, known) -> bool:
+        """Append ``y * f + s`` computed by ``step``; False when it cannot be folded in."""
+        factor, shift, rank = affine
+        if self.relu or (rank is not None and self.rank is not None and rank != self.rank):
+            return False
+        if factor.size != 1 and self.factor.size != 1 and factor.size != self.factor.size:
+            return False
+        self.rank = rank if rank is not None else self.rank
+        self.factor, self.shift = self.factor * factor, self.shift * factor + shift
+        self.chain.append(_chain_entry(step, known))
+        return True
+
+    def __call__(self, x):
+        key = (x.dtype, x.ndim) if type(x) is np.ndarray else None
+        consts = self._prepared.get(key)
+        if consts is None:
+            if key is None or x.dtype not in _FLOATS or x.ndim < 2 or \
+                    (self.rank is not None and x.ndim != self.rank) or self.factor.size not in (1, x.shape[1]):
+                return self._one_by_one(x)
+            shape = (-1,) + (1,) * (x.ndim - 2)
+            consts = self._prepared[key] = (self.factor.astype(x.dtype).reshape(shape),
+                                            self.shift.astype(x.dtype).reshape(shape))
+        elif self.factor.size not in (1, x.shape[1]):
+            return self._one_by_one(x)
+        y = np.multiply(x, consts[0])
+        y += consts[1]
+        if self.relu:
+            np.maximum(y, x.dtype.type(0), out=y)
+        return y
+
+    def _one_by_one(self, x):
+        from .plan import KernelContext
+
+        value = x
+        for fn, args, attrs, info, context in self.chain:
+            args = [value if a is _DATA else a for a in args]
+            value = fn(KernelContext(info, {}), *args, **attrs) if context else fn(*args, **attrs)
+        if self.relu:
+            value = np.asarray(np.maximum(value, np.zeros((), value.dtype)))
+        return value
+
+
+_DATA = object()  # placeholder of the data operand in a chain entry's arguments
+
+
+def _chain_entry(step, known):
+    fn, ins, _, attrs, _, info, context = step
+    args = [known.get(n) if n in known else _DATA for n in ins]
+    return fn, args, attrs, info, context
