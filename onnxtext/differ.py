@@ -292,12 +292,19 @@ class _Ctx:
                 self.add(f"{prefix}.{f}", path, subject, f, _cut(repr(va)) if va != "" else None,
                          _cut(repr(vb)) if vb != "" else None)
         if hasattr(a, "metadata_props"):
-            ma = {p.key: p.value for p in a.metadata_props}
-            mb = {p.key: p.value for p in b.metadata_props}
-            for k in list(ma) + [k for k in mb if k not in ma]:
-                if ma.get(k) != mb.get(k):
-                    self.add(f"{prefix}.metadata", path, subject, k, _cut(repr(ma[k])) if k in ma else None,
-                             _cut(repr(mb[k])) if k in mb else None)
+            self.keyed(f"{prefix}.metadata", path, subject, {p.key: p.value for p in a.metadata_props},
+                       {p.key: p.value for p in b.metadata_props}, show=lambda v: _cut(repr(v)))
+
+    def keyed(self, kind, path, subject, da: dict, db: dict, show=str, key=json.dumps):
+        """Compare two dicts (metadata, opset versions): one change per key added, removed or changed."""
+        for k in list(da) + [k for k in db if k not in da]:
+            if da.get(k) != db.get(k):
+                self.add(kind, path, subject, key(k), show(da[k]) if k in da else None,
+                         show(db[k]) if k in db else None)
+
+    def opsets(self, kind, path, a, b):
+        self.keyed(kind, path, "opset", {_domain(o.domain): o.version for o in a.opset_import},
+                   {_domain(o.domain): o.version for o in b.opset_import})
 
 
 # ---------------------------------------------------------------------------------------------- model
@@ -305,11 +312,7 @@ def _diff_model(ctx: _Ctx, a: ModelProto, b: ModelProto) -> None:
     path = "model"
     if a.ir_version != b.ir_version:
         ctx.add("model.ir_version", path, "ir_version", None, a.ir_version, b.ir_version)
-    oa = {_domain(o.domain): o.version for o in a.opset_import}
-    ob = {_domain(o.domain): o.version for o in b.opset_import}
-    for d in list(oa) + [d for d in ob if d not in oa]:
-        if oa.get(d) != ob.get(d):
-            ctx.add("model.opset", path, "opset", repr(d), oa.get(d), ob.get(d))
+    ctx.opsets("model.opset", path, a, b)
     ctx.fields("model", path, "model", a, b, ("producer_name", "producer_version", "domain", "model_version",
                                               "doc_string"))
     for f in ("configuration", "training_info"):
@@ -583,19 +586,13 @@ def diff_graph(ctx: _Ctx, path: str, ga, gb, outer_a: dict, outer_b: dict, top: 
 def diff_function(ctx: _Ctx, path: str, fa, fb) -> None:
     """Diff two model-local functions with the same (domain, name, overload)."""
     ctx.fields("function", path, "function", fa, fb, ("doc_string",))
-    oa = {_domain(o.domain): o.version for o in fa.opset_import}
-    ob = {_domain(o.domain): o.version for o in fb.opset_import}
-    for d in list(oa) + [d for d in ob if d not in oa]:
-        if oa.get(d) != ob.get(d):
-            ctx.add("function.opset", path, "opset", repr(d), oa.get(d), ob.get(d))
+    ctx.opsets("function.opset", path, fa, fb)
     if list(fa.attribute) != list(fb.attribute):
-        ctx.add("function.attributes", path, "function", "attributes", list(fa.attribute), list(fb.attribute))
-    da = {a.name: a for a in fa.attribute_proto}
-    db = {a.name: a for a in fb.attribute_proto}
-    for k in list(da) + [k for k in db if k not in da]:
-        if k not in da or k not in db or _attr_bytes(da[k]) != _attr_bytes(db[k]):
-            ctx.add("function.attribute_default", path, "function", k, _attr_text(da[k]) if k in da else None,
-                    _attr_text(db[k]) if k in db else None)
+        ctx.add("function.attributes", path, "function", "attributes", "[" + ", ".join(fa.attribute) + "]",
+                "[" + ", ".join(fb.attribute) + "]")
+    ctx.keyed("function.attribute_default", path, "function",
+              {a.name: (_attr_bytes(a), a) for a in fa.attribute_proto},
+              {a.name: (_attr_bytes(a), a) for a in fb.attribute_proto}, show=lambda v: _attr_text(v[1]), key=str)
     for what in ("input", "output"):
         la, lb = getattr(fa, what), getattr(fb, what)
         if len(la) != len(lb):
