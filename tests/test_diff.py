@@ -387,3 +387,12 @@ def test_cli_exit_status_end_to_end(files):
     codes = [subprocess.run([sys.executable, "-m", "onnxtext", "diff", str(a), str(b)], capture_output=True,
                             env=env).returncode for b in (same, changed)]
     assert codes == [0, 1]
+
+
+def test_worked_example_of_the_docs_is_current():
+    """docs/reviewing.md shows `onnxtext diff` of examples/mlp.onnxtext against its edited version: same report."""
+    doc = open(os.path.join(ROOT, "docs", "reviewing.md"), encoding="utf-8").read()
+    v2 = re.search(r"```onnxtext\n(.*?)```", doc, re.S).group(1)
+    shown = re.search(r"\$ onnxtext diff \S+ \S+\n(.*?)\$ echo", doc, re.S).group(1).splitlines()
+    report = onnxtext.diff(os.path.join(EXAMPLES, "mlp.onnxtext"), v2).splitlines()
+    assert report[2:] == shown[2:]  # the ---/+++ lines name the files
