@@ -6,7 +6,7 @@ they are carried over by position:
 1. The source is parsed a second time into a plain lark tree (no builder) whose lexer reports every
    ``COMMENT`` token, and the tree is walked into *elements*: model, header entries, graphs, their inputs,
    outputs, ``<...>`` values and node block, nodes, attribute lists, attributes, nested graphs, functions,
-   training_info. Each element has a path that names it independently of its layout
+   training_info, ``@field`` annotations. Each element has a path that names it independently of its layout
    (``graph.node[1].attribute[body].g.node[0]``), a start (its first character, ``///`` doc lines included),
    a head (its first token after annotations) and an end.
 2. The canonical text is parsed the same way, giving the position of every path there.
@@ -118,15 +118,26 @@ class _Walker:
         self.roots: list[Element] = []
 
     def add(self, path: str, tree, parent: Element | None) -> Element | None:
+        from lark import Tree
+
         from .checker.spans import first_token
 
         meta = tree.meta
         if getattr(meta, "empty", True):
             return None
-        tok = first_token(tree)
-        head = tok.start_pos if tok is not None else meta.start_pos
+        head = meta.start_pos  # may be an anonymous token ('<', '{') that the tree does not hold
+        ann = tree.children[0] if tree.children else None
+        if isinstance(ann, Tree) and ann.data == "annotations":
+            tok = first_token(tree)  # the first token after the annotations
+            head = tok.start_pos if tok is not None else head
         e = Element(path, parent, meta.start_pos, head, meta.end_pos)
         (parent.children if parent is not None else self.roots).append(e)
+        if isinstance(ann, Tree) and ann.data == "annotations":
+            # '@field value' lines are elements too (so a comment can trail one); '///' lines belong to e
+            for a in ann.children:
+                if isinstance(a, Tree) and a.data == "annotation" and not getattr(a.meta, "empty", True):
+                    e.children.append(Element(f"{path}.{a.children[0]}", e, a.meta.start_pos,
+                                              a.meta.start_pos, a.meta.end_pos))
         return e
 
     def model(self, t, path, parent):
