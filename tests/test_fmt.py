@@ -6,6 +6,7 @@ for idempotence and proto equality, plain and with comments sprinkled in at rand
 """
 
 import glob
+import io
 import os
 import random
 import re
@@ -233,12 +234,25 @@ def test_cli_directory_means_its_text_models(tmp_path, capsys):
     assert capsys.readouterr().out == f"would reformat {tmp_path / 'sub' / 'x.onnxtext'}\n"
 
 
-def test_cli_stdin_to_stdout():
+def _stdin(monkeypatch, text):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode("utf-8"))))
+
+
+def test_cli_stdin_to_stdout(monkeypatch, capsys):
+    _stdin(monkeypatch, UGLY)
+    assert main(["fmt", "-"]) == 0
+    assert capsys.readouterr().out == format_text(UGLY)
+    _stdin(monkeypatch, UGLY)
+    assert main(["fmt", "--check", "-"]) == 1
+    assert capsys.readouterr().out == "would reformat <stdin>\n"
+    _stdin(monkeypatch, BAD)
+    assert main(["fmt", "-"]) == 1
+    r = capsys.readouterr()
+    assert r.out == "" and "<stdin>:3:1:" in r.err
+
+
+def test_cli_as_a_process_pipe():
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    run = [sys.executable, "-m", "onnxtext", "fmt"]
-    r = subprocess.run(run + ["-"], input=UGLY, capture_output=True, text=True, env=env)
+    r = subprocess.run([sys.executable, "-m", "onnxtext", "fmt", "-"], input=UGLY, capture_output=True, text=True,
+                       env=env)
     assert r.returncode == 0 and r.stdout == format_text(UGLY), r.stderr
-    r = subprocess.run(run + ["--check", "-"], input=UGLY, capture_output=True, text=True, env=env)
-    assert r.returncode == 1 and r.stdout == "would reformat <stdin>\n"
-    r = subprocess.run(run + ["-"], input=BAD, capture_output=True, text=True, env=env)
-    assert r.returncode == 1 and r.stdout == "" and "<stdin>:3:1:" in r.stderr
