@@ -63,7 +63,7 @@ _NODE_RE = re.compile(
     f"({_NAME}(?:{_W}\\.{_W}{_NAME})*)(?:{_W}:{_W}({_NAME}))?{_W}"  # 4: op path, 5: overload
     f"(?:{_SIMPLE_ATTRS}{_W})?"  # 6: attributes before the inputs
     f"\\({_W}{_IDS}{_W}\\)"  # 7: inputs
-    f"(?:{_W}{_SIMPLE_ATTRS})?", re.S)  # 8: attributes after the inputs
+    f"(?:{_W}{_SIMPLE_ATTRS})?(?!{_W}<)", re.S)  # 8: attributes after the inputs (not complex ones)
 _SCALAR = f"(?:{_NUMBER}|{_STRING}|@[A-Za-z_][A-Za-z0-9_]*)"
 _ATTR_RE = re.compile(
     f"{_W}({_NAME}){_W}(?::{_W}({_IDENT}){_W})?={_W}"  # 1: name, 2: declared type
@@ -73,6 +73,7 @@ _INT_RE = re.compile(_INT)
 # A value entry in its plain form: type name (= {numbers})? followed by ',' or the closing bracket
 _ENTRY_RE = re.compile(f"{_W}({_DTYPE}(?:{_W}\\[[^\\[\\]\"<>{{}}()=#/:]*\\])?){_W}({_NAME}){_W}"
                        f"(?:={_W}\\{{([^{{}}\"()#/]*)\\}}{_W})?([,>)])", re.S)
+_COMPOUND = {"seq": "seq_type", "optional": "optional_type", "map": "map_type", "sparse_tensor": "sparse_type"}
 _F32_MAX = 3.4028234663852886e38
 _INF = float("inf")
 
@@ -324,11 +325,32 @@ class _Scanner:
             out.append(item)
 
     # ------------------------------------------------------------------ types
+    def type_starts(self) -> bool:
+        """Whether a type begins here (a data type, or seq/optional/map/sparse_tensor and '(')."""
+        p = self.ws()
+        if _DTYPE_RE.match(self.s, p):
+            return True
+        m = _IDENT_RE.match(self.s, p)
+        return m is not None and m.group() in _COMPOUND and self.s.startswith("(", _SKIP.match(self.s, m.end()).end())
+
     def type(self) -> TypeProto:
         p = self.ws()
         m = _DTYPE_RE.match(self.s, p)
         if m is None:
-            raise Fallback  # seq/map/optional/sparse/opaque types: Lark
+            word = _IDENT_RE.match(self.s, p)
+            if word is None or word.group() not in _COMPOUND:
+                raise Fallback  # opaque(...), tensor, type(): Lark
+            self.pos = word.end()
+            word = word.group()
+            self.lit("(")
+            if word == "map":
+                key = self.match(_DTYPE_RE)
+                self.lit(",")
+                args = [key, self.type()]
+            else:
+                args = [self.type()]
+            self.lit(")")
+            return getattr(_B, _COMPOUND[word])(args + [self.denotation()])
         end = self.pos = m.end()
         shape = None
         if self.opt("["):
@@ -409,7 +431,7 @@ class _Scanner:
     def value_entry(self) -> _b.ValueEntry:
         ann = self.annotations()
         p = self.ws()
-        tp = self.type() if _DTYPE_RE.match(self.s, p) else None
+        tp = self.type() if self.type_starts() else None
         name = self.name()
         data = self.tensor_data() if self.opt("=") else None
         return _b.ValueEntry(ann, tp, name, data)
@@ -505,8 +527,10 @@ class _Scanner:
                     return
                 ann = self.annotations()
                 m = match(s, self.pos)
-                if m is None:
-                    raise Fallback  # comments inside a statement, tensor/graph attributes...: Lark
+                if m is None:  # tensor/graph attributes, comments inside the statement...
+                    into.append(self.node_general(ann))
+                    pos = self.pos
+                    continue
                 _b.apply_annotations(self.node(m, add), ann)
             else:
                 self.node(m, add)
@@ -534,6 +558,91 @@ class _Scanner:
         if overload is not None:
             n.overload = _name(overload)
         return n
+
+    def id_list(self, close: str) -> list:
+        items = []
+        while True:
+            p = self.ws()
+            cur = self.name(keywords_ok=True) if _NAME_RE.match(self.s, p) else None
+            if self.opt(","):
+                items.append(cur)
+                continue
+            items.append(cur)
+            if not self.peek(close):
+                raise Fallback
+            return _B.id_list(items)
+
+    def node_general(self, ann) -> NodeProto:
+        """A node statement read rule by rule (tensor and graph attributes, comments anywhere)."""
+        label = None
+        if self.opt("["):
+            label = "" if self.peek("]") else self.name(keywords_ok=True)
+            self.lit("]")
+        outputs = self.id_list("=")
+        self.lit("=")
+        path = [self.name(keywords_ok=True)]
+        while self.opt("."):
+            path.append(self.name(keywords_ok=True))
+        overload = self.name(keywords_ok=True) if self.opt(":") else None
+        attrs1 = self.attr_list() if self.peek("<") else None
+        self.lit("(")
+        inputs = self.id_list(")")
+        self.lit(")")
+        attrs2 = self.attr_list() if self.peek("<") else None
+        return _B.node([ann, label, outputs, (".".join(path[:-1]), path[-1], overload), attrs1, inputs, attrs2])
+
+    def attr_list(self) -> list:
+        self.lit("<")
+        out = []
+        while True:
+            ann = self.annotations()
+            name = self.name(keywords_ok=True)
+            declared = _B.attr_type([self.match(_IDENT_RE)]) if self.opt(":") else None
+            self.lit("=")
+            if self.opt("["):
+                items = []
+                if not self.opt("]"):
+                    while True:
+                        items.append(self.single_value())
+                        if not self.sep("]"):
+                            break
+                value = ("list", items)
+            else:
+                value = self.single_value()
+            out.append(_B.attr([ann, name, declared, value]))
+            if not self.sep(">"):
+                return out
+
+    def single_value(self):
+        """An attribute value: number, string, @ref, tensor constant, tensor type or graph."""
+        s, p = self.s, self.ws()
+        c = s[p:p + 1]
+        if c == '"':
+            return self.string()
+        if c == "@":
+            ref = self.match(_ANNOT_RE)
+            if not s.startswith((",", ">", "]"), self.ws()):
+                raise Fallback  # '@field datum' annotations of a value: Lark
+            return _b.Ref(ref[1:])
+        if _NUMBER_RE.match(s, p):
+            return self.number()
+        dense = _DTYPE_RE.match(s, p) is not None
+        if dense or self.type_starts():
+            tp = self.type()
+            p = self.ws()
+            if s.startswith((",", ">", "]"), p):
+                return tp
+            if not dense:
+                raise Fallback  # sparse_tensor(...) constants: Lark
+            name = None
+            word = _IDENT_RE.match(s, p)
+            if (s[p:p + 1] == '"' or word) and (word is None or word.group() not in ("raw", "base64", "hex")):
+                name = self.name()
+            self.opt("=")
+            return _B.tensor_constant([None, tp, name, self.tensor_data()])
+        if c == "/":
+            raise Fallback  # annotated values: Lark
+        return self.graph()
 
     # ------------------------------------------------------------------ graphs, functions, models
     def graph(self):
@@ -572,8 +681,7 @@ class _Scanner:
         if self.opt(")"):
             return out
         while True:
-            p = self.ws()
-            tp = self.type() if _DTYPE_RE.match(self.s, p) else None
+            tp = self.type() if self.type_starts() else None
             out.append((tp, self.name()))
             if not self.sep(")"):
                 return out

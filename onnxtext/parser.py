@@ -105,7 +105,7 @@ def _end_position(text: str):
     return len(lines), len(lines[-1]) + 1
 
 
-def _parse(text: str, start: str, filename: str | None = None):
+def _parse(text: str, start: str, filename: str | None = None, fast: bool = True):
     import lark
 
     from ._grammar import get_parser
@@ -116,6 +116,10 @@ def _parse(text: str, start: str, filename: str | None = None):
             text = text.decode("utf-8")
         except UnicodeDecodeError as e:
             raise ParseError(f"the text is not valid UTF-8 (byte {e.start})", filename=filename) from None
+    if fast:  # the accelerated scanner (docs/performance.md); None when Lark must parse the text
+        result = _fast(text, start)
+        if result is not None:
+            return result
     parser = get_parser(Builder(), key="build")
     enabled = gc.isenabled()
     gc.disable()  # building many small protos: the cyclic GC only costs time here
@@ -140,19 +144,34 @@ def _parse(text: str, start: str, filename: str | None = None):
             gc.enable()
 
 
-def parse_model(text, *, filename: str | None = None):
-    """Parse a model (optional ``<header>``, a graph, functions) into an ``onnx.ModelProto``."""
-    return _parse(text, "model", filename)
+def _fast(text: str, start: str):
+    from .fastparse import parse as fast_parse
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return fast_parse(text, start)
+    finally:
+        if enabled:
+            gc.enable()
 
 
-def parse_graph(text, *, filename: str | None = None):
+def parse_model(text, *, filename: str | None = None, fast: bool = True):
+    """Parse a model (optional ``<header>``, a graph, functions) into an ``onnx.ModelProto``.
+
+    ``fast=False`` skips the accelerated scanner and parses with the Lark grammar only (same result).
+    """
+    return _parse(text, "model", filename, fast)
+
+
+def parse_graph(text, *, filename: str | None = None, fast: bool = True):
     """Parse a graph ``name (inputs) => (outputs) <values> {nodes}`` into an ``onnx.GraphProto``."""
-    return _parse(text, "graph", filename)
+    return _parse(text, "graph", filename, fast)
 
 
-def parse_function(text, *, filename: str | None = None):
+def parse_function(text, *, filename: str | None = None, fast: bool = True):
     """Parse a function into an ``onnx.FunctionProto``."""
-    return _parse(text, "function", filename)
+    return _parse(text, "function", filename, fast)
 
 
 def parse_node(text, *, filename: str | None = None):
@@ -160,7 +179,7 @@ def parse_node(text, *, filename: str | None = None):
     return _parse(text, "node", filename)
 
 
-def parse(text, *, filename: str | None = None):
+def parse(text, *, filename: str | None = None, fast: bool = True):
     """Parse any onnxtext text, detecting its kind: ModelProto, GraphProto, FunctionProto or NodeProto.
 
     A text with a ``<...>`` header is a model when its header has model keys (ir_version, producer_name...)
@@ -170,7 +189,7 @@ def parse(text, *, filename: str | None = None):
     errors = []
     for start in _guess_order(text):
         try:
-            return _parse(text, start, filename)
+            return _parse(text, start, filename, fast)
         except ParseError as e:
             errors.append(e)
     # report the error that got furthest into the text

@@ -1,0 +1,242 @@
+"""Differential tests: the accelerated scanner (onnxtext/fastparse.py) against the Lark parse of record.
+
+For every text, ``parse_model(text)`` (fast path first) and ``parse_model(text, fast=False)`` (Lark only)
+must give the same serialized proto, or raise ParseErrors with the same line, column and message. Texts:
+the whole corpus printed by onnxtext and by onnx's printer, a table of edge cases, and seeded random
+mutations (tokens and characters deleted, inserted, replaced) of printed models.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import warnings
+
+import onnx
+import onnx.printer
+import pytest
+
+import onnxtext
+from onnxtext import fastparse
+from onnxtext.errors import ParseError
+from corpus import all_models
+
+CASES = all_models()
+
+
+def outcome(text: str, fast: bool, start: str = "model"):
+    """('ok', serialized proto) or ('error', line, column, message) of one parse."""
+    fn = {"model": onnxtext.parse_model, "graph": onnxtext.parse_graph, "function": onnxtext.parse_function}[start]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ("ok", fn(text, fast=fast).SerializeToString(deterministic=True))
+        except ParseError as e:
+            return ("error", e.line, e.column, e.message)
+
+
+def assert_same(text: str, start: str = "model"):
+    fast, lark = outcome(text, True, start), outcome(text, False, start)
+    assert fast == lark, f"fast path and Lark disagree on:\n{text[:2000]}"
+    return fast
+
+
+def printed(load):
+    """The model's text by onnxtext's printer and, where it works, by onnx's printer."""
+    m = load()
+    texts = [onnxtext.to_text(m)]
+    try:
+        texts.append(onnx.printer.to_text(m))
+    except Exception:  # noqa: BLE001 - onnx's printer fails on a few models: nothing to compare then
+        pass
+    return texts
+
+
+# ------------------------------------------------------------------------------------------ corpus
+@pytest.mark.parametrize("name,load", CASES, ids=[c[0] for c in CASES])
+def test_corpus(name, load):
+    for text in printed(load):
+        assert_same(text)
+
+
+# ------------------------------------------------------------------------------------------ edge cases
+# Each text is parsed both ways; a newcomer adds a line. Forms the fast path reads and forms it leaves to Lark.
+EDGE = [
+    # id lists: empty items, trailing commas, quoted names with commas, escapes, empty quoted names
+    'g (float x) => (float y) { y = Foo(x, , x) }',
+    'g (float x) => (float y) { y = Foo(x,) }',
+    'g (float x) => (float y) { y = Foo(, x) }',
+    'g (float x) => (float y) { y = Foo("") }',
+    'g (float x) => (float y) { y = Foo(x, "") }',
+    'g (float x) => (float y) { y, = Foo(x) }',
+    'g (float x) => (float y) { , y = Foo(x) }',
+    'g (float x) => (float y) { = Foo(x) }',
+    'g (float "a,b") => (float y) { y = Foo("a,b", "c\\"d") }',
+    'g (float x) => (float y) { y = Foo("\\x41\\u00e9", x) }',
+    'g (float x) => (float y) { y = Foo("\\xff") }',
+    'g (float x) => (float y) { y = Foo(x) y = Bar(y) }',
+    'g (float x) => (float y) { [] y = Foo(x) }',
+    'g (float x) => (float y) { ["n 1"] y = Foo(x) }',
+    'g (float x) => (float y) { [n1] y = Foo(x) [n1] z = Foo(x) }',
+    # keywords and numbers where names stand
+    'g (float x) => (float y) { nan, inf, float = seq(x, map, true) }',
+    'g (float tensor) => (float y) { y = Foo(tensor) }',
+    'g (tensor) => (float y) { y = Foo(x) }',
+    'g (float x) => (float y) { y = com.ms.Foo(x) }',
+    'g (float x) => (float y) { y = "com.x".Foo:ov(x) }',
+    'g (float x) => (float y) { y = Foo : "o v" (x) }',
+    # attributes
+    'g (float x) => (float y) { y = Foo<a = 1, b = 2.5, c = "s", d = [1, 2], e = [1.5, 2], f = [], g: ints = []>(x) }',
+    'g (float x) => (float y) { y = Foo<a = -inf, b = NaN, c = 0x10, d = .5, e = 5., f = 1e5, g = -0, h = 01>(x) }',
+    'g (float x) => (float y) { y = Foo<a = 1,>(x) }',
+    'g (float x) => (float y) { y = Foo<>(x) }',
+    'g (float x) => (float y) { y = Foo<a = 1>(x)<b = 2> }',
+    'g (float x) => (float y) { y = Foo(x)<b = 2> }',
+    'g (float x) => (float y) { y = Foo<a: float = 1, b: int = 2.5, c: floats = [1, 2]>(x) }',
+    'g (float x) => (float y) { y = Foo<a = [1, "s"]>(x) }',
+    'g (float x) => (float y) { y = Foo<a = ["a", "b",]>(x) }',
+    'g (float x) => (float y) { y = Foo<a = 1.5e>(x) }',
+    'g (float x) => (float y) { y = Foo<a = 0x>(x) }',
+    'g (float x) => (float y) { y = Foo<a = infx>(x) }',
+    'g (float x) => (float y) { y = Foo<a = float[2] {1, 2}>(x) }',
+    'g (float x) => (float y) { y = Foo<a = "\\xff">(x) }',
+    'g (float x) => (float y) { y = Foo<a = 1, a = 2>(x) }',
+    'g (float x) => (float y) { y = Foo<a: flot = 1>(x) }',
+    'g (float x) => (float y) { y = If<then_branch = t () => (float z) { z = Identity(x) }>(c) }',
+    # comments and doc lines
+    'g (float x) => (float y) { y = Foo(x) # comment\n z = Bar(y) // another\n }',
+    'g (float x) => (float y) { y = Foo( # inside\n x) }',
+    'g (float x) => (float y) {\n  /// doc of the node\n  y = Foo(x)\n}',
+    'g (float x) => (float y) {\n  @doc_string "d" y = Foo(x)\n}',
+    'g (float x) => (float y) { y = Foo(x)\x0b }',
+    # value lists and small tensors
+    'g (float[N] x) => (float[N] y) <float[1] c = {0.5}, int64[2] s = {1, 2}, double d = {1.5}> { y = Add(x, c) }',
+    'g (float x) => (float y) <float[2] c = {1, 2.5}, float[1] h = {0x3f80}, float[1] o = {1e39}> { y = Foo(x) }',
+    'g (float x) => (float y) <float[2] c = {1.5}> { y = Foo(x) }',
+    'g (float x) => (float y) <float[1] c = {1.5,}, float[0] e = {}, float[1] f = {,}> { y = Foo(x) }',
+    'g (float x) => (float y) <int64[1] c = {9223372036854775808}> { y = Foo(x) }',
+    'g (float x) => (float y) <int32[2] c = {1, -2}, bool[2] b = {true, false}, string[1] s = {"a"}> { y = Foo(x) }',
+    'g (float x) => (float y) <float[1] "" = {1.5}, float[N] v, float[] u, float[N, 3] w> { y = Foo(x) }',
+    'g (float x) => (float y) <float[1] c = raw {1.5}, uint8[2] b = base64 "AAE=", uint8[1] h = hex "ff"> { y = Foo(x) }',
+    'g (float x) => (float y) <float[1] c = {1.5}, float[1] c = {2.5}> { y = Foo(x) }',
+    'g (float[N: "batch"] x) => (float[?, "M"] y) <float[1]: "den" c = {1.5}> { y = Foo(x) }',
+    'g (float x, float[1] w = {2.5}) => (float y) { y = Mul(x, w) }',
+    'g (float x) => (float y = {1}) { y = Foo(x) }',
+    'g (seq(float) x) => (float y) { y = Foo(x) }',
+    'g (float x) => (float y) <float[1] raw = {1.5}> { y = Foo(x) }',
+    # models and functions
+    '<ir_version: 8, opset_import: ["": 18, "com.x": 1], producer_name: "p", model_version: 3>\n'
+    'g (float x) => (float y) { y = Relu(x) }',
+    '<ir_version: 8, opset_import: ["": 18]>\ng (float x) => (float y) { y = f(x) }\n'
+    '<domain: "local", opset_import: ["": 18]>\nf <alpha, beta = 1.5> (a) => (b) { b = Relu(a) }',
+    '<ir_version: 8, opset_import: ["": 18]>\ng (float x) => (float y) { y = f(x) }\n'
+    '<domain: "local", opset_import: ["": 18]>\nf (float[N] a) => (b) <float[N] t> { t = Relu(a) b = Neg(t) }',
+    '<ir_version: 8, ir_version: 9>\ng (float x) => (float y) { y = Relu(x) }',
+    '<ir_version: 8, bogus: 1>\ng (float x) => (float y) { y = Relu(x) }',
+    '/// model doc\n<ir_version: 8>\n/// graph doc\ng (float x) => (float y) { y = Relu(x) }',
+    '/// doc\ng (float x) => (float y) { y = Relu(x) }',
+    '<ir_version: 8, metadata_props: ["k": "v"]>\ng (float x) => (float y) { y = Relu(x) }',
+    '<ir_version: 8>\ng (float x) => (float y) { y = Relu(x) }\ntraining_info { algorithm: a () => () {} }',
+    # errors at the edges
+    '', '<', 'g (float x) => (float y) {', 'g (float x) => (float y) { y = Relu(x) } }',
+    'g (float x) => (float y) { y = Relu(x) } trailing', 'g (floot x) => (float y) { y = Relu(x) }',
+]
+
+
+@pytest.mark.parametrize("text", EDGE)
+def test_edge_cases(text):
+    assert_same(text)
+    if not text.startswith(("<", "/// model")):
+        assert_same(text, "graph")
+
+
+# ------------------------------------------------------------------------------------------ fuzzing
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[A-Za-z_][A-Za-z0-9_.]*|-?[0-9][0-9.eE+-]*|[ \t\r\n]+|=>|.', re.S)
+POOL = ["tensor", "float", "raw", "inf", "nan", "true", "x", "seq", "int64", "sparse", "1", "1.5", "0x1F", "-inf",
+        "1e5", ".5", "5.", "-3", ",", "=", "<", ">", "(", ")", "[", "]", "{", "}", ":", ".", "@", "@a", "///", "# c\n",
+        "//", '"a,b"', '""', '"\\x41"', '"', "\n", " ", "\t", "\x0b", "=>", ", ,", "\\"]
+
+
+def mutate(text: str, rng: random.Random) -> str:
+    """One random edit: a token or a character deleted, inserted, duplicated or replaced."""
+    if rng.random() < 0.5:
+        toks = _TOKEN.findall(text)
+        if not toks:
+            return rng.choice(POOL)
+        i = rng.randrange(len(toks))
+        op = rng.choice(("delete", "insert", "replace", "duplicate"))
+        if op == "delete":
+            del toks[i]
+        elif op == "insert":
+            toks.insert(i, rng.choice(POOL))
+        elif op == "replace":
+            toks[i] = rng.choice(POOL)
+        else:
+            toks.insert(i, toks[i])
+        return "".join(toks)
+    i = rng.randrange(len(text) + 1)
+    op = rng.choice(("delete", "insert", "replace"))
+    ch = rng.choice('",<>(){}[]=:.@#/ \n0a-eE\\x')
+    if op == "delete":
+        return text[:i] + text[i + 1:]
+    if op == "insert":
+        return text[:i] + ch + text[i:]
+    return text[:i] + ch + text[i + 1:]
+
+
+def _fuzz_sources():
+    """Small printed models: the first node models with attributes, initializers and subgraphs."""
+    picks = [load for name, load in CASES if name.startswith("test_")][::40]
+    out = []
+    for load in picks:
+        texts = printed(load)
+        out.extend(t for t in texts if len(t) < 4000)
+    out.extend(t for t in EDGE if t)
+    return out
+
+
+FUZZ_SEEDS = range(8)
+MUTANTS_PER_TEXT = 6
+
+
+@pytest.mark.parametrize("seed", FUZZ_SEEDS)
+def test_fuzzed_texts(seed):
+    rng = random.Random(seed)
+    sources = _fuzz_sources()
+    agreed = {"ok": 0, "error": 0}
+    for text in sources:
+        for _ in range(MUTANTS_PER_TEXT):
+            mutant = text
+            for _ in range(rng.choice((1, 1, 2, 3))):
+                mutant = mutate(mutant, rng)
+            agreed[assert_same(mutant)[0]] += 1
+    # the mutations must exercise both outcomes, or the test proves little
+    assert agreed["ok"] > 0 and agreed["error"] > 0, agreed
+
+
+# ------------------------------------------------------------------------------------------ the fast path is taken
+PLAIN = [
+    'g (float[N] x) => (float[N] y) { y = Relu(x) }',
+    'g (float[N] x) => (float[N] "v.2") <float[1] c = {0.5}> { [n0] "v.1" = Add(x, c) [n1] "v.2" = Relu("v.1") }',
+    'g (float x) => (float y) { y = com.x.Foo<axis = 1, alpha = 0.5, mode = "m", pads = [0, 1]>(x, , x) }',
+    '<ir_version: 9, opset_import: ["": 19]>\ng (float x) => (float y) { y = Relu(x) # done\n }',
+]
+
+
+@pytest.mark.parametrize("text", PLAIN)
+def test_fast_path_taken(text, monkeypatch):
+    assert fastparse.parse(text, "model") is not None
+    # with Lark unavailable, the public parse still succeeds: it never needed the grammar
+    import onnxtext._grammar as grammar
+
+    def no_lark(*args, **kwargs):
+        raise AssertionError("Lark was used for a plain text")
+
+    monkeypatch.setattr(grammar, "get_parser", no_lark)
+    assert onnxtext.parse_model(text) is not None
+
+
+def test_switch_off(monkeypatch):
+    monkeypatch.setattr(fastparse, "ENABLED", False)
+    assert fastparse.parse(PLAIN[0], "model") is None
+    assert onnxtext.parse_model(PLAIN[0]) is not None
