@@ -74,6 +74,13 @@ def test_fixture_folder_has_cases():
         assert os.path.exists(p.replace(".in.onnxtext", ".out.onnxtext")), f"{p} has no .out.onnxtext"
 
 
+def test_docs_example():
+    doc = open(os.path.join(ROOT, "docs", "fmt.md"), encoding="utf-8").read()
+    before, after = (re.search(rf"<!-- fmt: {w} -->\n```onnxtext\n(.*?)```", doc, re.S).group(1)
+                     for w in ("before", "after"))
+    assert format_text(before) == after
+
+
 # ------------------------------------------------------------------------------------------- every text
 
 @pytest.mark.parametrize("name,text", TEXTS, ids=[t[0] for t in TEXTS])
