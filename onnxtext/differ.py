@@ -269,6 +269,18 @@ def _ident(n, other=None) -> str:
     return text
 
 
+class _Memo:
+    """A string computed on first use (node identities are only needed for nodes that changed)."""
+
+    def __init__(self, make):
+        self.make, self.value = make, None
+
+    def __call__(self) -> str:
+        if self.value is None:
+            self.value = self.make()
+        return self.value
+
+
 def _domain(d: str) -> str:
     return "" if d == "ai.onnx" else d
 
@@ -288,7 +300,8 @@ class _Ctx:
         self.base_a, self.base_b = base_a, base_b
 
     def add(self, kind, path, subject, name=None, old=None, new=None, **detail):
-        self.changes.append(Change(kind, path, subject, name, old, new, detail))
+        """Record a change; ``subject`` may be a function (built only when something changed)."""
+        self.changes.append(Change(kind, path, subject() if callable(subject) else subject, name, old, new, detail))
 
     def fields(self, prefix, path, subject, a, b, names):
         """Compare scalar fields (doc_string, producer_name, ...) and metadata_props of two messages."""
@@ -297,7 +310,7 @@ class _Ctx:
             if va != vb:
                 self.add(f"{prefix}.{f}", path, subject, f, _cut(repr(va)) if va != "" else None,
                          _cut(repr(vb)) if vb != "" else None)
-        if hasattr(a, "metadata_props"):
+        if hasattr(a, "metadata_props") and (len(a.metadata_props) or len(b.metadata_props)):
             self.keyed(f"{prefix}.metadata", path, subject, {p.key: p.value for p in a.metadata_props},
                        {p.key: p.value for p in b.metadata_props}, show=lambda v: _cut(repr(v)))
 
@@ -356,9 +369,11 @@ def compare_tensors(ctx: _Ctx, ta: TensorProto, tb: TensorProto) -> list[tuple]:
     try:
         xa = tensors.to_array(ta, ctx.base_a)
         xb = tensors.to_array(tb, ctx.base_b)
-    except OnnxTextError:  # external data that is not there (e.g. a textconv copy): compare the references
-        ra, rb = tensors.external_info(ta), tensors.external_info(tb)
-        return [] if ra == rb else [("external", "external data", _cut(repr(ra)), _cut(repr(rb)), {})]
+    except OnnxTextError as e:
+        if ext_a or ext_b:  # external data that is not there (e.g. a textconv copy): compare the references
+            ra, rb = tensors.external_info(ta), tensors.external_info(tb)
+            return [] if ra == rb else [("external", "external data", _cut(repr(ra)), _cut(repr(rb)), {})]
+        return [("data", "data", "(differs)", f"(differs; cannot decode: {_cut(str(e))})", {})]
     detail = value_difference(xa, xb)
     return [("values", None, None, None, detail)] if detail["differing"] else []
 
@@ -397,15 +412,18 @@ class _Side:
     def __init__(self, nodes, ids: dict):
         self.nodes = list(nodes)
         self.ids = ids  # value name -> id, shared with the other model for corresponding values
+        # protobuf field access is slow: read each repeated field once
         self.inputs = [_trim(n.input) for n in self.nodes]
+        self.outputs = [list(n.output) for n in self.nodes]
         self.producer: dict[str, tuple[int, int]] = {}
         self.consumers: dict[str, list[int]] = defaultdict(list)
         self.pending = []  # per node: inputs without an id yet; 0 means the node's key can be computed
-        for i, n in enumerate(self.nodes):
-            for k, o in enumerate(n.output):
+        for i, outs in enumerate(self.outputs):
+            for k, o in enumerate(outs):
                 if o:
                     self.producer[o] = (i, k)
-            names = {x for x in self.inputs[i] if x}
+            names = set(self.inputs[i])
+            names.discard("")
             for x in names:
                 self.consumers[x].append(i)
             self.pending.append(sum(1 for x in names if x not in ids))
@@ -448,7 +466,7 @@ def _loose_key(side: _Side, i: int) -> tuple:
 
 
 def _exact_key(side: _Side, i: int) -> tuple:
-    return _loose_key(side, i) + (side.attr_key(i), tuple(bool(o) for o in side.nodes[i].output))
+    return _loose_key(side, i) + (side.attr_key(i), tuple(bool(o) for o in side.outputs[i]))
 
 
 def _same_op(x, y) -> bool:
@@ -460,30 +478,36 @@ class _Matcher:
 
     def __init__(self, ctx: _Ctx, a: _Side, b: _Side):
         self.ctx, self.a, self.b = ctx, a, b
+        self.fresh: list[tuple[int, int]] = []  # pairs whose inputs the backward pass has not followed yet
 
     def run(self, seeds) -> None:
-        while self.sweep(_exact_key) + self.sweep(_loose_key) + self.backward(seeds) + self.by_name():
+        # Ambiguous candidates (identical heads, duplicated nodes) wait for the backward pass, which pairs
+        # them by their consumers; only what is still ambiguous after that pairs up in model order.
+        while (self.sweep(_exact_key, True) + self.sweep(_loose_key, True) + self.backward(seeds) + self.by_name()
+               or self.sweep(_exact_key, False) + self.sweep(_loose_key, False)):
             pass
 
     def pair(self, i: int, j: int) -> None:
         a, b = self.a, self.b
         a.match[i], b.match[j] = j, i
-        for oa, ob in zip(a.nodes[i].output, b.nodes[j].output):
+        self.fresh.append((i, j))
+        for oa, ob in zip(a.outputs[i], b.outputs[j]):
             if oa and ob:
                 vid = next(self.ctx.ids)
                 a.assign(oa, vid)
                 b.assign(ob, vid)
 
-    def best(self, i: int, cands: list[int]) -> int:
-        """Among equal keys prefer the same node name, then the same output names, then model order."""
-        n = self.a.nodes[i]
-        for same in (lambda m: n.name and m.name == n.name, lambda m: list(m.output) == list(n.output)):
+    def best(self, i: int, cands: list[int], strict: bool) -> int | None:
+        """Among equal keys prefer the same node name, then the same output names, then (unless ``strict``)
+        model order."""
+        name, outs = self.a.nodes[i].name, self.a.outputs[i]
+        for same in (lambda j: name and self.b.nodes[j].name == name, lambda j: self.b.outputs[j] == outs):
             for j in cands:
-                if same(self.b.nodes[j]):
+                if same(j):
                     return j
-        return cands[0]
+        return cands[0] if len(cands) == 1 or not strict else None
 
-    def sweep(self, keyfn) -> int:
+    def sweep(self, keyfn, strict: bool) -> int:
         """One forward pass in dependency order; nodes become ready as their producers pair up."""
         a, b = self.a, self.b
         index: dict[tuple, list[int]] = defaultdict(list)
@@ -511,8 +535,10 @@ class _Matcher:
                 if not cands:
                     waiting[key].append(i)
                     continue
-                self.pair(i, self.best(i, cands))
-                count += 1
+                j = self.best(i, cands, strict)
+                if j is not None:
+                    self.pair(i, j)
+                    count += 1
         finally:
             a.on_ready = b.on_ready = None
         return count
@@ -521,9 +547,9 @@ class _Matcher:
         """Pair producers of corresponding values (graph outputs, inputs of paired nodes) by operator."""
         a, b = self.a, self.b
         work = deque(seeds)
-        for i, j in enumerate(a.match):
-            if j is not None:
-                work.extend(zip(a.inputs[i], b.inputs[j]))
+        for i, j in self.fresh:  # a value pair that cannot pair its producers now never will: follow once
+            work.extend(zip(a.inputs[i], b.inputs[j]))
+        self.fresh = []
         count = 0
         while work:
             va, vb = work.popleft()
@@ -536,6 +562,7 @@ class _Matcher:
             self.pair(i, j)
             count += 1
             work.extend(zip(a.inputs[i], b.inputs[j]))
+        self.fresh = []
         return count
 
     def by_name(self) -> int:
@@ -648,45 +675,50 @@ def _diff_body(ctx: _Ctx, path: str, nodes_a, nodes_b, ids_a: dict, ids_b: dict,
     sa, sb = _Side(nodes_a, ids_a), _Side(nodes_b, ids_b)
     _Matcher(ctx, sa, sb).run(seeds)
     renamed: dict[str, str] = {}
+    taken: set[str] = set()
     for i, n in enumerate(sa.nodes):
         if sa.match[i] is None:
             ctx.add("node.removed", path, _ident(n))
         else:
-            _diff_node(ctx, path, sa, sb, i, sa.match[i], renamed)
+            _diff_node(ctx, path, sa, sb, i, sa.match[i], renamed, taken)
     for j, n in enumerate(sb.nodes):
         if sb.match[j] is None:
             ctx.add("node.added", path, _ident(n))
     return sa, sb, renamed
 
 
-def _diff_node(ctx: _Ctx, path: str, sa: _Side, sb: _Side, i: int, j: int, renamed: dict) -> None:
+def _diff_node(ctx: _Ctx, path: str, sa: _Side, sb: _Side, i: int, j: int, renamed: dict, taken: set) -> None:
     na, nb = sa.nodes[i], sb.nodes[j]
-    subject = _ident(na, nb)
+    subject = _Memo(lambda: _ident(na, nb))
     ina, inb = sa.inputs[i], sb.inputs[j]
     for p in range(max(len(ina), len(inb))):
         xa = ina[p] if p < len(ina) else ""
         xb = inb[p] if p < len(inb) else ""
         va = sa.ids.get(xa) if xa else _EMPTY
         vb = sb.ids.get(xb) if xb else _EMPTY
-        if va == vb == _WILD and (renamed.get(xa) == xb or (xa not in renamed and xb not in renamed.values())):
+        if va == vb == _WILD and (renamed.get(xa) == xb or (xa not in renamed and xb not in taken)):
             renamed[xa] = xb  # one-model-only initializers at the same position: a renamed weight
+            taken.add(xb)
             continue
         if va is not None and va == vb and va != _WILD:
             continue
-        ctx.add("node.input", path, subject, f"input {p}", _name(xa) if xa else None, _name(xb) if xb else None)
-    if [bool(o) for o in na.output] != [bool(o) for o in nb.output]:
-        ctx.add("node.outputs", path, subject, "outputs", len(na.output), len(nb.output))
+        old, new = _name(xa) if xa else None, _name(xb) if xb else None
+        if xa == xb and xa:  # same spelling, different value: say where each comes from
+            old, new = f"{old} (from {_source(sa, xa)})", f"{new} (from {_source(sb, xb)})"
+        ctx.add("node.input", path, subject, f"input {p}", old, new)
+    if [bool(o) for o in sa.outputs[i]] != [bool(o) for o in sb.outputs[j]]:
+        ctx.add("node.outputs", path, subject, "outputs", len(sa.outputs[i]), len(sb.outputs[j]))
     aa = {a.name: a for a in na.attribute}
     ab = {a.name: a for a in nb.attribute}
-    for k in list(aa) + [k for k in ab if k not in aa]:
+    for k in list(aa) + [k for k in ab if k not in aa] if aa or ab else ():
         x, y = aa.get(k), ab.get(k)
         if x is None or y is None:
             ctx.add("node.attribute", path, subject, k, x and _attr_text(x), y and _attr_text(y))
         elif x.type == y.type == AttributeProto.GRAPH and not (x.ref_attr_name or y.ref_attr_name):
-            diff_graph(ctx, f"{path} > {subject} > {k}", x.g, y.g, sa.ids, sb.ids)
+            diff_graph(ctx, f"{path} > {subject()} > {k}", x.g, y.g, sa.ids, sb.ids)
         elif x.type == y.type == AttributeProto.GRAPHS and len(x.graphs) == len(y.graphs) and not x.ref_attr_name:
             for n, (g, h) in enumerate(zip(x.graphs, y.graphs)):
-                diff_graph(ctx, f"{path} > {subject} > {k}[{n}]", g, h, sa.ids, sb.ids)
+                diff_graph(ctx, f"{path} > {subject()} > {k}[{n}]", g, h, sa.ids, sb.ids)
         elif x.type == y.type == AttributeProto.TENSOR and not (x.ref_attr_name or y.ref_attr_name):
             for how, name, old, new, detail in compare_tensors(ctx, x.t, y.t):
                 ctx.add("node.attribute", path, subject, k if name is None else f"{k} {name}", old, new, **detail)

@@ -175,6 +175,45 @@ def test_changes(case_id, edit, expected):
     assert len(compare(edit(BASE), BASE).changes) == len(expected)
 
 
+def graph(body: str, inputs="float[4] x", outputs="float[4] y") -> str:
+    return f'<ir_version: 10, opset_import: ["": 21]>\ng ({inputs}) => ({outputs}) {{\n{body}\n}}\n'
+
+
+# (id, model a, model b, expected [(kind, fragments)]): how structure decides what pairs with what
+STRUCTURE = [
+    ("identical-branches-paired-by-consumers",
+     graph("p = Neg(x)\nq = Neg(x)\nr = Relu(p)\nt = Sigmoid(q)\ny = Sum(r, t)"),
+     graph("q2 = Neg(x)\np2 = Neg(x)\nt = Sigmoid(q2)\nr = Relu(p2)\ny = Sum(r, t)"), []),
+    ("insertion-does-not-cascade",
+     graph("a1 = Neg(x)\na2 = Relu(a1)\na3 = Sigmoid(a2)\na4 = Tanh(a3)\ny = Abs(a4)"),
+     graph("a1 = Neg(x)\nn = Exp(a1)\na2 = Relu(n)\na3 = Sigmoid(a2)\na4 = Tanh(a3)\ny = Abs(a4)"),
+     [("node.added", ["Exp -> n"]), ("node.input", ["Relu -> a2", "input 0: a1 -> n"])]),
+    ("replaced-operator",
+     graph("a1 = Neg(x)\na2 = Relu(a1)\ny = Abs(a2)"), graph("a1 = Neg(x)\na2 = Elu(a1)\ny = Abs(a2)"),
+     [("node.removed", ["Relu -> a2"]), ("node.added", ["Elu -> a2"]), ("node.input", ["Abs", "input 0: a2 (from Relu -> a2) -> a2 (from Elu -> a2)"])]),
+    ("changed-attribute-then-renamed-downstream",
+     graph("a = LeakyRelu <alpha = 0.1> (x)\nb = Neg(a)\ny = Abs(b)"),
+     graph("t0 = LeakyRelu <alpha = 0.3> (x)\nt1 = Neg(t0)\ny = Abs(t1)"),
+     [("node.attribute", ["LeakyRelu -> a (in b: -> t0)", "alpha: 0.1 -> 0.3"])]),
+    ("optional-input-omitted-vs-trailing-empty",
+     graph("y = Clip(x, lo)", "float[4] x, float lo"), graph('y = Clip(x, lo, "")', "float[4] x, float lo"), []),
+    ("optional-input-added",
+     graph("y = Clip(x, lo)", "float[4] x, float lo, float hi"), graph("y = Clip(x, lo, hi)", "float[4] x, float lo, float hi"),
+     [("node.input", ["Clip -> y", "input 2: added hi"])]),
+    ("commuted-inputs",
+     graph("s = Sub(x, z)\ny = Neg(s)", "float[4] x, float[4] z"), graph("s = Sub(z, x)\ny = Neg(s)", "float[4] x, float[4] z"),
+     [("node.input", ["Sub", "input 0: x -> z"]), ("node.input", ["Sub", "input 1: z -> x"])]),
+]
+
+
+@pytest.mark.parametrize("case_id,a,b,expected", STRUCTURE, ids=[c[0] for c in STRUCTURE])
+def test_structure(case_id, a, b, expected):
+    got = sorted((c.kind, c.message()) for c in compare(a, b).changes)
+    assert sorted(k for k, _ in got) == sorted(k for k, _ in expected), got
+    for kind, fragments in expected:
+        assert any(k == kind and all(f in message for f in fragments) for k, message in got), (kind, fragments, got)
+
+
 def test_subgraph_changes_are_reported_under_the_branch():
     result = compare(BASE, sub("o = Neg(s)", "o = Neg(x)")(BASE))
     (change,) = result.changes
