@@ -16,6 +16,10 @@ consumers comparable. The passes, repeated until nothing new pairs:
    operator pair up (this keeps a node inserted upstream from turning everything downstream into changes);
 4. same non-empty node name and operator.
 
+When several nodes share a key (identical attention heads, duplicated Shape nodes) and neither the node name
+nor the output names tell them apart, they wait: the backward pass pairs them by their consumers. Only what
+is still ambiguous when nothing else pairs is paired in model order.
+
 Whatever stays unpaired is added or removed. Initializers present in only one model are wildcards in keys
 and get paired afterwards by the positions of their consumers (a renamed weight). Weights are compared with
 numpy: raw bytes first (cheap), then the count of differing elements and the max absolute difference.
@@ -111,24 +115,18 @@ class DiffResult:
         paint = _paint if color else (lambda text, _style: text)
         lines = [paint(f"--- {self.a_label}", "bold"), paint(f"+++ {self.b_label}", "bold")]
         current = None
-        changes = self.changes
-        i = 0
-        while i < len(changes):
-            c = changes[i]
-            if c.path != current:
-                lines.append(paint(c.path, "bold"))
-                current = c.path
-            # several changes of one element: the element once, then one indented line per change
-            k = i + 1
-            while k < len(changes) and (changes[k].path, changes[k].subject, changes[k].marker) == (
-                    c.path, c.subject, "~") and c.marker == "~":
-                k += 1
-            if k - i == 1:
-                lines.append("  " + paint(f"{c.marker} {c.message()}", c.marker))
+        # several changes of one element: the element once, then one indented line per change
+        for (path, subject, marker), group in itertools.groupby(
+                self.changes, lambda c: (c.path, c.subject, c.marker if c.marker == "~" else id(c))):
+            group = list(group)
+            if path != current:
+                lines.append(paint(path, "bold"))
+                current = path
+            if len(group) == 1:
+                lines.append("  " + paint(f"{group[0].marker} {group[0].message()}", group[0].marker))
             else:
-                lines.append("  " + paint(f"~ {c.subject}", "~"))
-                lines += ["      " + paint(x.what(), "~") for x in changes[i:k]]
-            i = k
+                lines.append("  " + paint(f"~ {subject}", "~"))
+                lines += ["      " + paint(c.what(), "~") for c in group]
         n = len(self.changes)
         lines.append(f"{n} change{'s' if n != 1 else ''}")
         return "\n".join(lines) + "\n"

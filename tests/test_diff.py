@@ -401,11 +401,13 @@ def test_cli_text_mode_is_a_unified_diff_of_canonical_texts(capsys, files):
     assert run_cli(capsys, "--text", a, a)[:2] == (0, "")
 
 
+@pytest.mark.parametrize("mode,colored", [((), "\x1b[33m"), (("--text",), "\x1b[31m-")])
 @pytest.mark.parametrize("choice,ansi", [("always", True), ("never", False), ("auto", False)])
-def test_cli_color(capsys, files, choice, ansi):
+def test_cli_color(capsys, files, choice, ansi, mode, colored):
     a, _, changed = files
-    _, out, _ = run_cli(capsys, "--color", choice, a, changed)
-    assert ("\x1b[33m" in out) == ansi  # changes are yellow; auto is off when stdout is not a terminal
+    _, out, _ = run_cli(capsys, *mode, "--color", choice, a, changed)
+    # changes are yellow, removed lines red; auto is off when stdout is not a terminal
+    assert (colored in out) == ansi and ("\x1b[" in out) == ansi
 
 
 @pytest.mark.parametrize("make,needle", [

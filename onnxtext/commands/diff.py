@@ -32,6 +32,8 @@ def run(args) -> int:
         if args.text:
             out = unified(args.a, args.b)
             differs = bool(out)
+            if _use_color(args.color):
+                out = "".join(_paint_line(line) for line in out.splitlines(True))
         else:
             result = compare(args.a, args.b)
             differs = result.changed
@@ -52,3 +54,10 @@ def _use_color(choice: str) -> bool:
     if choice != "auto":
         return choice == "always"
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+def _paint_line(line: str) -> str:
+    """Colour a unified-diff line like git: headers bold, hunks cyan, removals red, additions green."""
+    code = ("1" if line.startswith(("---", "+++")) else "36" if line.startswith("@@") else
+            "31" if line.startswith("-") else "32" if line.startswith("+") else None)
+    return line if code is None else f"\x1b[{code}m{line.rstrip(chr(10))}\x1b[0m\n"
