@@ -269,6 +269,7 @@ class _Source:
         # sorted by start, the outermost first on ties (a stable sort of the pre-order keeps parents first)
         self.by_start = sorted(flat, key=lambda e: e.start)
         self.starts = [e.start for e in self.by_start]
+        self._child_starts: dict[int, list[int]] = {}  # id(children list) -> their starts, for bisect
         self.heads_on: dict[int, list[Element]] = {}
         self.ends_on: dict[int, list[Element]] = {}
         for e in flat:
@@ -279,7 +280,9 @@ class _Source:
         """The innermost element whose span contains ``pos``."""
         found, level = None, self.roots
         while True:
-            starts = [c.start for c in level]
+            starts = self._child_starts.get(id(level))
+            if starts is None:
+                starts = self._child_starts[id(level)] = [c.start for c in level]
             i = bisect.bisect_right(starts, pos) - 1
             if i < 0 or not (level[i].start < pos < level[i].end):
                 return found
