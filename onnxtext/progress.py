@@ -52,19 +52,23 @@ class Progress:
             self._current.finish()
         if self.enabled and self._bar is None and (self.mode == "on" or (total or 0) >= LARGE_BYTES):
             self._start()
-        counter = self._bar(label=label, total=total) if self._bar is not None else None
+        # an unknown amount of work counts as one unit: 0% while it runs, 100% once the next stage starts
+        counter = self._bar(label=label, total=1 if total is None else total) if self._bar is not None else None
         self._current = _Stage(counter)
         return self._current
 
     def _start(self) -> None:
-        from prompt_toolkit.input import DummyInput
+        from prompt_toolkit.input import create_pipe_input
         from prompt_toolkit.output import create_output
         from prompt_toolkit.shortcuts.progress_bar import ProgressBar, formatters
 
         fmt = [formatters.Label(suffix=": "), formatters.Percentage(), formatters.Text(" "), formatters.Bar(),
                formatters.Text(" "), formatters.TimeElapsed()]
-        # DummyInput: the terminal stays in cooked mode, so Ctrl-C is a plain SIGINT to the main thread
-        self._bar = ProgressBar(formatters=fmt, output=create_output(stdout=self.stream), input=DummyInput())
+        # A pipe nobody writes to as input: the terminal stays in cooked mode (Ctrl-C is a plain SIGINT to the
+        # main thread) and, unlike DummyInput, it never reports end of input, which would end the bar early.
+        self._input = create_pipe_input()
+        self._bar = ProgressBar(formatters=fmt, output=create_output(stdout=self.stream),
+                                input=self._input.__enter__())
         self._bar.__enter__()
 
     def close(self) -> None:
@@ -73,7 +77,10 @@ class Progress:
             self._current = None
         if self._bar is not None:
             bar, self._bar = self._bar, None
-            bar.__exit__(None, None, None)
+            try:
+                bar.__exit__(None, None, None)
+            finally:
+                self._input.__exit__(None, None, None)
 
 
 def _isatty(stream) -> bool:
