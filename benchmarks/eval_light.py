@@ -13,15 +13,27 @@ The peers (onnxruntime, onnx.reference) appear only here, as yardsticks measured
 
 from __future__ import annotations
 
-import argparse
-import glob
-import json
 import os
-import resource
-import statistics
-import subprocess
 import sys
-import time
+
+
+def _early_threads(argv):
+    """``--threads N`` must limit numpy's BLAS (through the environment) before numpy is imported."""
+    if "--threads" in argv:
+        n = argv[argv.index("--threads") + 1]
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = n
+
+
+_early_threads(sys.argv)
+
+import argparse  # noqa: E402
+import glob  # noqa: E402
+import json  # noqa: E402
+import resource  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -88,6 +100,8 @@ def make_runner(runtime, path, model):
 
         options = ort.SessionOptions()
         options.log_severity_level = 3  # no warnings about unused initializers in the table
+        if os.environ.get("OPENBLAS_NUM_THREADS"):  # --threads: the same thread count for both
+            options.intra_op_num_threads = int(os.environ["OPENBLAS_NUM_THREADS"])
         sess = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
         return lambda feeds: sess.run(None, feeds)
     if runtime == "reference":
@@ -175,6 +189,7 @@ def _status_mib(field):
 def measure_memory(name, runtime, fold=False):
     """(peak RSS MiB during one run, its growth over the RSS before the run) from a fresh process."""
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--memory-child", name, runtime] +
+                          (["--threads", os.environ["OPENBLAS_NUM_THREADS"]] if "--threads" in sys.argv else []) +
                           (["--fold-constants"] if fold else []),
                           capture_output=True, text=True, timeout=1800)
     try:
@@ -197,6 +212,9 @@ def main(argv=None):
     ap.add_argument("--fold-constants", action="store_true",
                     help="run the models with their ConstantOfShape weights precomputed as initializers "
                          "(kernel speed without the cost of regenerating every weight at each run)")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="threads for both runtimes (numpy's BLAS, onnxruntime's intra-op pool); 0: defaults. "
+                         "On a loaded shared machine, 1 gives far steadier ratios")
     ap.add_argument("--memory-child", nargs=2, metavar=("MODEL", "RUNTIME"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.memory_child:
@@ -204,7 +222,8 @@ def main(argv=None):
         return 0
     names = args.models or light_models()
     runtimes = [r for r in RUNTIMES if not (r == "reference" and args.skip_reference)]
-    print(f"numpy {np.__version__}, onnx {onnx.__version__}, median of {args.runs} runs after a warm-up" +
+    print(f"numpy {np.__version__}, onnx {onnx.__version__}, median of {args.runs} runs after a warm-up, "
+          f"threads: {args.threads or 'defaults'}" +
           (", ConstantOfShape weights folded" if args.fold_constants else ""))
     head = f"{'model':<14}{'onnxtext s':>11}{'ort s':>9}{'ratio':>7}"
     if "reference" in runtimes:
