@@ -244,11 +244,13 @@ def _write_model(files, model, path, progress, print_options):
             progress.stage("printing", None)
         files.write(path, to_text(model, **print_options), progress)
         return
+    from google.protobuf.message import EncodeError
+
     try:
         data = model.SerializeToString()
-    except ValueError as e:  # protobuf refuses messages over 2 GiB
-        raise OnnxTextError(f"{path}: cannot serialize the model: {e} (use external data for large weights)") \
-            from None
+    except (ValueError, EncodeError) as e:  # protobuf refuses messages over 2 GiB
+        raise OnnxTextError(f"{path}: cannot serialize the model ({e}): protobuf is limited to 2 GiB; store "
+                            "the weights as external data (--external-data FILE)") from None
     files.write(path, data, progress)
 
 

@@ -273,7 +273,8 @@ def read_external(tensor: TensorProto, base_dir: str | None) -> bytes:
         raise ExternalDataError(f"{label}: external file {location!r} holds {len(data)} bytes at "
                                 f"offset {offset}, {length} expected (file truncated or changed?)")
     expected = info.get("checksum", "").strip().lower()
-    if expected and hashlib.sha1(data).hexdigest() != expected and file_sha1(path) != expected:
+    # the file's digest is computed once per file (cached), however many tensors it holds
+    if expected and file_sha1(path) != expected and hashlib.sha1(data).hexdigest() != expected:
         raise ExternalDataError(f"{label}: external file {location!r} does not match its checksum "
                                 f"{expected} (SHA1 of the file: {file_sha1(path)}); the file changed or is corrupt")
     return data
