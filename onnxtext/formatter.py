@@ -305,7 +305,7 @@ class _Source:
         i = bisect.bisect_right(self.starts, pos)
         if i < len(self.by_start) and (c is None or self.by_start[i].start < c.end):
             return "start", self.by_start[i]
-        return ("close", c) if c is not None else ("close", None)
+        return "close", c  # None: after everything
 
 
 def _place(source: _Source, comments, canonical: str, can_roots: list[Element]) -> str:
