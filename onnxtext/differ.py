@@ -450,6 +450,15 @@ class _Side:
                 and not a.ref_attr_name else (a.name, _attr_bytes(a)) for a in self.nodes[i].attribute))
         return key
 
+    def same_values(self, i: int) -> bool:
+        """True when another node with the same exact key computes the same values (no subgraph, whose
+        body the key leaves out)."""
+        return not any(isinstance(item[1], int) for item in self.attr_key(i))
+
+    def assign_all(self, i: int, ids: list[int]) -> None:
+        for o, vid in zip(self.outputs[i], ids):
+            self.assign(o, vid)
+
 
 def _attr_bytes(a: AttributeProto) -> bytes:
     if a.doc_string:
@@ -477,6 +486,7 @@ class _Matcher:
     def __init__(self, ctx: _Ctx, a: _Side, b: _Side):
         self.ctx, self.a, self.b = ctx, a, b
         self.fresh: list[tuple[int, int]] = []  # pairs whose inputs the backward pass has not followed yet
+        self.known: dict[tuple, list[int]] = {}  # exact key -> output ids: equal nodes compute equal values
 
     def run(self, seeds) -> None:
         # Ambiguous candidates (identical heads, duplicated nodes) wait for the backward pass, which pairs
@@ -485,13 +495,19 @@ class _Matcher:
                or self.sweep(_exact_key, False) + self.sweep(_loose_key, False)):
             pass
 
-    def pair(self, i: int, j: int) -> None:
+    def pair(self, i: int, j: int, key=None) -> None:
+        """Pair two nodes and give their outputs shared ids (those of an equal node for an exact ``key``)."""
         a, b = self.a, self.b
         a.match[i], b.match[j] = j, i
         self.fresh.append((i, j))
-        for oa, ob in zip(a.outputs[i], b.outputs[j]):
+        n = min(len(a.outputs[i]), len(b.outputs[j]))
+        ids = self.known.get(key) if key is not None else None
+        if ids is None:
+            ids = [next(self.ctx.ids) for _ in range(n)]
+            if key is not None:
+                self.known[key] = ids
+        for oa, ob, vid in zip(a.outputs[i], b.outputs[j], ids):
             if oa and ob:
-                vid = next(self.ctx.ids)
                 a.assign(oa, vid)
                 b.assign(ob, vid)
 
@@ -506,8 +522,13 @@ class _Matcher:
         return cands[0] if len(cands) == 1 or not strict else None
 
     def sweep(self, keyfn, strict: bool) -> int:
-        """One forward pass in dependency order; nodes become ready as their producers pair up."""
+        """One forward pass in dependency order; nodes become ready as their producers pair up.
+
+        In the exact pass, a node equal to an already paired one (a duplicate, in either model) shares its
+        output ids even before it has a partner: its consumers can be compared, and which duplicate pairs with
+        which does not matter."""
         a, b = self.a, self.b
+        exact = keyfn is _exact_key
         index: dict[tuple, list[int]] = defaultdict(list)
         waiting: dict[tuple, list[int]] = defaultdict(list)  # a-nodes whose key had no partner yet
         queue = deque(i for i in range(len(a.nodes)) if a.match[i] is None and not a.pending[i])
@@ -515,6 +536,8 @@ class _Matcher:
         def b_ready(j):
             key = keyfn(b, j)
             index[key].append(j)
+            if exact and key in self.known and b.same_values(j):
+                b.assign_all(j, self.known[key])
             if key in waiting:
                 queue.extend(waiting.pop(key))
 
@@ -529,13 +552,16 @@ class _Matcher:
                 if a.match[i] is not None:
                     continue
                 key = keyfn(a, i)
+                consing = exact and a.same_values(i)
+                if consing and key in self.known:
+                    a.assign_all(i, self.known[key])
                 cands = [j for j in index.get(key, ()) if b.match[j] is None]
                 if not cands:
                     waiting[key].append(i)
                     continue
-                j = self.best(i, cands, strict)
+                j = self.best(i, cands, strict and not consing)
                 if j is not None:
-                    self.pair(i, j)
+                    self.pair(i, j, key if consing else None)
                     count += 1
         finally:
             a.on_ready = b.on_ready = None

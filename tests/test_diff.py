@@ -350,6 +350,20 @@ def test_scrambled_model_is_equal_and_one_changed_attribute_is_found(path):
     assert change.subject.startswith(node.op_type)
 
 
+def test_scrambled_expanded_node_models_are_equal():
+    """The node suite's bigger models (function expansions with If/Loop/Scan bodies and many duplicated
+    Constant nodes): renamed and reordered, each compares equal. One test, all failures listed."""
+    from corpus import node_models
+
+    failures = []
+    for name, model in node_models():
+        if len(model.graph.node) >= 25:
+            result = compare(model, _scrambled(model, seed=zlib.crc32(name.encode())))
+            if not result.equal:
+                failures.append(f"{name}: {result.to_text()[:300]}")
+    assert not failures, "\n".join(failures)
+
+
 # ---------------------------------------------------------------------------------------------- command
 def run_cli(capsys, *args):
     code = cli_main(["diff", *map(str, args)])
