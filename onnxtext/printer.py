@@ -16,8 +16,11 @@ stored in ``raw_data`` print as ``raw {...}`` (or a ``base64`` block when large)
 
 from __future__ import annotations
 
-import base64
+import binascii
 import hashlib
+import itertools
+import math
+import operator
 import re
 
 import numpy as np
@@ -33,13 +36,22 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 KEYWORDS = frozenset(dtypes.NAMES) | {
     "seq", "map", "optional", "sparse_tensor", "opaque", "tensor", "type", "raw", "base64", "hex", "elided",
     "sparse", "true", "false", "training_info", "inf", "infinity", "nan"}
+#: ...and every spelling of the special floats (the lexer reads them in any case).
+_QUOTED_WORDS = KEYWORDS | {"".join(chars) for word in ("inf", "nan", "infinity")
+                            for chars in itertools.product(*[(c, c.upper()) for c in word])}
+_PLAIN_BYTES = re.compile(rb'[^"\\\x00-\x1f\x7f-\xff]*\Z')
 
 
 # ---------------------------------------------------------------------------------------------- atoms
 def quote(data) -> str:
     """A string literal for text or bytes (escapes quotes, backslashes, controls and invalid UTF-8)."""
     if isinstance(data, str):
+        # printable text (no controls, no surrogates) needs no escapes but for quotes and backslashes
+        if data.isprintable() and '"' not in data and "\\" not in data:
+            return '"' + data + '"'
         data = data.encode("utf-8", "surrogatepass")
+    elif _PLAIN_BYTES.match(data):
+        return '"' + data.decode("ascii") + '"'
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -80,12 +92,8 @@ def quote(data) -> str:
 
 def name(n: str) -> str:
     """A name as an identifier when it is one (and not a keyword), else quoted."""
-    if _IDENT.match(n) and n not in KEYWORDS and n.lower() not in _SPECIAL_FLOATS:
-        return n
-    return quote(n)
-
-
-_SPECIAL_FLOATS = ("inf", "infinity", "nan")
+    # str methods are C calls, cheaper than a regex: an ASCII identifier is [A-Za-z_][A-Za-z0-9_]*
+    return n if n.isidentifier() and n.isascii() and n not in _QUOTED_WORDS else quote(n)
 
 
 def op_part(n: str) -> str:
@@ -99,6 +107,43 @@ def format_floats(arr: np.ndarray, dt: dtypes.DType) -> list[str]:
     Elements whose bits a decimal cannot reproduce (NaN payloads) print as hex bit patterns.
     """
     flat = np.ascontiguousarray(arr).ravel()
+    if flat.size <= _SMALL:
+        texts = float_texts(flat.tolist(), dt)
+        if texts is not None:
+            return texts
+    return _format_floats_exact(flat, dt)
+
+
+#: Up to this many elements, floats are formatted one by one through the cache (no numpy round trip).
+_SMALL = 64
+_FLOAT_TEXTS: dict[int, dict] = {}
+
+
+def float_texts(values, dt: dtypes.DType) -> list[str] | None:
+    """Texts of exact ``dt`` element values given as Python floats, through a per-type cache.
+
+    A non-NaN element has one encoding per value (zeros keyed by their sign), so its text depends on the
+    value alone and each distinct value goes through :func:`_format_floats_exact` once. NaN payloads need
+    the bits, which Python floats do not keep: None then, and the caller formats the array.
+    """
+    cache = _FLOAT_TEXTS.get(dt.enum)
+    if cache is None or len(cache) > 65536:
+        cache = _FLOAT_TEXTS[dt.enum] = {}
+    out = []
+    for v in values:
+        s = cache.get(v)
+        if s is None:
+            if v != v:
+                return None
+            key = v if v else ("-0" if math.copysign(1.0, v) < 0 else "+0")
+            s = cache.get(key)
+            if s is None:
+                s = cache[key] = _format_floats_exact(np.array([v], dt.np), dt)[0]
+        out.append(s)
+    return out
+
+
+def _format_floats_exact(flat: np.ndarray, dt: dtypes.DType) -> list[str]:
     if flat.size == 0:
         return []
     if dt.np == np.float64:
@@ -191,13 +236,19 @@ class Printer:
         if style not in ("onnxtext", "onnx"):
             raise ValueError(f"unknown style {style!r}")
         self.onnx_style = style == "onnx"
+        self._names = _NameCache()  # each value name is printed about twice
+        self._ops: dict[tuple, str] = {}  # (domain, op_type, overload) -> printed operator
+        # Block deferral (set by to_text): big base64 blocks are kept aside and replaced by a placeholder
+        # until the whole text is laid out, so the megabytes are copied once instead of at every nesting level.
+        self._blobs: list[str] | None = None
 
     # ------------------------------------------------------------------ layout helpers
     def _list(self, open_: str, items: list[str], close: str, level: int, force_multiline=False) -> str:
         """``open items close`` on one line when it fits, else one item per line."""
-        one = open_ + ", ".join(items) + close
-        if not force_multiline and "\n" not in one and len(one) + len(self.ind) * level <= self.width:
-            return one
+        if not force_multiline:
+            one = open_ + ", ".join(items) + close
+            if "\n" not in one and len(one) + len(self.ind) * level <= self.width:
+                return one
         if not items:
             return open_ + close
         pad = self.ind * (level + 1)
@@ -220,16 +271,16 @@ class Printer:
         lines.append(cur.rstrip().rstrip(","))
         return open_ + "\n" + "\n".join(lines) + "\n" + self.ind * level + close
 
-    def _annotations(self, msg, level: int, skip=("doc_string",), doc=True) -> list[str]:
-        """``/// doc`` lines and ``@field value`` lines for fields the main syntax does not show."""
+    def _annotations(self, msg, level: int, skip=("doc_string",), doc=True, spec=None) -> list[str]:
+        """``/// doc`` lines and ``@field value`` lines for fields the main syntax does not show
+        (``spec``: the precomputed ``_annotation_fields`` of hot callers)."""
+        has_doc, fields = spec or _annotation_fields(type(msg), skip)
         out = []
-        if doc and "doc_string" in msg.DESCRIPTOR.fields_by_name and msg.doc_string:
+        if doc and has_doc and msg.doc_string:
             out.extend(self.print_doc(msg.doc_string))
-        for fd in msg.DESCRIPTOR.fields:
-            if fd.name in skip:
-                continue
-            if (fd.is_repeated and len(getattr(msg, fd.name))) or (not fd.is_repeated and msg.HasField(fd.name)):
-                out.append(f"@{fd.name} " + self.print_datum(msg, fd, level))
+        for fd, field, repeated in fields:
+            if (len(getattr(msg, field)) if repeated else msg.HasField(field)):
+                out.append(f"@{field} " + self.print_datum(msg, fd, level))
         return out
 
     def print_doc(self, doc: str) -> list[str]:
@@ -342,18 +393,24 @@ class Printer:
         if not nodes:
             return "{\n" + self.ind * level + "}"
         pad = self.ind * (level + 1)
-        inner = "\n".join(pad + _indent_first_lines(self.print_node(n, level + 1), pad) for n in nodes)
-        return "{\n" + inner + "\n" + self.ind * level + "}"
+        lines = ["{"]
+        for n in nodes:
+            text = self.print_node(n, level + 1)
+            lines.append(pad + (_indent_first_lines(text, pad) if "\n" in text else text))
+        lines.append(self.ind * level + "}")
+        return "\n".join(lines)
+
+    def _name(self, n: str) -> str:
+        """:func:`name`, memoized for this printer."""
+        return self._names[n]
 
     def print_value_info(self, v: ValueInfoProto, level: int = 0) -> str:
         ann = self._annotations(v, level, skip=("doc_string", "name", "type"))
-        text = (self.print_type(v.type) + " " if v.HasField("type") else "") + name(v.name)
-        return "\n".join(ann + [text])
+        text = (self.print_type(v.type) + " " if v.HasField("type") else "") + self._name(v.name)
+        return "\n".join(ann + [text]) if ann else text
 
     def print_initializer(self, t: TensorProto, level: int) -> str:
-        ann = self.tensor_annotations(t, level)
-        return "\n".join(ann + [self.print_tensor_type(t) + " " + name(t.name) + " = " +
-                                self.print_tensor_data(t, level)])
+        return self._tensor_constant(t, level, True)
 
     def print_sparse_initializer(self, s: SparseTensorProto, level: int) -> str:
         ann = self._annotations(s, level, skip=("values", "indices", "dims"))
@@ -368,45 +425,77 @@ class Printer:
 
     # ------------------------------------------------------------------ tensors
     def tensor_annotations(self, t: TensorProto, level: int) -> list[str]:
-        skip = ("doc_string", "name", "dims", "data_type", "raw_data", "external_data", "float_data", "int32_data",
-                "string_data", "int64_data", "double_data", "uint64_data")
-        out = self._annotations(t, level, skip=skip + ("data_location",))
+        out = self._annotations(t, level, spec=_TENSOR_SPEC)
         implied = TensorProto.EXTERNAL if len(t.external_data) else TensorProto.DEFAULT
         if t.HasField("data_location") and t.data_location != implied:
             out.append(f"@data_location {TensorProto.DataLocation.Name(t.data_location)}")
         return out
 
     def print_tensor_type(self, t: TensorProto) -> str:
-        dt = _dtype_name(t.data_type)
-        return dt + ("[" + ", ".join(str(d) for d in t.dims) + "]" if len(t.dims) else "")
+        dims = t.dims
+        return _dtype_name(t.data_type) + ("[" + ", ".join(map(str, dims)) + "]" if len(dims) else "")
 
     def print_tensor(self, t: TensorProto, level: int = 0) -> str:
         """A tensor constant: ``float[2] name = {...}`` (name omitted when empty)."""
-        ann = self.tensor_annotations(t, level)
-        head = self.print_tensor_type(t) + (" " + name(t.name) if t.name else "")
-        return "\n".join(ann + [head + " = " + self.print_tensor_data(t, level)])
+        return self._tensor_constant(t, level, False)
 
-    def print_tensor_data(self, t: TensorProto, level: int) -> str:
+    def _tensor_constant(self, t: TensorProto, level: int, initializer: bool) -> str:
+        # hot on graphs with many small constants: each proto field is read once
+        ann = None
+        if t.doc_string or any(map(len, _TENSOR_EXTRA_REPEATED(t))) or any(map(t.HasField, _TENSOR_PRESENCE)):
+            ann = self.tensor_annotations(t, level)
+        enum, dims = t.data_type, t.dims
+        dt = dtypes.BY_ENUM.get(enum)
+        if dt is None:
+            raise OnnxTextError(f"unknown element type {enum}")
+        head = dt.name + "[" + ", ".join(map(str, dims)) + "]" if len(dims) else dt.name
+        nm = t.name
+        if initializer or nm:
+            head += " " + self._names[nm]
+        text = head + " = " + self.print_tensor_data(t, level, dt, math.prod(dims))
+        return "\n".join(ann + [text]) if ann else text
+
+    def print_tensor_data(self, t: TensorProto, level: int, dt=None, count: int | None = None) -> str:
+        """The data part of a tensor constant: ``{...}`` (typed fields), ``raw {...}`` or a ``base64`` block
+        (raw_data; the block above ``max_inline`` elements or when the bytes do not fit the shape).
+        ``dt`` and ``count``: the element type and count when the caller has them."""
         if len(t.external_data) or t.data_location == TensorProto.EXTERNAL:
             return self.print_pairs(t.external_data, level)
-        try:
-            dt = dtypes.from_enum(t.data_type)
-        except KeyError:
-            raise OnnxTextError(f"tensor {t.name!r} has no element type (data_type {t.data_type})") from None
-        count = tensors.element_count(t)
-        raw = t.HasField("raw_data")
+        if dt is None:
+            dt = dtypes.BY_ENUM.get(t.data_type)
+            if dt is None:
+                raise OnnxTextError(f"tensor {t.name!r} has no element type (data_type {t.data_type})")
+        if count is None:
+            count = tensors.element_count(t)
         if self.elide and count > self.elide_threshold:
             return self.print_elided(t, dt)
         if self.onnx_style and dt.kind != "string":
             return self._wrapped_values("{", _onnx_values(tensors.to_array(t), dt), "}", level)
-        if raw and dt.kind != "string":
-            need = -(-count * dt.bits // 8)
-            if len(t.raw_data) != need or (self.max_inline is not None and count > self.max_inline):
-                return 'base64 "' + base64.b64encode(t.raw_data).decode("ascii") + '"'
+        if dt.kind != "string" and t.HasField("raw_data"):
+            raw = t.raw_data  # one access: each one copies the bytes
+            if len(raw) != -(-count * dt.bits // 8) or (self.max_inline is not None and count > self.max_inline):
+                return self.print_block(raw)
             arr = tensors.to_array(t)
             return self._wrapped_values("raw {", format_values(arr, dt), "}", level)
+        if dt.name in _PLAIN_TYPED:
+            # the typed field holds the elements themselves: format them without a numpy round trip
+            values = getattr(t, dt.field)
+            if len(values) <= _SMALL:
+                texts = float_texts(values, dt) if dt.kind == "float" else [str(v) for v in values]
+                if texts is not None:
+                    return self._wrapped_values("{", texts, "}", level)
         arr = tensors.decode_typed(t, dt, count)
         return self._wrapped_values("{", format_values(arr, dt), "}", level)
+
+    def print_block(self, raw: bytes) -> str:
+        """``base64 "..."``: the raw little-endian bytes in one block (one C call each way, no per-element work)."""
+        text = binascii.b2a_base64(raw, newline=False).decode("ascii")
+        if self._blobs is not None and self.width < len(text) and self.width <= _MAX_DEFER_WIDTH:
+            # a placeholder longer than the width takes the block's place: every layout decision (which
+            # only asks whether a line fits the width) comes out the same
+            self._blobs.append(text)
+            return 'base64 "\x00' + str(len(self._blobs) - 1).rjust(self.width + 1) + '\x00"'
+        return 'base64 "' + text + '"'
 
     def print_elided(self, t: TensorProto, dt) -> str:
         digest = hashlib.sha256(t.SerializeToString()).hexdigest()[:12]
@@ -466,19 +555,30 @@ class Printer:
 
     # ------------------------------------------------------------------ nodes and attributes
     def print_node(self, n: NodeProto, level: int = 0) -> str:
-        ann = self._annotations(n, level, skip=("doc_string", "input", "output", "name", "op_type", "domain",
-                                                "overload", "attribute"))
-        label = f"[{name(n.name)}] " if n.name else ""
-        outs = ", ".join(name(o) for o in n.output)
-        op = _op_name(n.domain, n.op_type) + (":" + name(n.overload) if n.overload else "")
-        attrs = ""
-        if len(n.attribute):
-            items = [self.print_attribute(a, level + 1) for a in n.attribute]
-            attrs = " " + self._list("<", items, ">", level, force_multiline=any("\n" in i for i in items) and
-                                     len(items) > 1)
-        ins = "(" + ", ".join(name(i) for i in n.input) + ")"
-        line = f"{label}{outs}{' ' if outs else ''}= {op}{attrs}{' ' if attrs else ''}{ins}"
-        return "\n".join(ann + [line])
+        # The hottest method on big graphs: each proto field read is a C call, so each is read once, and
+        # lists are joined through map() over C-level callables (no per-element Python frames).
+        ann = None
+        if n.doc_string or any(map(len, _NODE_EXTRA_REPEATED(n))) or (
+                _NODE_EXTRA_SINGULAR and any(map(n.HasField, _NODE_EXTRA_SINGULAR))):
+            ann = self._annotations(n, level, spec=_NODE_SPEC)
+        names = self._names.__getitem__
+        nm = n.name
+        outs = ", ".join(map(names, n.output))
+        key = (n.domain, n.op_type, n.overload)
+        op = self._ops.get(key)
+        if op is None:
+            op = self._ops[key] = _op_name(key[0], key[1]) + (":" + name(key[2]) if key[2] else "")
+        attributes = n.attribute
+        if len(attributes):
+            items = [self.print_attribute(a, level + 1) for a in attributes]
+            op += " " + self._list("<", items, ">", level, force_multiline=any("\n" in i for i in items) and
+                                   len(items) > 1) + " "
+        ins = ", ".join(map(names, n.input))
+        if nm and outs:
+            line = f"[{names(nm)}] {outs} = {op}({ins})"
+        else:
+            line = f"{'[' + names(nm) + '] ' if nm else ''}{outs + ' = ' if outs else '= '}{op}({ins})"
+        return "\n".join(ann + [line]) if ann else line
 
     def print_attribute(self, a: AttributeProto, level: int = 0) -> str:
         ann = self.print_doc(a.doc_string) if a.doc_string else []
@@ -578,6 +678,59 @@ def _onnx_values(arr, dt) -> list[str]:
     return format_values(flat, dt)
 
 
+_NODE_SKIP = ("doc_string", "input", "output", "name", "op_type", "domain", "overload", "attribute")
+_TENSOR_SKIP = ("doc_string", "name", "dims", "data_type", "raw_data", "external_data", "float_data", "int32_data",
+                "string_data", "int64_data", "double_data", "uint64_data", "data_location")
+#: Element types whose typed field holds the element values unchanged (no bit patterns, no narrowing).
+_PLAIN_TYPED = frozenset({"float", "double", "int32", "int64", "uint64"})
+#: Widths above which to_text does not defer base64 blocks (the placeholder is width + 3 characters).
+_MAX_DEFER_WIDTH = 1 << 16
+_FIELDS: dict = {}
+
+
+def _annotation_fields(cls, skip: tuple):
+    """(has a doc_string field, (descriptor, name, repeated) of the fields outside ``skip`` in declaration
+    order) of a message class, cached: walking the descriptor for every node and tensor of a big graph
+    costs more than printing them."""
+    key = (cls, skip)
+    r = _FIELDS.get(key)
+    if r is None:
+        desc = cls.DESCRIPTOR
+        r = _FIELDS[key] = ("doc_string" in desc.fields_by_name,
+                            tuple((fd, fd.name, fd.is_repeated) for fd in desc.fields if fd.name not in skip))
+    return r
+
+
+_NODE_SPEC = _annotation_fields(NodeProto, _NODE_SKIP)
+_TENSOR_SPEC = _annotation_fields(TensorProto, _TENSOR_SKIP)
+
+
+def _repeated_getter(spec):
+    """A callable returning the tuple of the repeated fields in ``spec`` of a message (one C call when
+    there are two or more): print_node's test for "anything to annotate"."""
+    fields = [f for _, f, repeated in spec[1] if repeated]
+    if len(fields) >= 2:
+        return operator.attrgetter(*fields)
+    return (lambda msg: (getattr(msg, fields[0]),)) if fields else (lambda msg: ())
+
+
+_NODE_EXTRA_REPEATED = _repeated_getter(_NODE_SPEC)
+_NODE_EXTRA_SINGULAR = tuple(f for _, f, repeated in _NODE_SPEC[1] if not repeated)
+_TENSOR_EXTRA_REPEATED = _repeated_getter(_TENSOR_SPEC)
+# singular fields that make tensor_annotations print something (data_location: when it is not implied)
+_TENSOR_PRESENCE = tuple(f for _, f, repeated in _TENSOR_SPEC[1] if not repeated) + ("data_location",)
+
+
+class _NameCache(dict):
+    """name -> printed name; a miss computes :func:`name` (a C-level lookup per hit, no Python call)."""
+
+    def __missing__(self, n: str) -> str:
+        r = self[n] = name(n)
+        return r
+
+
+
+
 def _block(lines: list[str], body: str, pad: str, value_list: bool) -> str:
     """Header lines then a ``{...}`` body. Fragments follow one convention: the first line is placed by
     the caller, continuation lines are already indented absolutely."""
@@ -607,7 +760,7 @@ def _dtype_name(enum: int) -> str:
 
 def _dotted(s: str) -> str:
     parts = s.split(".")
-    if all(_IDENT.match(p) and p not in KEYWORDS and p.lower() not in _SPECIAL_FLOATS for p in parts):
+    if all(name(p) == p for p in parts):
         return s
     return quote(s)
 
@@ -633,5 +786,20 @@ def to_text(proto, **options) -> str:
     method = _PRINTERS.get(type(proto))
     if method is None:
         raise TypeError(f"to_text cannot print {type(proto).__name__}")
-    text = getattr(Printer(**options), method)(proto)
-    return text if text.endswith("\n") else text + "\n"
+    printer = Printer(**options)
+    printer._blobs = []
+    text = getattr(printer, method)(proto)
+    if not text.endswith("\n"):
+        text += "\n"
+    blobs, printer._blobs = printer._blobs, None
+    if blobs:
+        parts = text.split("\x00")
+        if len(parts) != 2 * len(blobs) + 1:  # a NUL of its own in the text (a doc comment): no deferral
+            del parts, blobs
+            text = getattr(printer, method)(proto)
+            return text if text.endswith("\n") else text + "\n"
+        # one final copy: the layout around the placeholders, with each block put back in its place
+        parts[1::2] = [blobs[int(p)] for p in parts[1::2]]
+        del text, blobs
+        text = "".join(parts)
+    return text
