@@ -16,9 +16,11 @@ consumers comparable. The passes, repeated until nothing new pairs:
    operator pair up (this keeps a node inserted upstream from turning everything downstream into changes);
 4. same non-empty node name and operator.
 
-When several nodes share a key (identical attention heads, duplicated Shape nodes) and neither the node name
-nor the output names tell them apart, they wait: the backward pass pairs them by their consumers. Only what
-is still ambiguous when nothing else pairs is paired in model order.
+Nodes with equal exact keys compute equal values, so all of them (in both models) share output ids, like
+common-subexpression elimination: duplicated Constant or Shape nodes in any order do not confuse the pairing.
+Where that does not hold (a loose key, a node with a subgraph) and several candidates remain that neither the
+node name nor the output names tell apart, they wait for the backward pass to pair them by their consumers;
+only what is still ambiguous when nothing else pairs is paired in model order.
 
 Whatever stays unpaired is added or removed. Initializers present in only one model are wildcards in keys
 and get paired afterwards by the positions of their consumers (a renamed weight). Weights are compared with
