@@ -5,8 +5,9 @@
 The model is ``light_resnet50.onnx`` from onnx's backend test data with its ConstantOfShape weight
 generators replaced by seeded random initializers (``replace_constant_of_shape`` of tests/conformance.py),
 saved twice: as is, and with one element of one Conv weight changed. Each command runs ``--runs`` times in
-a fresh process (interpreter start-up included, as a user sees it); the table shows the median and the
-ratio to peers measured in the same run:
+a fresh process (interpreter start-up included, as a user sees it); the table shows the median wall time,
+the median CPU time of the process (user + system: steadier than wall time on a busy machine) and their
+ratios to the peer ``onnx.load`` of both files, all measured in the same run:
 
 * ``cmp`` of the two files (byte comparison, the cheapest possible "are they different");
 * ``onnx.load`` of both files in a fresh process (the cost of just reading the models);
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -51,15 +53,19 @@ def build(directory: str) -> tuple[str, str, str]:
     return a, b, conv_weight
 
 
-def timed(cmd: list[str], runs: int, expect: int) -> float:
-    times = []
+def timed(cmd: list[str], runs: int, expect: int) -> tuple[float, float]:
+    """Median wall time and median CPU time (user + system of the child) over ``runs`` runs."""
+    walls, cpus = [], []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         r = subprocess.run(cmd, capture_output=True, text=True)
-        times.append(time.perf_counter() - t0)
+        walls.append(time.perf_counter() - t0)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         if r.returncode != expect:
             sys.exit(f"{' '.join(cmd)}: exit {r.returncode}, expected {expect}\n{r.stdout}{r.stderr}")
-    return statistics.median(times)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def main() -> None:
@@ -82,11 +88,11 @@ def main() -> None:
             ("onnxtext diff a b", [sys.executable, "-m", "onnxtext", "diff", a, b], 1),
             ("onnxtext diff a a", [sys.executable, "-m", "onnxtext", "diff", a, a], 0),
         ]
-        results = [(label, timed(cmd, args.runs, expect)) for label, cmd, expect in rows]
-        base = results[1][1]
-        print(f"{'command':<26}{'median s':>10}{'x onnx.load':>13}")
-        for label, t in results:
-            print(f"{label:<26}{t:>10.3f}{t / base:>13.2f}")
+        results = [(label, *timed(cmd, args.runs, expect)) for label, cmd, expect in rows]
+        base, base_cpu = results[1][1], results[1][2]
+        print(f"{'command':<26}{'wall s':>8}{'x load':>8}{'cpu s':>8}{'x load':>8}")
+        for label, wall, cpu in results:
+            print(f"{label:<26}{wall:>8.3f}{wall / base:>8.2f}{cpu:>8.3f}{cpu / base_cpu:>8.2f}")
     finally:
         if not args.keep:
             shutil.rmtree(directory, ignore_errors=True)
