@@ -451,3 +451,32 @@ def test_worked_example_of_the_docs_is_current():
     shown = re.search(r"\$ onnxtext diff \S+ \S+\n(.*?)\$ echo", doc, re.S).group(1).splitlines()
     report = onnxtext.diff(os.path.join(EXAMPLES, "mlp.onnxtext"), v2).splitlines()
     assert report[2:] == shown[2:]  # the ---/+++ lines name the files
+
+
+def _save_external(model, directory, data_name="weights.bin"):
+    directory.mkdir()
+    path = directory / "m.onnx"
+    onnx.save(model, str(path), save_as_external_data=True, location=data_name, size_threshold=0)
+    return path
+
+
+def test_external_data_is_compared_from_each_models_directory(tmp_path):
+    a = _rand_weights(3, 4096)
+    b = a.copy()
+    b[[10, 20]] += [0.5, -1.5]
+    pa = _save_external(_weights_model(a), tmp_path / "a")
+    pb = _save_external(_weights_model(b), tmp_path / "b")
+    (change,) = compare(str(pa), str(pb)).changes
+    assert change.kind == "initializer.values"
+    assert change.detail["differing"] == int((a != b).sum())
+    assert change.detail["max_abs_diff"] == float(np.abs(a.astype(np.float64) - b).max())
+    assert compare(str(pa), str(_save_external(_weights_model(a), tmp_path / "a2"))).equal
+
+
+def test_absent_external_data_compares_references(tmp_path):
+    pa = _save_external(_weights_model(_rand_weights(4, 64)), tmp_path / "a")
+    pb = _save_external(_weights_model(_rand_weights(5, 64)), tmp_path / "b", data_name="other.bin")
+    os.remove(tmp_path / "a" / "weights.bin")
+    os.remove(tmp_path / "b" / "other.bin")
+    (change,) = compare(str(pa), str(pb)).changes
+    assert change.kind == "initializer.external" and "weights.bin" in change.old and "other.bin" in change.new
