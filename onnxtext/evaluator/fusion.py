@@ -10,6 +10,9 @@
 * A Relu whose input is produced by a step that returns a fresh array (Conv, the fused steps, Add,
   Sum, Concat, Gemm...) and read by nothing else runs in place on that array, inside the producing
   step: no second output array, no second dispatch.
+* Finally every float Conv with constant weights (folded or not, with its fused Relu) becomes a
+  :class:`~.kernels.conv_prepared.PreparedConv`, which works out geometry, views and buffers once
+  per input shape instead of at every call.
 
 A fold only applies when the intermediate value has exactly one reader and is not an output (nor a
 value kept for a subgraph), and when the operands it folds are constants. A fused step keeps the
@@ -51,7 +54,31 @@ def fuse_steps(raw_steps: list, constants: dict, const_names: set, keep: set) ->
         steps[i] = None
         for n in step[2]:
             producer[n] = j
-    return [s for s in steps if s is not None]
+    return [_prepared_conv(s, known) for s in steps if s is not None]
+
+
+def _prepared_conv(entry, known):
+    """A Conv step with constant float weights as a PreparedConv step; other entries unchanged."""
+    step, used = entry
+    fn, ins, outs, attrs, free, info, context = step
+    relu = isinstance(fn, _InPlaceRelu)
+    if info.node.op_type != "Conv" or info.domain or context or len(outs) != 1 or len(ins) < 2:
+        return entry
+    if (relu and fn.fn is not _conv_kernel()) or (not relu and fn is not _conv_kernel()):
+        return entry
+    w = known.get(ins[1])
+    b = known.get(ins[2]) if len(ins) > 2 and ins[2] else None
+    if w is None or w.dtype not in _FLOATS or (len(ins) > 2 and ins[2] and (b is None or b.dtype != w.dtype)):
+        return entry
+    from .kernels.conv_prepared import PreparedConv
+
+    return (PreparedConv(w, b, attrs, relu), ins[:1], outs, {}, free, info, False), [ins[0]]
+
+
+def _conv_kernel():
+    from .kernels.conv import conv
+
+    return conv
 
 
 class _Constants:

@@ -60,17 +60,27 @@ def _reduce_separable(xp, ufunc, kernel_shape, strides, dilations, out_shape):
         shape = current[tuple(index)].shape
         # intermediate passes go to scratch buffers, the last one is the fresh result
         result = np.empty(shape, current.dtype) if axis == nd - 1 else scratch(shape, current.dtype, _SLOTS[axis % 2])
+        taps = []
         for tap in range(k):
             index[position] = slice(tap * d, tap * d + (o - 1) * s + 1, s)
-            if tap == 0:
-                np.copyto(result, current[tuple(index)])
-            else:
-                ufunc(result, current[tuple(index)], out=result)
+            taps.append(current[tuple(index)])
+        _combine(ufunc, taps, result)
         current = result
     return current
 
 
 _SLOTS = ("pool_a", "pool_b")
+
+
+def _combine(ufunc, taps, out):
+    """``out = ufunc(taps[0], taps[1], ...)``; the first two taps go straight into ``out`` (one pass
+    fewer than copying the first tap and folding the others in)."""
+    if len(taps) == 1:
+        np.copyto(out, taps[0])
+        return
+    ufunc(taps[0], taps[1], out=out)
+    for tap in taps[2:]:
+        ufunc(out, tap, out=out)
 
 
 def _reduce_flat(xp, ufunc, kernel_shape, dilations, out_shape):
@@ -90,9 +100,7 @@ def _reduce_flat(xp, ufunc, kernel_shape, dilations, out_shape):
         shift = dilations[axis] * row[axis]
         length = current.size - (kernel_shape[axis] - 1) * shift
         result = scratch((length,), current.dtype, _SLOTS[i % 2])
-        np.copyto(result, current[:length])
-        for tap in range(1, kernel_shape[axis]):
-            ufunc(result, current[tap * shift:tap * shift + length], out=result)
+        _combine(ufunc, [current[tap * shift:tap * shift + length] for tap in range(kernel_shape[axis])], result)
         current = result
     item = current.itemsize
     lead = xp.shape[:-nd]
@@ -193,6 +201,11 @@ def average_pool(X, *, auto_pad, ceil_mode=0, count_include_pad=0, dilations=Non
     if min(out, default=1) <= 0:
         return _empty_output(X, out)
     ct = _compute_dtype(X.dtype)
+    if not any(begin) and not any(end_full) and tuple(kernel_shape) == X.shape[2:] and \
+            all(d == 1 for d in dilations):
+        # one window covering the whole image (ShuffleNet's final 7x7 pool): a plain mean
+        axes = tuple(range(2, X.ndim))
+        return X.astype(ct, copy=False).mean(axis=axes, keepdims=True, dtype=ct).astype(X.dtype, copy=False)
     xp = pad_input(X.astype(ct, copy=False), begin, end_full, slot="image")
     y = _sum_taps(xp, kernel_shape, strides, dilations, out)
     counts = _window_counts(X.shape[2:], kernel_shape, strides, dilations, begin, end, out, count_include_pad)

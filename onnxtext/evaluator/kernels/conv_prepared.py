@@ -1,0 +1,170 @@
+"""Conv with constant weights, prepared once per input shape (used by the plan's fusion pass).
+
+The Conv kernel (:mod:`.conv`) works out geometry, strategy, views and reshapes at every call: tens
+of microseconds of Python per node, which on ShuffleNet/SqueezeNet-sized layers costs as much as the
+arithmetic. :class:`PreparedConv` does that work once per input shape and keeps, per shape, a small
+closure that only moves data and calls BLAS:
+
+* 1x1, unit strides, no padding: one (batched over groups) matmul on the input itself;
+* every other small layer: the zero-padded input lives in a buffer owned by the prepared conv (its
+  border is zeroed once), the im2col window view over it is built once, and each call copies the
+  input into the buffer's interior, the window view into a scratch column matrix, and multiplies.
+  Depthwise layers (one input channel per group) use the same columns with per-channel
+  (1 x K) @ (K x P) products;
+* larger layers (buffers above :data:`_OWNED_LIMIT` elements), other dtypes and calls from another
+  thread than the one that prepared the shape go through the general kernel.
+
+Bias and a fused Relu are applied in place on the fresh result.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from .conv import _conv_geometry, conv, scratch
+
+# largest padded input (elements) a prepared conv keeps its own buffer for: beyond it, the general
+# kernel's blocked im2col is as fast, and per-layer buffers would cost real memory
+_OWNED_LIMIT = 1 << 20
+# largest im2col matrix (elements) built whole by a prepared conv
+_COLUMNS_LIMIT = 1 << 22
+
+
+class PreparedConv:
+    """``Conv(x, W, B)`` (then Relu when ``relu``) for constant float ``W``/``B``; see the module docstring."""
+
+    __slots__ = ("w", "b", "attrs", "relu", "_bias", "_shapes", "_owner")
+
+    def __init__(self, w, b, attrs: dict, relu: bool = False):
+        self.w, self.b, self.attrs, self.relu = w, b, attrs, relu
+        self._bias = None if b is None else b.reshape((-1,) + (1,) * (w.ndim - 2))
+        self._shapes: dict = {}
+        self._owner = threading.get_ident()
+
+    def __call__(self, x):
+        run = self._shapes.get(x.shape) if type(x) is np.ndarray and x.dtype == self.w.dtype else None
+        if run is None:
+            if type(x) is not np.ndarray or x.dtype != self.w.dtype or x.ndim != self.w.ndim or \
+                    x.shape in self._shapes:
+                return self._general(x)
+            run = self._shapes[x.shape] = self._prepare(x.shape)
+            if run is None:
+                return self._general(x)
+        if threading.get_ident() != self._owner:  # the owned buffers belong to the preparing thread
+            return self._general(x)
+        y = run(x)
+        if self._bias is not None:
+            y += self._bias
+        if self.relu:
+            np.maximum(y, y.dtype.type(0), out=y)
+        return y
+
+    def _general(self, x):
+        y = conv(x, self.w, self.b, **self.attrs)
+        if self.relu:
+            y = np.maximum(y, y.dtype.type(0), out=y) if y.flags.writeable else np.maximum(y, 0)
+        return y
+
+    # ------------------------------------------------------------------------------- preparation
+    def _prepare(self, shape):
+        """The data-moving closure for inputs of ``shape``, or None to use the general kernel."""
+        w, attrs = self.w, self.attrs
+        if len(shape) < 3 or shape[1] % attrs["group"] or w.shape[0] % attrs["group"]:
+            return None
+        probe = np.empty((0,) + tuple(shape[1:]), w.dtype)  # geometry needs only the shape
+        strides, dilations, pb, pe, out = _conv_geometry(probe, w, attrs.get("kernel_shape"), attrs.get("strides"),
+                                                          attrs.get("dilations"), attrs.get("pads"), attrs["auto_pad"])
+        if min(out) <= 0:
+            return None
+        n, c = shape[:2]
+        group = attrs["group"]
+        m = w.shape[0]
+        cg, mg = c // group, m // group
+        if w.shape[1] != cg:
+            return None
+        kshape = tuple(w.shape[2:])
+        k_size, p_size = math.prod(kshape), math.prod(out)
+        full_shape = (n, m) + tuple(out)
+        if k_size == 1 and not any(pb) and not any(pe) and all(s == 1 for s in strides):
+            wg = w.reshape(group, mg, cg)
+            flat_in = (n, group, cg, p_size)
+
+            def pointwise(x):
+                return np.matmul(wg, x.reshape(flat_in)).reshape(full_shape)
+            return pointwise
+        padded_shape = (n, c) + tuple(d + b + e for d, b, e in zip(shape[2:], pb, pe))
+        depthwise = cg == 1 and group > 1 and mg == 1
+        cols_shape = (n, group, cg * k_size, p_size)
+        if math.prod(padded_shape) > _OWNED_LIMIT or math.prod(cols_shape) > _COLUMNS_LIMIT:
+            return None
+        dtype = w.dtype
+        if depthwise and all(s == 1 for s in strides):
+            return _flat_depthwise(w, shape, padded_shape, pb, dilations, out)
+        padded = np.zeros(padded_shape, w.dtype)
+        interior = padded[(Ellipsis,) + tuple(slice(b, b + d) for b, d in zip(pb, shape[2:]))]
+        st = padded.strides
+        item_strides = st[2:]
+        window = as_strided(padded, (n, group, cg) + kshape + tuple(out),
+                            (st[0], st[1] * cg, st[1]) + tuple(s * d for s, d in zip(item_strides, dilations)) +
+                            tuple(s * t for s, t in zip(item_strides, strides)), writeable=False)
+        if depthwise:
+            wk = w.reshape(m, 1, k_size)
+            per_channel = (n, m, k_size, p_size)
+
+            def depthwise_conv(x):
+                np.copyto(interior, x)
+                cols = scratch(per_channel, dtype)
+                cols.reshape(window.shape)[...] = window
+                y = np.empty((n, m, 1, p_size), dtype)
+                for b in range(n):
+                    np.matmul(wk, cols[b], out=y[b])
+                return y.reshape(full_shape)
+            return depthwise_conv
+        wg = w.reshape(group, mg, cg * k_size)
+
+        def im2col_conv(x):
+            np.copyto(interior, x)
+            cols = scratch(cols_shape, dtype)
+            cols.reshape(window.shape)[...] = window
+            return np.matmul(wg, cols).reshape(full_shape)
+        return im2col_conv
+
+
+def _flat_depthwise(w, shape, padded_shape, pb, dilations, out):
+    """Unit-stride depthwise closure over a flat padded image (see conv._FlatImage): every tap of
+    every channel is one contiguous slice, so the column copy moves long runs; the positions past
+    the output width are computed and cropped."""
+    n, m = shape[:2]
+    dtype = w.dtype
+    spatial = padded_shape[2:]
+    plane = math.prod(spatial)
+    row = [math.prod(spatial[i + 1:]) for i in range(len(spatial))]
+    kshape = tuple(w.shape[2:])
+    k_size = math.prod(kshape)
+    length = out[0] * row[0]
+    tail = sum((k - 1) * d * r for k, d, r in zip(kshape, dilations, row))
+    flat = np.zeros((n, m, plane + tail), dtype)
+    interior = flat[:, :, :plane].reshape(padded_shape)[(Ellipsis,) + tuple(slice(b, b + d)
+                                                                           for b, d in zip(pb, shape[2:]))]
+    item = flat.itemsize
+    columns = as_strided(flat, (n, m) + kshape + (length,),
+                         flat.strides[:2] + tuple(d * r * item for d, r in zip(dilations, row)) + (item,),
+                         writeable=False)
+    wk = w.reshape(m, 1, k_size)
+    computed = (n, m, out[0]) + tuple(spatial[1:])
+    crop = (Ellipsis,) + tuple(slice(0, o) for o in out)
+    cols_shape = (n, m, k_size, length)
+
+    def depthwise_conv(x):
+        np.copyto(interior, x)
+        cols = scratch(cols_shape, dtype)
+        cols.reshape(columns.shape)[...] = columns
+        y = np.empty((n, m, 1, length), dtype)
+        for b in range(n):
+            np.matmul(wk, cols[b], out=y[b])
+        return np.ascontiguousarray(y.reshape(computed)[crop])
+    return depthwise_conv

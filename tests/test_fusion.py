@@ -1,0 +1,133 @@
+"""Plan-time fusion and prepared convolutions give the results of running the nodes one by one.
+
+Each case builds a small model twice: once with constant weights (so the plan folds BatchNormalization
+and Mul/Add into the Conv, runs Relu in place and prepares the Conv per input shape) and once with
+the same tensors fed as graph inputs (nothing is constant, so nothing is fused). Both must agree.
+To add a case, add a line to a table.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from onnxtext.evaluator import Evaluator
+
+F = TensorProto.FLOAT
+RNG = np.random.default_rng(0)
+
+# (input shape, weight shape, Conv attributes)
+CONVS = [
+    ((1, 4, 6, 6), (8, 4, 1, 1), {}),
+    ((2, 4, 6, 6), (8, 2, 1, 1), {"group": 2}),
+    ((1, 4, 6, 6), (8, 4, 1, 1), {"strides": [2, 2]}),
+    ((1, 3, 9, 9), (5, 3, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ((2, 3, 9, 7), (5, 3, 3, 2), {"pads": [1, 0, 2, 1], "strides": [2, 1], "dilations": [1, 2]}),
+    ((1, 6, 8, 8), (6, 1, 3, 3), {"group": 6, "pads": [1, 1, 1, 1]}),
+    ((2, 6, 8, 8), (6, 1, 3, 3), {"group": 6, "pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    ((1, 6, 9, 8), (6, 1, 3, 3), {"group": 6, "pads": [2, 2, 2, 2], "dilations": [2, 2]}),
+    ((1, 4, 8, 8), (12, 1, 3, 3), {"group": 4, "pads": [1, 1, 1, 1]}),  # depth multiplier 3
+    ((1, 8, 7, 7), (8, 2, 3, 3), {"group": 4, "auto_pad": "SAME_UPPER"}),
+    ((1, 2, 10), (4, 2, 3), {"pads": [1, 1]}),  # 1-D
+    ((1, 2, 4, 5, 5), (3, 2, 2, 3, 3), {}),  # 3-D
+]
+
+# the node chain after the Conv: (op, per-channel constant or None)
+CHAINS = [
+    [],
+    [("Relu", None)],
+    [("BatchNormalization", None)],
+    [("BatchNormalization", None), ("Relu", None)],
+    [("BatchNormalization", None), ("Mul", "channel"), ("Add", "channel"), ("Relu", None)],
+    [("Mul", "scalar"), ("Add", "channel")],
+]
+
+
+def _chain_nodes(chain, x, channels, rank, tensors):
+    """Nodes applying ``chain`` to ``x``; their constant operands go into ``tensors``."""
+    nodes = []
+    for i, (op, kind) in enumerate(chain):
+        y = f"c{i}"
+        if op == "BatchNormalization":
+            names = [f"bn{i}_{p}" for p in ("scale", "bias", "mean", "var")]
+            for p in names:
+                tensors[p] = RNG.uniform(0.5, 1.5, channels).astype(np.float32)
+            nodes.append(helper.make_node(op, [x] + names, [y], epsilon=1e-3))
+        elif kind is not None:
+            shape = (channels,) + (1,) * (rank - 2) if kind == "channel" else (1,)
+            tensors[f"k{i}"] = RNG.uniform(-1, 1, shape).astype(np.float32)
+            nodes.append(helper.make_node(op, [x, f"k{i}"], [y]))
+        else:
+            nodes.append(helper.make_node(op, [x], [y]))
+        x = y
+    return nodes, x
+
+
+def _model(nodes, inputs, output, initializers):
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info(n, F, list(v.shape)) for n, v in inputs.items()],
+        [helper.make_tensor_value_info(output, F, None)],
+        [helper.make_tensor(n, F, v.shape, v.reshape(-1).tolist()) for n, v in initializers.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+
+
+def _run_both(nodes, x, tensors, output):
+    fused = Evaluator(_model(nodes, {"X": x}, output, tensors))
+    plain = Evaluator(_model(nodes, {"X": x, **tensors}, output, {}))
+    got = fused.run(None, {"X": x})[0]
+    want = plain.run(None, {"X": x, **tensors})[0]
+    assert got.dtype == want.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    return fused
+
+
+@pytest.mark.parametrize("x_shape, w_shape, attrs", CONVS)
+@pytest.mark.parametrize("chain", CHAINS, ids=lambda c: "-".join(op for op, _ in c) or "conv")
+def test_conv_chain_matches_unfused(x_shape, w_shape, attrs, chain):
+    x = RNG.standard_normal(x_shape).astype(np.float32)
+    tensors = {"W": RNG.standard_normal(w_shape).astype(np.float32),
+               "B": RNG.standard_normal(w_shape[0]).astype(np.float32)}
+    conv = helper.make_node("Conv", ["X", "W", "B"], ["y"], **attrs)
+    more, out = _chain_nodes(chain, "y", w_shape[0], len(x_shape), tensors)
+    fused = _run_both([conv] + more, x, tensors, out)
+    assert len(fused._plan_for(None, ()).steps) == 1  # the whole chain is one prepared conv step
+    fused.run(None, {"X": x[:, :, ::-1].copy()})  # a second call reuses the prepared shape
+
+
+@pytest.mark.parametrize("chain", CHAINS[2:], ids=lambda c: "-".join(op for op, _ in c))
+def test_standalone_normalization_chain_matches_unfused(chain):
+    x = RNG.standard_normal((2, 5, 4, 3)).astype(np.float32)
+    tensors = {}
+    nodes, out = _chain_nodes(chain, "s", 5, 4, tensors)
+    nodes.insert(0, helper.make_node("Sigmoid", ["X"], ["s"]))  # a producer that is not a Conv
+    _run_both(nodes, x, tensors, out)
+
+
+def test_intermediate_read_twice_is_not_fused():
+    x = RNG.standard_normal((1, 3, 5, 5)).astype(np.float32)
+    tensors = {"W": RNG.standard_normal((4, 3, 1, 1)).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["X", "W"], ["y"]), helper.make_node("Relu", ["y"], ["r"]),
+             helper.make_node("Add", ["y", "r"], ["z"])]
+    _run_both(nodes, x, tensors, "z")
+
+
+def test_conv_input_shape_change_and_other_thread():
+    import threading
+
+    x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    tensors = {"W": RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["X", "W"], ["y"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["y"], ["z"])]
+    graph = _model(nodes, {"X": x}, "z", tensors)
+    graph.graph.input[0].type.tensor_type.shape.dim[2].dim_param = "H"
+    ev = Evaluator(graph)
+    results = {}
+    for h in (8, 5, 8):
+        xi = x[:, :, :h]
+        want = Evaluator(_model(nodes, {"X": xi, **tensors}, "z", {})).run(None, {"X": xi, **tensors})[0]
+        np.testing.assert_allclose(ev.run(None, {"X": xi})[0], want, rtol=1e-4, atol=1e-5)
+        results[h] = want
+    thread = threading.Thread(target=lambda: results.__setitem__("thread", ev.run(None, {"X": x})[0]))
+    thread.start()
+    thread.join()
+    np.testing.assert_allclose(results["thread"], results[8], rtol=1e-4, atol=1e-5)
