@@ -383,7 +383,7 @@ def value_difference(x: np.ndarray, y: np.ndarray) -> dict:
     x, y = np.asarray(x).ravel(), np.asarray(y).ravel()
     idx = np.flatnonzero(x != y)
     detail = {"differing": int(idx.size), "total": int(x.size), "max_abs_diff": None, "nan_mismatch": 0}
-    if not idx.size or x.dtype == object or x.dtype.kind in "USV":
+    if not idx.size or x.dtype == object or x.dtype.kind in "US":  # strings: no distance
         return detail
     xs, ys = x[idx], y[idx]
     if x.dtype.kind in "iu" and x.dtype.itemsize == 8:  # exact for int64/uint64 extremes
@@ -447,9 +447,10 @@ class _Side:
         key = self._attr_keys.get(i)
         if key is None:
             # Subgraph bodies are left out: they are diffed (recursively) once their nodes are paired.
-            key = self._attr_keys[i] = tuple(sorted(
+            key = self._attr_keys[i] = tuple(sorted((
                 (a.name, a.type, len(a.graphs)) if a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS)
-                and not a.ref_attr_name else (a.name, _attr_bytes(a)) for a in self.nodes[i].attribute))
+                and not a.ref_attr_name else (a.name, _attr_bytes(a)) for a in self.nodes[i].attribute),
+                key=lambda item: item[0]))
         return key
 
     def same_values(self, i: int) -> bool:

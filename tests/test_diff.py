@@ -18,7 +18,9 @@ import pytest
 from onnx import numpy_helper
 
 import onnxtext
+from onnxtext import dtypes as onnxtext_dtypes
 from onnxtext.cli import main as cli_main
+from onnxtext.tensors import from_array
 from onnxtext.differ import compare
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -264,6 +266,38 @@ def test_weight_statistics_match_numpy(changes):
     expect_max = float(np.abs(a[numeric].astype(np.float64) - b[numeric]).max()) if numeric.any() else None
     assert change.detail["max_abs_diff"] == expect_max
     assert change.detail["nan_mismatch"] == int((np.isnan(a) ^ np.isnan(b)).sum())
+
+
+def _typed_pair(dt):
+    """Two arrays of element type ``dt`` that differ in elements 1 and 3 (by 1 and by 0.5 where representable)."""
+    if dt.kind == "string":
+        return np.array(["a", "b", "c", "d"], dtype=object), np.array(["a", "x", "c", "y"], dtype=object)
+    if dt.name == "bool":
+        return np.array([True, False, True, False]), np.array([True, True, True, True])
+    a = np.array([0.0, 1.0, 2.0, 1.0])
+    b = np.array([0.0, 2.0, 2.0, 0.5 if dt.kind in ("float", "complex") else 0.0])
+    return a.astype(dt.np), b.astype(dt.np)
+
+
+@pytest.mark.parametrize("dt", list(onnxtext_dtypes.BY_NAME.values()), ids=lambda d: d.name)
+@pytest.mark.parametrize("raw", [True, False], ids=["raw", "typed"])
+def test_weight_statistics_for_every_element_type(dt, raw):
+    a, b = _typed_pair(dt)
+    ma, mb = _weights_model(np.zeros(4, np.float32)), _weights_model(np.zeros(4, np.float32))
+    ma.graph.initializer[0].CopyFrom(from_array(a, "w", raw=raw, dtype=dt))
+    mb.graph.initializer[0].CopyFrom(from_array(b, "w", raw=raw, dtype=dt))
+    (change,) = compare(ma, mb).changes
+    differ = a != b
+    if dt.kind == "float":  # float8e8m0 has no zero: 0.0 is NaN in both arrays, and NaN equals NaN here
+        differ &= ~(np.isnan(a.astype(np.float64)) & np.isnan(b.astype(np.float64)))
+    assert change.kind == "initializer.values" and change.detail["differing"] == int(differ.sum()) == 2
+    if dt.kind == "string":
+        assert change.detail["max_abs_diff"] is None
+    else:
+        wide = np.complex128 if dt.kind == "complex" else np.float64
+        expect = np.abs(a[differ].astype(wide) - b[differ].astype(wide)).max()
+        assert change.detail["max_abs_diff"] == pytest.approx(float(expect))
+    assert compare(ma, ma).equal
 
 
 def test_raw_and_typed_encodings_of_the_same_values_are_equal():
