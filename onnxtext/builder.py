@@ -861,6 +861,15 @@ _LIST_FIELD = {AttributeProto.FLOATS: "floats", AttributeProto.INTS: "ints", Att
 _ELEMENT_OF = {v: k for k, v in _LIST_OF.items()}
 
 
+def _as_float(v, name):
+    """An int literal in a float attribute: a hex literal is the float32 bit pattern, a decimal one its value."""
+    if isinstance(v, Bits):
+        if not 0 <= v < 1 << 32:
+            raise _err(f"attribute {name}: hex literal {v:#x} is not a 32-bit float bit pattern", name)
+        return float(np.array(v, np.uint32).view(np.float32))
+    return float(v)
+
+
 def _set_single_attr(a: AttributeProto, value, declared, name):
     if isinstance(value, Ref):
         a.ref_attr_name = value
@@ -870,7 +879,7 @@ def _set_single_attr(a: AttributeProto, value, declared, name):
     kind = _kind_of(value)
     if declared is not None and declared != kind:
         if declared == AttributeProto.FLOAT and kind == AttributeProto.INT and not isinstance(value, bool):
-            value, kind = float(value), AttributeProto.FLOAT
+            value, kind = _as_float(value, name), AttributeProto.FLOAT
         elif declared in _ELEMENT_OF:
             raise _err(f"attribute {name} is declared {ATTR_TYPE_NAMES[declared]}: write its value as a list [...]",
                        name)
@@ -896,14 +905,14 @@ def _set_list_attr(a: AttributeProto, values, declared, name):
         return
     if kinds == {AttributeProto.INT, AttributeProto.FLOAT}:
         kinds = {AttributeProto.FLOAT}
-        values = [float(v) for v in values]
+        values = [_as_float(v, name) for v in values]
     if len(kinds) != 1:
         raise _err(f"list attribute {name} mixes kinds of values", name)
     kind = kinds.pop()
     if declared is not None:
         want = _ELEMENT_OF[declared]
         if want == AttributeProto.FLOAT and kind == AttributeProto.INT:
-            values, kind = [float(v) for v in values], AttributeProto.FLOAT
+            values, kind = [_as_float(v, name) for v in values], AttributeProto.FLOAT
         elif want != kind:
             raise _err(f"attribute {name} is declared {ATTR_TYPE_NAMES[declared]} but holds "
                        f"{ATTR_TYPE_NAMES[kind]} values", name)
