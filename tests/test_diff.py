@@ -470,6 +470,18 @@ def test_cli_trouble_exits_2(tmp_path, files, make, needle):
     assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr
 
 
+def test_cli_quiet_prints_nothing(capsys, files):
+    a, same, changed = files
+    assert run_cli(capsys, "-q", a, changed) == (1, "", "")
+    assert run_cli(capsys, "-q", a, same) == (0, "", "")
+
+
+def test_cli_text_and_json_are_exclusive(capsys, files):
+    with pytest.raises(SystemExit) as e:
+        cli_main(["diff", "--text", "--format", "json", str(files[0]), str(files[1])])
+    assert e.value.code == 2 and "not allowed with" in capsys.readouterr().err
+
+
 def test_cli_exit_status_end_to_end(files):
     a, same, changed = files
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))

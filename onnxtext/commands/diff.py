@@ -17,9 +17,11 @@ HELP = "semantic diff of two models"
 def add_arguments(p):
     p.add_argument("a", metavar="A", help="first model (.onnx or onnxtext)")
     p.add_argument("b", metavar="B", help="second model (.onnx or onnxtext)")
-    p.add_argument("--text", action="store_true",
-                   help="unified diff of the two canonical texts instead of the semantic diff")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--text", action="store_true",
+                      help="unified diff of the two canonical texts instead of the semantic diff")
+    mode.add_argument("--format", choices=("text", "json"), default="text",
+                      help="output format of the semantic diff (default text)")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="colour the text output (default auto: when stdout is a terminal and NO_COLOR is unset)")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing; only the exit status")
