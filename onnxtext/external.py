@@ -273,6 +273,11 @@ def _size(t: TensorProto, data) -> int:
     return int(length) if length.isdigit() else 0
 
 
+def external_bytes(proto) -> int:
+    """Total ``length`` of the external data ``proto`` refers to (entries without a length count 0)."""
+    return sum(_size(t, None) for _, t in iter_tensors(proto) if is_external(t))
+
+
 def external_locations(proto) -> list[str]:
     """The distinct external data locations ``proto`` refers to, in order of first use."""
     seen = {}

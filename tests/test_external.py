@@ -349,3 +349,20 @@ def test_side_files_are_never_written_outside_the_model_directory(tmp_path, monk
     assert "outside the model's directory" in message and "Traceback" not in message, message
     assert {p: p.read_bytes() for p in outside.iterdir()} == before
     assert sorted(os.listdir(model_dir)) == listing
+
+
+def test_compile_refuses_to_embed_2gib_before_reading_it(tmp_path, monkeypatch, capsys):
+    """References to 3 GB (the file need not even exist): embedding cannot work, so say so at once."""
+    model = runnable_model()
+    w = model.graph.initializer[0]
+    w.ClearField("raw_data")
+    w.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "huge.bin"), ("length", "3000000000")):
+        e = w.external_data.add()
+        e.key, e.value = key, value
+    (tmp_path / "m.onnxtext").write_text(onnxtext.to_text(model))
+    monkeypatch.chdir(tmp_path)
+    assert cli("compile", "m.onnxtext", "-o", "m.onnx") == 1
+    err = capsys.readouterr().err
+    assert "2 GiB" in err and "--external-data" in err
+    assert sorted(os.listdir(tmp_path)) == ["m.onnxtext"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from .print_ import add_external_arguments, add_progress_arguments
 
 HELP = "compile onnxtext to a binary .onnx model"
+_PROTOBUF_LIMIT = 2 ** 31
 
 
 def add_arguments(p):
@@ -27,8 +28,21 @@ def run(args) -> int:
     from ..progress import from_args
 
     with from_args(args) as progress:
-        # with --external-data, references of the input stay references until they are copied one by one
-        model = load(args.input, load_external_data=not args.external_data, progress=progress)
+        # references of the input stay references until they are copied one by one (--external-data) or
+        # embedded; embedding 2 GiB or more cannot serialize, so say so before reading gigabytes
+        model = load(args.input, load_external_data=False, progress=progress)
+        if not args.external_data:
+            from ..errors import ExternalDataError
+            from ..external import external_bytes, resolve
+
+            if external_bytes(model) >= _PROTOBUF_LIMIT:
+                raise OnnxTextError(f"{args.input}: its external data ({external_bytes(model)} bytes) cannot be "
+                                    "embedded in one .onnx (protobuf is limited to 2 GiB); keep it external with "
+                                    "--external-data FILE")
+            try:
+                resolve(model, model_dir(args.input), progress)
+            except ExternalDataError as e:
+                raise ExternalDataError(f"{args.input}: {e}") from None
         if args.check:
             import onnx
 
