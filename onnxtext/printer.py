@@ -238,9 +238,10 @@ class Printer:
         self.onnx_style = style == "onnx"
         self._names = _NameCache()  # each value name is printed about twice
         self._ops: dict[tuple, str] = {}  # (domain, op_type, overload) -> printed operator
-        # Block deferral (set by to_text): big base64 blocks are kept aside and replaced by a placeholder
-        # until the whole text is laid out, so the megabytes are copied once instead of at every nesting level.
-        self._blobs: list[str] | None = None
+        # Block deferral (set by to_text): big base64 blocks are replaced by a placeholder until the whole
+        # text is laid out, then encoded straight into the final buffer (see _fill_blocks): the megabytes
+        # are not copied at every nesting level, and no second copy of all weights is held at any time.
+        self._blobs: list[tuple[TensorProto, int]] | None = None  # (tensor, length of its raw_data)
 
     # ------------------------------------------------------------------ layout helpers
     def _list(self, open_: str, items: list[str], close: str, level: int, force_multiline=False) -> str:
@@ -474,7 +475,7 @@ class Printer:
         if dt.kind != "string" and t.HasField("raw_data"):
             raw = t.raw_data  # one access: each one copies the bytes
             if len(raw) != -(-count * dt.bits // 8) or (self.max_inline is not None and count > self.max_inline):
-                return self.print_block(raw)
+                return self.print_block(raw, t)
             arr = tensors.to_array(t)
             return self._wrapped_values("raw {", format_values(arr, dt), "}", level)
         if dt.name in _PLAIN_TYPED:
@@ -487,15 +488,16 @@ class Printer:
         arr = tensors.decode_typed(t, dt, count)
         return self._wrapped_values("{", format_values(arr, dt), "}", level)
 
-    def print_block(self, raw: bytes) -> str:
-        """``base64 "..."``: the raw little-endian bytes in one block (one C call each way, no per-element work)."""
-        text = binascii.b2a_base64(raw, newline=False).decode("ascii")
-        if self._blobs is not None and self.width < len(text) and self.width <= _MAX_DEFER_WIDTH:
+    def print_block(self, raw: bytes, source: TensorProto | None = None) -> str:
+        """``base64 "..."``: the raw little-endian bytes in one block (one C call each way, no per-element
+        work). ``source``: the tensor holding ``raw``, which to_text may re-read when it assembles the text."""
+        if (source is not None and self._blobs is not None and self.width < 4 * (len(raw) // 3)
+                and self.width <= _MAX_DEFER_WIDTH):
             # a placeholder longer than the width takes the block's place: every layout decision (which
             # only asks whether a line fits the width) comes out the same
-            self._blobs.append(text)
+            self._blobs.append((source, len(raw)))
             return 'base64 "\x00' + str(len(self._blobs) - 1).rjust(self.width + 1) + '\x00"'
-        return 'base64 "' + text + '"'
+        return 'base64 "' + binascii.b2a_base64(raw, newline=False).decode("ascii") + '"'
 
     def print_elided(self, t: TensorProto, dt) -> str:
         digest = hashlib.sha256(t.SerializeToString()).hexdigest()[:12]
@@ -798,8 +800,28 @@ def to_text(proto, **options) -> str:
             del parts, blobs
             text = getattr(printer, method)(proto)
             return text if text.endswith("\n") else text + "\n"
-        # one final copy: the layout around the placeholders, with each block put back in its place
-        parts[1::2] = [blobs[int(p)] for p in parts[1::2]]
-        del text, blobs
-        text = "".join(parts)
+        del text
+        return _fill_blocks(parts, blobs)
     return text
+
+
+def _fill_blocks(parts: list[str], blobs: list[tuple[TensorProto, int]]) -> str:
+    """The final text from the layout split at its placeholders (odd ``parts``: indices into ``blobs``).
+
+    Each block is base64-encoded straight into one buffer of the final size, which is decoded once: at
+    most two copies of the text exist (buffer and result), plus one tensor's bytes at a time.
+    """
+    chunks = [p.encode("utf-8", "surrogatepass") for p in parts[0::2]]
+    sources = [blobs[int(p)] for p in parts[1::2]]
+    del parts
+    buf = bytearray(sum(map(len, chunks)) + sum(4 * -(-n // 3) for _, n in sources))
+    pos = 0
+    for i, chunk in enumerate(chunks):
+        buf[pos:pos + len(chunk)] = chunk
+        pos += len(chunk)
+        if i < len(sources):
+            block = binascii.b2a_base64(sources[i][0].raw_data, newline=False)
+            buf[pos:pos + len(block)] = block
+            pos += len(block)
+            del block
+    return buf.decode("utf-8", "surrogatepass")
