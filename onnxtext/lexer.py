@@ -140,6 +140,8 @@ class OnnxTextLexer(RegexLexer):
         # the value of an annotation inside an attribute list: one datum, then back to the attribute name
         "datum": [
             (r"\s+", Text.Whitespace),
+            (r"//[^\n]*", Comment.Single),
+            (r"#[^\n]*", Comment.Single),
             (r'"', String.Double, ("#pop", "string")),
             (r"\[", Punctuation, ("#pop", "bracket")),
             (r"\{", Punctuation, ("#pop", "brace")),
@@ -154,6 +156,8 @@ class OnnxTextLexer(RegexLexer):
         "shape": [
             (r"\]", Punctuation, "#pop"),
             (r"\s+", Text.Whitespace),
+            (r"//[^\n]*", Comment.Single),
+            (r"#[^\n]*", Comment.Single),
             (r"-?[0-9]+", Number.Integer),
             (_IDENT, Name.Variable),  # a symbolic dimension
             (r'"', String.Double, "string"),

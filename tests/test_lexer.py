@@ -176,6 +176,21 @@ def test_token_roles(sub, n, expected):
     assert tok is expected, f"{sub!r}: {tok} ({value!r}), expected {expected}"
 
 
+# comments may sit anywhere whitespace may: inside shapes and annotation values too
+COMMENT_PLACES = [
+    "g (float[N, # batch\n 3] x) => (float[N, 3] y) { y = Relu(x) }",
+    "g (float[N, // batch\n 3] x) => (float[N, 3] y) { y = Relu(x) }",
+    "g (float[2] x) => (float[2] y) { y = Relu <\n @doc_string # why\n \"d\" alpha = 1.0>(x) }",
+]
+
+
+@pytest.mark.parametrize("text", COMMENT_PLACES)
+def test_comments_inside_shapes_and_data_lex_cleanly(text):
+    get_parser().parse(text, start="graph")  # valid syntax
+    assert_lexes_cleanly(text, "comment placement")
+    assert any(tok in Comment for _, tok, _ in lex(text))
+
+
 # ------------------------------------------------------------------------------------- registration
 def test_entry_point_names_the_lexer():
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
