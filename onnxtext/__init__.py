@@ -20,6 +20,7 @@ _LAZY = {
     "Evaluator": "evaluator",
     "check": "checker", "Diagnostic": "checker",
     "diff": "differ",
+    "format_text": "formatter",
 }
 
 __all__ = sorted([*_LAZY, "OnnxTextError", "ParseError", "CheckError", "EvalError", "ExternalDataError",
