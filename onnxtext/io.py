@@ -30,8 +30,8 @@ def looks_like_text(data: bytes) -> bool:
     return not stripped or stripped[:1] in b"<#/\"_" or stripped[:1].isalpha()
 
 
-def read_text_or_bytes(path: str, progress=None) -> bytes:
-    """The whole file; with a progress reporter, read in chunks so the bar moves."""
+def read_text_or_bytes(path: str, progress=None) -> bytes | bytearray:
+    """The whole file; with a progress reporter, read in chunks (into one buffer) so the bar moves."""
     try:
         with open(path, "rb") as f:
             if progress is None:
@@ -46,7 +46,12 @@ def read_text_or_bytes(path: str, progress=None) -> bytes:
                     break
                 pos += n
                 stage.advance(n)
-            return bytes(view[:pos]) + f.read()
+            view.release()
+            rest = f.read()  # the file grew while we read it
+            if pos < size:
+                del buf[pos:]
+            buf += rest
+            return buf
     except FileNotFoundError:
         raise ModelFileError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -64,7 +69,7 @@ def load(path, *, kind: str = "model", load_external_data: bool = True, progress
     """
     path = os.fspath(path)
     data = read_text_or_bytes(path, progress)
-    if not data.strip():
+    if not data[:4096].strip() and not data.strip():  # strip() copies: only when the start is blank
         raise ModelFileError(f"{path}: empty file, not an ONNX model")
     if progress is not None:
         progress.stage("parsing" if looks_like_text(data) else "decoding", None)
