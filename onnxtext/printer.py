@@ -6,12 +6,21 @@ stored in ``raw_data`` print as ``raw {...}`` (or a ``base64`` block when large)
 
 * ``width`` (100): wrap lists longer than this;
 * ``indent`` ("  "): indentation unit;
-* ``max_inline`` (256): raw tensors with more elements print as a base64 block (``0`` forces blocks,
-  ``None`` forces decimals);
+* ``max_inline`` (256): the choice between decimal literals and a block for tensors stored in
+  ``raw_data``: up to this many elements they print as ``raw {1.5, ...}``, above it as one
+  ``base64 "..."`` block of the raw little-endian bytes (encoded and decoded in one C call, no
+  per-element work). ``0`` forces blocks, ``None`` forces decimals. Typed-field tensors always print as
+  ``{...}`` (their encoding is part of the proto), and raw bytes that do not fit the shape always print
+  as a block;
 * ``elide`` (False): print big tensors as one-line summaries (for reading: such text does not parse);
 * ``style`` ("onnxtext"): ``"onnx"`` writes tensor data in the subset onnx's own parser reads (typed
   decimal lists, bit patterns for 16/8-bit floats, 0/1 for bools). It loses the raw_data encoding and is
   meant for interoperability with ``onnx.parser``.
+
+Speed and memory: names are classified once per printer, float texts come from a per-type cache, proto
+fields are read once each (every read is a C call). ``to_text`` lays big blocks out as placeholders and
+base64-encodes each tensor straight into the final buffer, so a weight-heavy model costs about twice its
+text in memory while printing, not a copy per nesting level.
 """
 
 from __future__ import annotations
