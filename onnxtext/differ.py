@@ -614,10 +614,13 @@ def diff_graph(ctx: _Ctx, path: str, ga, gb, outer_a: dict, outer_b: dict, top: 
         ctx.add("graph.name", path, "graph", "name", _name(ga.name), _name(gb.name))
     ctx.fields("graph", path, "graph", ga, gb, ("doc_string",))
     ids_a, ids_b = dict(outer_a), dict(outer_b)
-    for x, y in _interface(ctx, path, "input", ga.input, gb.input, by_name=top):
-        ids_a[x.name] = ids_b[y.name] = next(ctx.ids)
     ia = {t.name: t for t in ga.initializer}
     ib = {t.name: t for t in gb.initializer}
+    input_renames = {}  # old IR versions list weights among the inputs too: a renamed one pairs here
+    for x, y in _interface(ctx, path, "input", ga.input, gb.input, by_name=top):
+        ids_a[x.name] = ids_b[y.name] = next(ctx.ids)
+        if x.name != y.name and x.name in ia and y.name in ib and x.name not in ib:
+            input_renames[x.name] = y.name
     names_a = set(ia) | {s.values.name for s in ga.sparse_initializer}
     names_b = set(ib) | {s.values.name for s in gb.sparse_initializer}
     for n in names_a & names_b:
@@ -630,7 +633,7 @@ def diff_graph(ctx: _Ctx, path: str, ga, gb, outer_a: dict, outer_b: dict, top: 
         ids_b.setdefault(n, _WILD)
     outs = _interface(ctx, path, "output", ga.output, gb.output, by_name=top)
     sa, sb, renamed = _diff_body(ctx, path, ga.node, gb.node, ids_a, ids_b, [(x.name, y.name) for x, y in outs])
-    _diff_initializers(ctx, path, ia, ib, renamed)
+    _diff_initializers(ctx, path, ia, ib, {**renamed, **input_renames})
     sparse_a = {s.values.name: s for s in ga.sparse_initializer}
     sparse_b = {s.values.name: s for s in gb.sparse_initializer}
     for n in list(sparse_a) + [n for n in sparse_b if n not in sparse_a]:

@@ -161,6 +161,8 @@ CASES = [
     ("weight-renamed", rename_value("bias", "offset"), [("initializer.renamed", ["initializer bias", "bias -> offset"])]),
     ("weight-renamed-and-changed", chain(rename_value("bias", "offset"), sub("4.0}", "5.0}")),
      [("initializer.renamed", ["bias -> offset"]), ("initializer.values", ["1 of 4 elements differ", "max abs diff 1"])]),
+    ("weight-also-an-input-renamed", chain(sub("bool c)", "bool c, float[4] bias)"), rename_value("bias", "offset")),
+     [("input.added", ["input offset"]), ("initializer.renamed", ["bias -> offset"])]),
     ("value-info", sub("<float[4] bias", "<float[N, 4] s, float[4] bias"), []),  # annotated on one side: ignored
 ]
 
@@ -202,6 +204,13 @@ STRUCTURE = [
     ("optional-input-added",
      graph("y = Clip(x, lo)", "float[4] x, float lo, float hi"), graph("y = Clip(x, lo, hi)", "float[4] x, float lo, float hi"),
      [("node.input", ["Clip -> y", "input 2: added hi"])]),
+    ("old-ir-weight-input-renamed",
+     '<ir_version: 3, opset_import: ["": 9]>\ng (float[4] x, float[4] w) => (float[4] y)\n'
+     '<float[4] w = {1.0, 2.0, 3.0, 4.0}> {\n  y = Add(x, w)\n}\n',
+     '<ir_version: 3, opset_import: ["": 9]>\ng (float[4] x, float[4] v) => (float[4] y)\n'
+     '<float[4] v = {1.0, 2.0, 3.0, 5.0}> {\n  y = Add(x, v)\n}\n',
+     [("input.renamed", ["w -> v"]), ("initializer.renamed", ["w -> v"]),
+      ("initializer.values", ["initializer w", "1 of 4 elements differ", "max abs diff 1"])]),
     ("commuted-inputs",
      graph("s = Sub(x, z)\ny = Neg(s)", "float[4] x, float[4] z"), graph("s = Sub(z, x)\ny = Neg(s)", "float[4] x, float[4] z"),
      [("node.input", ["Sub", "input 0: x -> z"]), ("node.input", ["Sub", "input 1: z -> x"])]),
