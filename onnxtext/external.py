@@ -245,7 +245,7 @@ def externalize(proto, files, target: str, model_dir: str, *, threshold: int = D
     writer = ExternalWriter(files, target, model_dir, per_tensor=per_tensor, reserved=reserved)
     todo = []
     for label, t in iter_tensors(proto):
-        if is_external(t):
+        if is_external(t):  # read when written: one tensor in memory at a time
             todo.append((label, t, None))
             continue
         data = tensor_bytes(t)
@@ -260,6 +260,11 @@ def externalize(proto, files, target: str, model_dir: str, *, threshold: int = D
             except ExternalDataError as e:
                 where = f"{source}: " if source else ""
                 raise ExternalDataError(f"{where}{_describe(label, t)}: {_strip_label(str(e), t)}") from None
+            if len(data) < threshold:  # the threshold applies to tensors that were external too
+                _clear_values(t)
+                t.ClearField("data_location")
+                t.raw_data = data
+                continue
         writer.add(label, t, data)
         if stage:
             stage.advance(len(data))

@@ -379,6 +379,8 @@ def test_rewriting_the_side_file_a_model_reads_from(tmp_path, monkeypatch):
     onnxtext.save(model, "m.onnxtext", external_data="w.bin", threshold=THRESHOLD)
     # 2500 bytes: some tensors come back inline, so the new w.bin has another layout
     assert cli("compile", "m.onnxtext", "-o", "m.onnx", "--external-data", "w.bin", "--external-threshold", 2500) == 0
+    refs = externals(onnxtext.load("m.onnx", load_external_data=False))
+    assert set(refs) == {label for label, t in iter_tensors(model) if nbytes(t) >= 2500}
     got = arrays(onnxtext.load("m.onnx"))
     for label in expected:
         np.testing.assert_array_equal(got[label], expected[label], err_msg=label)
