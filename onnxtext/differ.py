@@ -204,16 +204,12 @@ def _model(x, label):
 
         return parse_model(x), None, label
     if isinstance(x, (str, os.PathLike)):
-        from .io import TEXT_EXTENSIONS, load, load_binary, looks_like_text, read_text_or_bytes
+        from .io import load, model_dir
 
         path = os.fspath(x)
-        base = os.path.dirname(os.path.abspath(path))
-        data = read_text_or_bytes(path)
-        # Binary models go straight to the protobuf parser: io.load's empty-file check strips the whole
-        # buffer, a copy that costs as much as parsing on a 100 MB model. Text and empty files take io.load.
-        if data[:4096].strip() and not looks_like_text(data) and not path.endswith(TEXT_EXTENSIONS):
-            return load_binary(data, path), base, path
-        return load(path), base, path
+        # External data stays on disk: compare_tensors reads it from each model's directory only to compare
+        # it (one tensor at a time), and compares the references when it is absent (a textconv copy).
+        return load(path, load_external_data=False), model_dir(path), path
     raise TypeError(f"cannot diff a {type(x).__name__}: pass a ModelProto, onnxtext text or a path")
 
 
