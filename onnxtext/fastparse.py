@@ -22,6 +22,7 @@ than guess. ``tests/test_fastparse.py`` proves the two paths equal on the whole 
 
 from __future__ import annotations
 
+import binascii
 import re
 
 from onnx import AttributeProto, NodeProto, TensorProto, TensorShapeProto, TypeProto
@@ -83,11 +84,14 @@ _KEYWORDS = frozenset(dtypes.NAMES) | {"seq", "map", "optional", "sparse_tensor"
                                        "training_info", "inf", "nan", "infinity"}
 
 
-def _tensor_info(tp: TypeProto):
-    """(DType, dims, count) when a tensor of type ``tp`` may take the small-tensor shortcut, else ()."""
+def _tensor_info(tp: TypeProto, any_dtype: bool = False):
+    """(DType, dims, count) when a tensor of type ``tp`` may take a shortcut (dense, numeric dims), else ()."""
+    if not tp.HasField("tensor_type"):
+        return ()
     tt = tp.tensor_type
     dt = dtypes.BY_ENUM.get(tt.elem_type)
-    if dt is None or dt.name not in ("float", "double", "int64") or tp.denotation or not tt.HasField("shape"):
+    if dt is None or not (any_dtype or dt.name in ("float", "double", "int64")) or tp.denotation or \
+            not tt.HasField("shape"):
         return ()
     dims = []
     for d in tt.shape.dim:
@@ -156,6 +160,18 @@ def _ids(text: str) -> list:
     return _B.id_list(items)
 
 
+def _base64(tok: str):
+    """The builder's base64_data for a STRING token, decoded in one call when it is plain base64."""
+    body = tok[1:-1]
+    if "\\" not in body and body.isascii():
+        try:
+            # strict mode accepts only what b64decode(validate=True) accepts, and decodes it the same way
+            return _b.TensorData("bytes", binascii.a2b_base64(body, strict_mode=True))
+        except binascii.Error:
+            pass
+    return _B.base64_data([tok])  # escapes, line breaks, errors: the builder's own way
+
+
 def _number(tok: str):
     m = _NUMBER_RE.fullmatch(tok)
     if m is None:
@@ -197,6 +213,23 @@ def _attrs(text: str) -> list:
     if not out:
         raise Fallback  # '<>' is a syntax error
     return out
+
+
+class _Emitter:
+    """A list-like sink for value_list that adds each entry to a graph at once: a value_info, or an
+    initializer made by the builder or in place from its keyword arguments (small tensors, byte blocks)."""
+
+    def __init__(self, scanner, graph):
+        self.scanner, self.graph, self.add_init = scanner, graph, graph.initializer.add
+
+    def append(self, e) -> None:
+        if type(e) is not dict:
+            kw = self.scanner.block_tensor(e)
+            if kw is None:
+                _b._graph_value_entry(self.graph, e)
+                return
+            e = kw
+        self.add_init(**e)
 
 
 class _Scanner:
@@ -248,7 +281,17 @@ class _Scanner:
         return tok
 
     def string(self) -> bytes:
-        return _b.unescape(self.match(_STRING_RE))
+        return _b.unescape(self.string_token())
+
+    def string_token(self) -> str:
+        """A STRING token; long ones without escapes are found with str.find (regex loops cost ~20x)."""
+        s, p = self.s, self.ws()
+        if s.startswith('"', p):
+            j = s.find('"', p + 1)
+            if j > 0 and s.find("\\", p + 1, j) < 0:
+                self.pos = j + 1
+                return s[p:j + 1]
+        return self.match(_STRING_RE)
 
     def number(self):
         m = _NUMBER_RE.match(self.s, self.ws())
@@ -407,11 +450,21 @@ class _Scanner:
             if word == "raw":
                 self.lit("{")
                 return _b.TensorData("raw", self.literals())
-            return (_B.base64_data if word == "base64" else _B.hex_data)([self.match(_STRING_RE)])
+            tok = self.string_token()
+            if word == "base64":
+                return _base64(tok)
+            return _B.hex_data([tok])
         raise Fallback  # external, elided and sparse data: Lark
 
     def literals(self) -> list:
         """The literals of ``{...}`` after the brace (numbers, strings, true/false; no complex pairs)."""
+        s, p = self.s, self.pos
+        j = s.find("}", p)
+        if j > 0:
+            body = s[p:j]
+            if '"' not in body and "(" not in body and "#" not in body and "/" not in body:
+                self.pos = j + 1
+                return self.values(body)  # numbers and true/false only: split in bulk
         out = []
         if self.opt("}"):
             return out
@@ -436,11 +489,14 @@ class _Scanner:
         data = self.tensor_data() if self.opt("=") else None
         return _b.ValueEntry(ann, tp, name, data)
 
-    def value_list(self, open_: str, close: str, small_tensors: bool = False) -> list:
-        """The entries of ``( ... )`` or ``< ... >``: ValueEntry objects; with ``small_tensors``, plain
-        initializers of float/double/int64 literals come as the keyword arguments of their TensorProto."""
+    def value_list(self, open_: str, close: str, into=None) -> list:
+        """The ValueEntry objects of ``( ... )`` or ``< ... >``; with a graph ``into``, each entry goes to it
+        as soon as it is read (a weight's decoded bytes are not all held at once) and the list is empty."""
         self.lit(open_)
         out = []
+        small_tensors = into is not None
+        if small_tensors:
+            out = _Emitter(self, into)
         if self.opt(close):
             return out
         s, match, types = self.s, _ENTRY_RE.match, self._types
@@ -509,6 +565,22 @@ class _Scanner:
         kw = {"data_type": dt.enum, "dims": dims, dt.field: vals}
         if name:
             kw["name"] = name
+        return kw
+
+    def block_tensor(self, e):
+        """TensorProto keyword arguments for an initializer given as a byte block (base64/hex), exactly as
+        build_tensor makes it, or None. Built in place by the caller: the bytes are copied once, not twice."""
+        if e.annotations or e.data is None or e.data.kind != "bytes" or e.type is None:
+            return None
+        info = _tensor_info(e.type, any_dtype=True)
+        if not info:
+            return None
+        dt, dims, count = info
+        if dt.kind == "string" or len(e.data.values) != -(-count * dt.bits // 8):
+            return None  # the builder's errors
+        kw = {"data_type": dt.enum, "dims": dims, "raw_data": e.data.values}
+        if e.name:
+            kw["name"] = e.name
         return kw
 
     # ------------------------------------------------------------------ nodes
@@ -645,23 +717,23 @@ class _Scanner:
         return self.graph()
 
     # ------------------------------------------------------------------ graphs, functions, models
-    def graph(self):
+    def graph(self, wrap=None):
+        """A GraphProto; with ``wrap`` (a function of the graph's skeleton returning its ModelProto), the
+        model, whose graph then receives the initializers and nodes in place (no copy of the weights)."""
         ann = self.annotations()
         name = self.name()
         inputs = self.value_list("(", ")")
         self.lit("=>")
         outputs = self.value_list("(", ")")
-        values = self.value_list("<", ">", small_tensors=True) if self.peek("<") else ()
         # the builder makes the graph; values and nodes follow in order (each field keeps its order)
-        g = _B.graph([ann, name, inputs, outputs, None, []])
-        add_init = g.initializer.add
-        for e in values:
-            if type(e) is dict:
-                add_init(**e)
-            else:
-                _b._graph_value_entry(g, e)
+        g = outer = _B.graph([ann, name, inputs, outputs, None, []])
+        if wrap is not None:
+            outer = wrap(g)
+            g = outer.graph
+        if self.peek("<"):
+            self.value_list("<", ">", into=g)
         self.node_list(g.node)
-        return g
+        return outer
 
     def header(self):
         self.lit("<")
@@ -728,7 +800,8 @@ class _Scanner:
         header = self.header() if self.peek("<") else None
         if header is None and ann is not None:
             raise Fallback  # annotations of the model or of the graph: the grammar decides, not us
-        children = [ann, header, self.graph()]
+        # Builder.model copies the graph it is given: give it the skeleton, fill its copy in place
+        m = self.graph(wrap=lambda g: _B.model([ann, header, g]))
         while self.ws() < len(self.s):
-            children.append(self.function())
-        return _B.model(children)
+            m.functions.append(self.function())  # as Builder.model does with the functions after the graph
+        return m

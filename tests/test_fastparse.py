@@ -124,6 +124,20 @@ EDGE = [
     'g (float x) => (float y = {1}) { y = Foo(x) }',
     'g (seq(float) x) => (float y) { y = Foo(x) }',
     'g (float x) => (float y) <float[1] raw = {1.5}> { y = Foo(x) }',
+    # byte blocks: the strict one-call decoder and the builder's reference decoder
+    'g (float x) => (float y) <uint8[2] b = base64 "AA E="> { y = Foo(x) }',
+    'g (float x) => (float y) <uint8[2] b = base64 "AAE=="> { y = Foo(x) }',
+    'g (float x) => (float y) <uint8[2] b = base64 "AAE=AA=="> { y = Foo(x) }',
+    'g (float x) => (float y) <uint8[2] b = base64 "AA*="> { y = Foo(x) }',
+    'g (float x) => (float y) <uint8[2] b = base64 "AAE"> { y = Foo(x) }',
+    'g (float x) => (float y) <uint8[3] b = base64 "AAE="> { y = Foo(x) }',
+    'g (float x) => (float y) <uint8[2] b = base64 "\\x41AE="> { y = Foo(x) }',
+    'g (float x) => (float y) <float16[1] h = base64 "AAA=", int4[3] q = base64 "AAA=", uint8[1] x = hex "f f"> '
+    '{ y = Foo(x) }',
+    'g (float x) => (float y) <string[1] s = base64 "AAA="> { y = Foo(x) }',
+    'g (float x) => (float y) <uint8[N] s = base64 "AAA="> { y = Foo(x) }',
+    'g (uint8[2] w = base64 "AAE=") => (float y) { y = Foo(w) }',
+    'g (float x) => (float y) { y = Constant<value = uint8[2] base64 "AAE=">() }',
     # models and functions
     '<ir_version: 8, opset_import: ["": 18, "com.x": 1], producer_name: "p", model_version: 3>\n'
     'g (float x) => (float y) { y = Relu(x) }',
