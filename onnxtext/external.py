@@ -88,7 +88,9 @@ def _attribute_tensors(a: AttributeProto, label: str) -> Iterator[tuple[str, Ten
 
 
 def is_external(t: TensorProto) -> bool:
-    return t.data_location == TensorProto.EXTERNAL or len(t.external_data) > 0
+    """onnx's rule (and tensors.to_array's): data_location EXTERNAL; stray external_data entries without it
+    do not make a tensor external."""
+    return t.data_location == TensorProto.EXTERNAL
 
 
 def _describe(label: str, t: TensorProto) -> str:
