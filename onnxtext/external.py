@@ -99,13 +99,18 @@ def _describe(label: str, t: TensorProto) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- reading
-def resolve(proto, base_dir: str | None, progress=None) -> int:
+def resolve(proto, base_dir: str | None, progress=None, limit: int | None = None) -> int:
     """Read every externally stored tensor of ``proto`` into ``raw_data`` (in place); returns their count.
 
     Locations are resolved relative to ``base_dir`` (the directory of the file that refers to them);
     length and checksum are verified; paths escaping the directory are refused (ExternalDataError).
+    ``limit``: refuse, before reading anything, when the declared lengths add up to more bytes.
     """
     pending = [(label, t) for label, t in iter_tensors(proto) if is_external(t)]
+    total = sum(_size(t, None) for _, t in pending)
+    if limit is not None and total > limit:
+        raise ExternalDataError(f"its external data ({total} bytes) cannot be embedded in one .onnx "
+                                "(protobuf is limited to 2 GiB); keep it external with --external-data FILE")
     stage = progress.stage("reading external data", len(pending)) if progress and pending else None
     for label, t in pending:
         try:
@@ -278,11 +283,6 @@ def _size(t: TensorProto, data) -> int:
         return len(data)
     length = tensors.external_info(t).get("length", "")
     return int(length) if length.isdigit() else 0
-
-
-def external_bytes(proto) -> int:
-    """Total ``length`` of the external data ``proto`` refers to (entries without a length count 0)."""
-    return sum(_size(t, None) for _, t in iter_tensors(proto) if is_external(t))
 
 
 def external_locations(proto) -> list[str]:

@@ -60,12 +60,14 @@ def read_text_or_bytes(path: str, progress=None) -> bytes | bytearray:
         raise ModelFileError(f"{path}: cannot read: {e.strerror}") from None
 
 
-def load(path, *, kind: str = "model", load_external_data: bool = True, progress=None):
+def load(path, *, kind: str = "model", load_external_data: bool = True, progress=None,
+         external_limit: int | None = None):
     """Load a model from ``path`` (binary or text). Text may also hold a graph/function with kind='any'.
 
     External data is read into the tensors (like ``onnx.load``), resolved relative to the directory of
     ``path``, verified (length, checksum) and refused when its location escapes that directory.
     ``load_external_data=False`` keeps the references as they are (what ``print`` shows).
+    ``external_limit``: refuse, before reading any, external data adding up to more bytes than this.
     """
     path = os.fspath(path)
     data = read_text_or_bytes(path, progress)
@@ -92,7 +94,7 @@ def load(path, *, kind: str = "model", load_external_data: bool = True, progress
         from .external import resolve
 
         try:
-            resolve(model, model_dir(path), progress)
+            resolve(model, model_dir(path), progress, limit=external_limit)
         except ExternalDataError as e:
             raise ExternalDataError(f"{path}: {e}") from None
     return model

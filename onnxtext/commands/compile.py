@@ -28,21 +28,10 @@ def run(args) -> int:
     from ..progress import from_args
 
     with from_args(args) as progress:
-        # references of the input stay references until they are copied one by one (--external-data) or
-        # embedded; embedding 2 GiB or more cannot serialize, so say so before reading gigabytes
-        model = load(args.input, load_external_data=False, progress=progress)
-        if not args.external_data:
-            from ..errors import ExternalDataError
-            from ..external import external_bytes, resolve
-
-            if external_bytes(model) >= _PROTOBUF_LIMIT:
-                raise OnnxTextError(f"{args.input}: its external data ({external_bytes(model)} bytes) cannot be "
-                                    "embedded in one .onnx (protobuf is limited to 2 GiB); keep it external with "
-                                    "--external-data FILE")
-            try:
-                resolve(model, model_dir(args.input), progress)
-            except ExternalDataError as e:
-                raise ExternalDataError(f"{args.input}: {e}") from None
+        # with --external-data, references stay references until they are copied one by one; embedding
+        # 2 GiB or more cannot serialize, so that is refused before reading gigabytes
+        model = load(args.input, load_external_data=not args.external_data, progress=progress,
+                     external_limit=_PROTOBUF_LIMIT - 1)
         if args.check:
             import onnx
 

@@ -63,13 +63,15 @@ def run(args) -> int:
                 externalize(model, files, args.external_data, text_dir, threshold=args.external_threshold,
                             base_dir=model_dir(args.input), progress=progress,
                             reserved=[args.output] if args.output else (), source=args.input)
-            elif args.output and text_dir != model_dir(args.input) and external_locations(model):
+            progress.stage("printing", None)
+            text = to_text(model, **options)
+            # '"location"' in text: a cheap test first (walking 50,000 nodes' attributes takes ~0.3 s)
+            if not args.external_data and args.output and text_dir != model_dir(args.input) and \
+                    '"location"' in text and external_locations(model):
                 print(f"onnxtext print: note: the model's external data locations "
                       f"({', '.join(map(repr, external_locations(model)))}) are relative to "
                       f"{model_dir(args.input)}; the text in {text_dir} refers to them unchanged (use "
                       "--external-data to write a copy next to the text)", file=sys.stderr)
-            progress.stage("printing", None)
-            text = to_text(model, **options)
             if args.output:
                 files.write(args.output, text, progress)
     if not args.output:  # after the side files are in place
