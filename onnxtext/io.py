@@ -8,11 +8,13 @@ half-written file or clobbers an existing one.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 
 from .errors import ModelFileError, OnnxTextError
 
 TEXT_EXTENSIONS = (".onnxtext", ".onnxtxt")
+_PAIRS_DATA = re.compile(rb'=\s*\[\s*["\]]')  # also matches string lists: a false positive costs little
 _CHUNK = 4 << 20  # bytes per read/write step when a progress bar is shown
 
 
@@ -102,8 +104,8 @@ def load(path, *, kind: str = "model", load_external_data: bool = True, progress
 
 def _may_reference_external_data(data, is_text: bool) -> bool:
     """False only when no tensor in the file can have data_location EXTERNAL."""
-    if is_text:  # the printer writes ["location": ...] pairs; [] and @data_location EXTERNAL are the rest
-        return b'"location"' in data or b"EXTERNAL" in data or b"[]" in data
+    if is_text:  # external data is `= [` pairs `]` (or `= []`), or an @data_location EXTERNAL annotation
+        return _PAIRS_DATA.search(data) is not None or b"EXTERNAL" in data
     return b"\x70\x01" in data  # TensorProto field 14 (data_location), varint 1 (EXTERNAL)
 
 

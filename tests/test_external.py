@@ -387,3 +387,22 @@ def test_rewriting_the_side_file_a_model_reads_from(tmp_path, monkeypatch):
     assert sorted(os.listdir(tmp_path)) == ["m.onnx", "m.onnxtext", "w.bin"]
     with pytest.raises(onnxtext.ExternalDataError, match="checksum"):
         onnxtext.load("m.onnxtext")
+
+
+def test_print_to_another_directory_notes_the_locations(tmp_path, monkeypatch, capsys):
+    onnxtext.save(runnable_model(), tmp_path / "m.onnx", external_data=tmp_path / "w.bin", threshold=THRESHOLD)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert cli("print", "m.onnx", "-o", "elsewhere/m.onnxtext") == 0
+    err = capsys.readouterr().err
+    assert "note" in err and "'w.bin'" in err and "--external-data" in err
+
+
+@pytest.mark.parametrize("data,needle", [("[]", "empty 'location'"), ('["offset": "0"]', "empty 'location'"),
+                                         ('["location": ""]', "empty 'location'")])
+def test_references_without_a_location_are_errors(tmp_path, data, needle):
+    (tmp_path / "m.onnxtext").write_text(f"<ir_version: 8, opset_import: [\"\": 17]>\n"
+                                         f"g () => (float[2] w)\n<\n  float[2] w = {data}\n>\n{{\n}}\n")
+    with pytest.raises(onnxtext.ExternalDataError, match=needle) as e:
+        onnxtext.load(tmp_path / "m.onnxtext")
+    assert "'w'" in str(e.value)
