@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 #: subcommand -> (module, one-line help). Order is the order shown by --help.
@@ -71,6 +72,16 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except RecursionError:
+        print(f"onnxtext {args.command}: error: input nested too deeply", file=sys.stderr)
+        return 2 if args.command == "diff" else 1
+    except Exception as e:  # a bug in onnxtext: say so in one line instead of a traceback
+        print(f"onnxtext {args.command}: internal error: {type(e).__name__}: {e}\n"
+              "this is a bug in onnxtext; please report it with the input that caused it "
+              "(ONNXTEXT_TRACEBACK=1 shows the traceback)", file=sys.stderr)
+        if os.environ.get("ONNXTEXT_TRACEBACK"):
+            raise
+        return 2 if args.command == "diff" else 1
 
 
 def _has_location(message: str) -> bool:

@@ -75,3 +75,18 @@ def test_save_text_and_binary(tmp_path):
 def test_help_lists_commands():
     r = cli("--help")
     assert r.returncode == 0 and "print" in r.stdout and "compile" in r.stdout
+
+
+def test_unexpected_exception_is_one_line_not_a_traceback(monkeypatch, capsys):
+    """A bug inside a command still reaches the user as one clear line (and exit status 1, 2 for diff)."""
+    from onnxtext import cli
+    from onnxtext.commands import info
+
+    def boom(args):
+        raise KeyError("surprise")
+
+    monkeypatch.setattr(info, "run", boom)
+    monkeypatch.delenv("ONNXTEXT_TRACEBACK", raising=False)
+    assert cli.main(["info", "whatever.onnx"]) == 1
+    err = capsys.readouterr().err
+    assert "internal error: KeyError" in err and "Traceback" not in err
