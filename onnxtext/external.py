@@ -198,8 +198,13 @@ class ExternalWriter:
         self.per_tensor = per_tensor
         self.taken = {os.path.basename(r).lower() for r in reserved}
         self.by_file: dict[str, list] = {}  # location -> [stream, sha1, offset, tensors]
-        if not per_tensor:
+        if per_tensor:  # refuse a directory leading out at once, not at its first big tensor
+            output_location(os.path.join(target, "tensor.bin"), model_dir, "external data directory")
+        else:
             self.location = output_location(target, model_dir)
+            if any(os.path.realpath(target) == os.path.realpath(r) for r in reserved):
+                raise ExternalDataError(f"external data file {target} is the output file itself; choose another "
+                                        "name (e.g. weights.bin)")
 
     def add(self, label: str, t: TensorProto, data) -> None:
         if self.per_tensor:

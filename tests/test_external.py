@@ -406,3 +406,22 @@ def test_references_without_a_location_are_errors(tmp_path, data, needle):
     with pytest.raises(onnxtext.ExternalDataError, match=needle) as e:
         onnxtext.load(tmp_path / "m.onnxtext")
     assert "'w'" in str(e.value)
+
+
+def test_compile_check_with_external_input_and_output(tmp_path, monkeypatch):
+    """onnx.checker resolves locations against the current directory: --check must still work elsewhere."""
+    onnxtext.save(runnable_model(), tmp_path / "m.onnxtext", external_data=tmp_path / "w.bin", threshold=THRESHOLD)
+    (tmp_path / "out").mkdir()
+    monkeypatch.chdir(tmp_path / "out")
+    assert cli("compile", "../m.onnxtext", "-o", "m.onnx", "--external-data", "w.bin", "--check") == 0
+    onnx.checker.check_model(str(tmp_path / "out" / "m.onnx"))  # the oracle agrees on the result
+
+
+@pytest.mark.parametrize("command", [["print", "m.onnx", "-o", "t.onnxtext", "--external-data", "t.onnxtext"],
+                                     ["compile", "m.onnx", "-o", "c.onnx", "--external-data", "c.onnx"]])
+def test_side_file_cannot_be_the_output_itself(tmp_path, monkeypatch, capsys, command):
+    onnx.save(runnable_model(), str(tmp_path / "m.onnx"))
+    monkeypatch.chdir(tmp_path)
+    assert cli(*command) == 1
+    assert "the output file itself" in capsys.readouterr().err
+    assert os.listdir(tmp_path) == ["m.onnx"]

@@ -17,7 +17,8 @@ _PROTOBUF_LIMIT = 2 ** 31
 def add_arguments(p):
     p.add_argument("input", help="text model (.onnxtext, .onnxtxt) or binary model")
     p.add_argument("-o", "--output", required=True, help="output .onnx file (or .onnxtext for canonical text)")
-    p.add_argument("--check", action="store_true", help="also run onnx.checker.check_model on the result")
+    p.add_argument("--check", action="store_true", help="also run onnx.checker.check_model on the result "
+                   "(reads all external data into memory first)")
     add_external_arguments(p, "output model")
     add_progress_arguments(p)
 
@@ -29,8 +30,9 @@ def run(args) -> int:
 
     with from_args(args) as progress:
         # with --external-data, references stay references until they are copied one by one; embedding
-        # 2 GiB or more cannot serialize, so that is refused before reading gigabytes
-        model = load(args.input, load_external_data=not args.external_data, progress=progress,
+        # 2 GiB or more cannot serialize, so that is refused before reading gigabytes. onnx.checker resolves
+        # references against the current directory, so --check reads them first (and needs < 2 GiB).
+        model = load(args.input, load_external_data=not args.external_data or args.check, progress=progress,
                      external_limit=_PROTOBUF_LIMIT - 1)
         if args.check:
             import onnx
