@@ -30,8 +30,10 @@ from .conv import _conv_geometry, conv, scratch
 # largest padded input (elements) a prepared conv keeps its own buffer for: beyond it, the general
 # kernel's blocked im2col is as fast, and per-layer buffers would cost real memory
 _OWNED_LIMIT = 1 << 20
-# largest im2col matrix (elements) built whole by a prepared conv
+# largest im2col matrix (elements) a prepared conv handles; above _BAND elements it is built and
+# multiplied one band of output rows at a time (bands of ~1 MiB of float32 stay in L2)
 _COLUMNS_LIMIT = 1 << 22
+_BAND = 1 << 18
 
 
 class PreparedConv:
@@ -125,13 +127,34 @@ class PreparedConv:
                 return y.reshape(full_shape)
             return depthwise_conv
         wg = w.reshape(group, mg, cg * k_size)
+        rows_size = p_size // out[0]  # output positions per index of the first output axis
+        band = max(1, _BAND // (cg * k_size * rows_size))
+        if n > 1 or band >= out[0]:
+            def im2col_conv(x):
+                np.copyto(interior, x)
+                cols = scratch(cols_shape, dtype)
+                cols.reshape(window.shape)[...] = window
+                return np.matmul(wg, cols).reshape(full_shape)
+            return im2col_conv
+        # a large image: im2col and multiply one band of output rows at a time, so the band's columns
+        # are still in cache when the matmul reads them (a whole im2col matrix would not fit in L2)
+        nd = len(out)
+        bands = []
+        for r0 in range(0, out[0], band):
+            r1 = min(out[0], r0 + band)
+            src = window[(0, slice(None), slice(None)) + (slice(None),) * nd + (slice(r0, r1),)]
+            bands.append((src, (group, cg * k_size, (r1 - r0) * rows_size), r0 * rows_size, r1 * rows_size))
+        out_shape = (group, mg, p_size)
 
-        def im2col_conv(x):
+        def banded_conv(x):
             np.copyto(interior, x)
-            cols = scratch(cols_shape, dtype)
-            cols.reshape(window.shape)[...] = window
-            return np.matmul(wg, cols).reshape(full_shape)
-        return im2col_conv
+            y = np.empty(out_shape, dtype)
+            for src, shape, p0, p1 in bands:
+                cols = scratch(shape, dtype)
+                cols.reshape(src.shape)[...] = src
+                np.matmul(wg, cols, out=y[:, :, p0:p1])
+            return y.reshape(full_shape)
+        return banded_conv
 
 
 def _flat_depthwise(w, shape, padded_shape, pb, dilations, out):
