@@ -61,9 +61,7 @@ def iter_tensors(proto, where: str = "") -> Iterator[tuple[str, TensorProto]]:
         for a in proto.attribute_proto:
             yield from _attribute_tensors(a, f"{where}attribute default {a.name!r}")
     elif isinstance(proto, NodeProto):
-        label = f"{where}node {proto.name or proto.op_type!r}"
-        if not proto.name:
-            label = f"{where}{proto.op_type} node"
+        label = f"{where}node {proto.name!r}" if proto.name else f"{where}{proto.op_type} node"
         for a in proto.attribute:
             yield from _attribute_tensors(a, f"{label} attribute {a.name!r}")
     elif isinstance(proto, TensorProto):
