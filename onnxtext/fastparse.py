@@ -12,7 +12,8 @@ Lark grammar (``grammar/onnxtext.lark``) stays the definition of the syntax and 
   children, except for plain node statements and small tensors, built in bulk by code mirroring
   ``Builder.node`` / ``build_tensor`` exactly.
 * Node statements (the bulk of big models) are matched by one regular expression each; the rest of the
-  text is read by a small recursive scanner with one method per grammar rule.
+  text is read by a small recursive scanner with one method per grammar rule. The patterns and the
+  token conversions live in :mod:`onnxtext._fastlex`.
 
 Tokens are matched with the lexer's own patterns (``grammar/lexical.lark``) tried in the order Lark's
 contextual lexer tries them in the same parser state (``SPECIAL``, ``HEX``, ``FLOAT``, ``INT``); where a
@@ -22,93 +23,15 @@ than guess. ``tests/test_fastparse.py`` proves the two paths equal on the whole 
 
 from __future__ import annotations
 
-import binascii
-import re
-
-from onnx import AttributeProto, NodeProto, TensorProto, TensorShapeProto, TypeProto
+from onnx import NodeProto, TensorShapeProto, TypeProto
 
 from . import builder as _b
-from . import dtypes
+from ._fastlex import (Fallback, _ANNOT_RE, _B, _COMPOUND, _DOC_RE, _DTYPE_RE, _ENTRY_RE, _F32_MAX, _IDENT_RE, _INF,
+                       _INT_RE, _KEYWORDS, _NAME_RE, _NODE_RE, _NUMBER_RE, _SKIP, _STRING_RE, _attrs,
+                       _base64, _ids, _name, _number, _quoted, _tensor_info)
 
 #: Set to False to send every text to Lark (tests and benchmarks also pass ``fast=False`` to the parse API).
 ENABLED = True
-
-# ------------------------------------------------------------------------------------------ lexical patterns
-_W = r"[ \t\f\r\n]*"  # WS of lexical.lark (not Python's \s, which also matches \v and Unicode spaces)
-_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
-_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'  # lexical.lark's STRING, unrolled (same language, no backtracking)
-_NAME = f"(?:{_IDENT}|{_STRING})"
-_INT = r"-?[0-9]+"
-_FLOAT = r"-?(?:[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)"
-_HEX = r"0[xX][0-9a-fA-F]+"
-_SPECIAL = r"-?(?i:infinity|inf|nan)(?![A-Za-z0-9_])"
-_DTYPE = "(?:" + "|".join(sorted(dtypes.NAMES, key=len, reverse=True)) + r")(?![A-Za-z0-9_])"
-_NUMBER = f"(?:{_SPECIAL}|{_HEX}|{_FLOAT}|{_INT})"  # Lark's order: priority 3, 2, then the longer pattern
-
-_SKIP = re.compile(r"(?:[ \t\f\r\n]+|#[^\n]*|//(?!/)[^\n]*)*")  # WS and COMMENT (not /// DOC)
-_NAME_RE = re.compile(_NAME, re.S)
-_IDENT_RE = re.compile(_IDENT)
-_STRING_RE = re.compile(_STRING, re.S)
-_DTYPE_RE = re.compile(_DTYPE)
-_NUMBER_RE = re.compile(f"(?P<s>{_SPECIAL})|(?P<h>{_HEX})|(?P<f>{_FLOAT})|(?P<i>{_INT})")
-_DOC_RE = re.compile(r"///[^\n]*")
-_ANNOT_RE = re.compile(r"@[A-Za-z_][A-Za-z0-9_]*")
-_IDS = f"((?:{_NAME})?(?:{_W},{_W}(?:{_NAME})?)*)"
-_ID_TOKEN = re.compile(f"{_NAME}|,|[ \t\f\r\n]+", re.S)
-_SIMPLE_ATTRS = f"<((?:[^<>{{}}()\"\\[\\]#/]|{_STRING}|\\[(?:[^<>{{}}()\"\\[\\]#/]|{_STRING})*\\])*)>"
-
-# One plain node statement: [label] outputs = domain.Op:overload <attrs> (inputs) <attrs>
-_NODE_RE = re.compile(
-    f"{_W}(\\[{_W}({_NAME})?{_W}\\]{_W})?"  # 1: label present, 2: its name
-    f"{_IDS}{_W}={_W}"  # 3: outputs
-    f"({_NAME}(?:{_W}\\.{_W}{_NAME})*)(?:{_W}:{_W}({_NAME}))?{_W}"  # 4: op path, 5: overload
-    f"(?:{_SIMPLE_ATTRS}{_W})?"  # 6: attributes before the inputs
-    f"\\({_W}{_IDS}{_W}\\)"  # 7: inputs
-    f"(?:{_W}{_SIMPLE_ATTRS})?(?!{_W}<)", re.S)  # 8: attributes after the inputs (not complex ones)
-_SCALAR = f"(?:{_NUMBER}|{_STRING}|@[A-Za-z_][A-Za-z0-9_]*)"
-_ATTR_RE = re.compile(
-    f"{_W}({_NAME}){_W}(?::{_W}({_IDENT}){_W})?={_W}"  # 1: name, 2: declared type
-    f"({_SCALAR}|\\[{_W}(?:{_SCALAR}(?:{_W},{_W}{_SCALAR})*(?:{_W},)?)?{_W}\\]){_W}(,|\\Z)", re.S)  # 3, 4
-_SCALAR_ONLY = re.compile(_SCALAR, re.S)
-_INT_RE = re.compile(_INT)
-# A value entry in its plain form: type name (= {numbers})? followed by ',' or the closing bracket
-_ENTRY_RE = re.compile(f"{_W}({_DTYPE}(?:{_W}\\[[^\\[\\]\"<>{{}}()=#/:]*\\])?){_W}({_NAME}){_W}"
-                       f"(?:={_W}\\{{([^{{}}\"()#/]*)\\}}{_W})?([,>)])", re.S)
-_COMPOUND = {"seq": "seq_type", "optional": "optional_type", "map": "map_type", "sparse_tensor": "sparse_type"}
-_F32_MAX = 3.4028234663852886e38
-_INF = float("inf")
-
-# Words that are keywords in some parser state: where one could stand for a name, the scanner gives up.
-_KEYWORDS = frozenset(dtypes.NAMES) | {"seq", "map", "optional", "sparse_tensor", "opaque", "tensor", "type",
-                                       "raw", "base64", "hex", "elided", "sparse", "true", "false",
-                                       "training_info", "inf", "nan", "infinity"}
-
-
-def _tensor_info(tp: TypeProto, any_dtype: bool = False):
-    """(DType, dims, count) when a tensor of type ``tp`` may take a shortcut (dense, numeric dims), else ()."""
-    if not tp.HasField("tensor_type"):
-        return ()
-    tt = tp.tensor_type
-    dt = dtypes.BY_ENUM.get(tt.elem_type)
-    if dt is None or not (any_dtype or dt.name in ("float", "double", "int64")) or tp.denotation or \
-            not tt.HasField("shape"):
-        return ()
-    dims = []
-    for d in tt.shape.dim:
-        if not d.HasField("dim_value") or d.denotation or d.dim_value < 0:
-            return ()
-        dims.append(d.dim_value)
-    count = 1
-    for d in dims:
-        count *= d
-    return dt, dims, count
-
-
-class Fallback(Exception):
-    """The fast path does not handle this text (or the text has an error): parse it with Lark."""
-
-
-_B = _b.Builder()
 
 
 def parse(text: str, start: str):
@@ -122,97 +45,6 @@ def parse(text: str, start: str):
         return result
     except Exception:  # noqa: BLE001 - Fallback, or any error the builder/protobuf raise: Lark reports it
         return None
-
-
-def _quoted(tok: str) -> str:
-    """The proto string of a quoted name token (the builder's quoted_name rule)."""
-    if "\\" not in tok:
-        return tok[1:-1]
-    return _b._text(_b.unescape(tok), "a name")
-
-
-def _name(tok: str) -> str:
-    return _quoted(tok) if tok[0] == '"' else tok
-
-
-def _ids(text: str) -> list:
-    """An id_list's names: Builder.id_list applied to the items (None for a missing item)."""
-    if not text:
-        return []
-    # no escapes and no comma inside a quoted name: split on commas (the common case, fast)
-    if "\\" not in text and not any("," in q for q in text.split('"')[1::2]):
-        if "," not in text:
-            return [text[1:-1] if text[0] == '"' else text]
-        items = []
-        for x in text.split(","):
-            x = x.strip(" \t\f\r\n")
-            items.append((x[1:-1] if x[0] == '"' else x) if x else None)
-    else:
-        items, cur = [], None
-        for m in _ID_TOKEN.finditer(text):
-            tok = m.group()
-            if tok == ",":
-                items.append(cur)
-                cur = None
-            elif tok[0] not in " \t\f\r\n":
-                cur = _quoted(tok) if tok[0] == '"' else tok
-        items.append(cur)
-    return _B.id_list(items)
-
-
-def _base64(tok: str):
-    """The builder's base64_data for a STRING token, decoded in one call when it is plain base64."""
-    body = tok[1:-1]
-    if "\\" not in body and body.isascii():
-        try:
-            # strict mode accepts only what b64decode(validate=True) accepts, and decodes it the same way
-            return _b.TensorData("bytes", binascii.a2b_base64(body, strict_mode=True))
-        except binascii.Error:
-            pass
-    return _B.base64_data([tok])  # escapes, line breaks, errors: the builder's own way
-
-
-def _number(tok: str):
-    m = _NUMBER_RE.fullmatch(tok)
-    if m is None:
-        raise Fallback
-    kind = m.lastgroup
-    if kind == "i":
-        return int(tok)
-    if kind == "h":
-        return _b.Bits(int(tok, 16))
-    return float(tok)
-
-
-def _scalar(tok: str):
-    """An attribute value token -> the builder's value (number, bytes or Ref)."""
-    c = tok[0]
-    if c == '"':
-        return _b.unescape(tok)
-    if c == "@":
-        return _b.Ref(tok[1:])
-    return _number(tok)
-
-
-def _attrs(text: str) -> list:
-    """The AttributeProtos of a simple ``<...>`` list (numbers, strings, @refs and flat lists of them)."""
-    out, pos, n = [], 0, len(text)
-    while pos < n:
-        m = _ATTR_RE.match(text, pos)
-        if m is None:
-            raise Fallback
-        name, declared, value = m.group(1), m.group(2), m.group(3)
-        if value[0] == "[":  # validated by _ATTR_RE: its scalars are the tokens findall meets
-            v = ("list", [_scalar(tok) for tok in _SCALAR_ONLY.findall(value)])
-        else:
-            v = _scalar(value)
-        out.append(_B.attr([None, _name(name), None if declared is None else _B.attr_type([declared]), v]))
-        pos = m.end()
-        if m.group(4) == "" and pos < n:
-            raise Fallback
-    if not out:
-        raise Fallback  # '<>' is a syntax error
-    return out
 
 
 class _Emitter:
@@ -483,7 +315,6 @@ class _Scanner:
     # ------------------------------------------------------------------ values
     def value_entry(self) -> _b.ValueEntry:
         ann = self.annotations()
-        p = self.ws()
         tp = self.type() if self.type_starts() else None
         name = self.name()
         data = self.tensor_data() if self.opt("=") else None
@@ -663,12 +494,20 @@ class _Scanner:
         attrs2 = self.attr_list() if self.peek("<") else None
         return _B.node([ann, label, outputs, (".".join(path[:-1]), path[-1], overload), attrs1, inputs, attrs2])
 
-    def attr_list(self) -> list:
+    def attr_list(self, function: bool = False) -> list:
+        """``<name = value, ...>``; a function's list (``function``) also has bare attribute names."""
         self.lit("<")
         out = []
+        if function and self.opt(">"):
+            return out
         while True:
             ann = self.annotations()
-            name = self.name(keywords_ok=True)
+            name = self.name(keywords_ok=not function)
+            if function and ann is None and not (self.peek("=") or self.peek(":")):
+                out.append(name)
+                if not self.sep(">"):
+                    return out
+                continue
             declared = _B.attr_type([self.match(_IDENT_RE)]) if self.opt(":") else None
             self.lit("=")
             if self.opt("["):
@@ -758,35 +597,11 @@ class _Scanner:
             if not self.sep(")"):
                 return out
 
-    def fn_attrs(self):
-        self.lit("<")
-        out = []
-        if self.opt(">"):
-            return out
-        while True:
-            ann = self.annotations()
-            name = self.name()
-            if self.peek("=") or self.peek(":"):
-                declared = _B.attr_type([self.match(_IDENT_RE)]) if self.opt(":") else None
-                self.lit("=")
-                p = self.ws()
-                m = _SCALAR_ONLY.match(self.s, p)
-                if m is None:
-                    raise Fallback
-                self.pos = m.end()
-                out.append(_B.attr([ann, name, declared, _scalar(m.group())]))
-            elif ann is not None:
-                raise Fallback
-            else:
-                out.append(name)
-            if not self.sep(">"):
-                return out
-
     def function(self):
         ann = self.annotations()
         header = self.header() if self.peek("<") else None
         name = self.name()
-        attrs = self.fn_attrs() if self.peek("<") else None
+        attrs = self.attr_list(function=True) if self.peek("<") else None
         ins = self.fn_io()
         self.lit("=>")
         outs = self.fn_io()

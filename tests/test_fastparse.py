@@ -117,7 +117,8 @@ EDGE = [
     'g (float x) => (float y) <int64[1] c = {9223372036854775808}> { y = Foo(x) }',
     'g (float x) => (float y) <int32[2] c = {1, -2}, bool[2] b = {true, false}, string[1] s = {"a"}> { y = Foo(x) }',
     'g (float x) => (float y) <float[1] "" = {1.5}, float[N] v, float[] u, float[N, 3] w> { y = Foo(x) }',
-    'g (float x) => (float y) <float[1] c = raw {1.5}, uint8[2] b = base64 "AAE=", uint8[1] h = hex "ff"> { y = Foo(x) }',
+    'g (float x) => (float y) <float[1] c = raw {1.5}, uint8[2] b = base64 "AAE=", uint8[1] h = hex "ff"> '
+    '{ y = Foo(x) }',
     'g (float x) => (float y) <float[1] c = {1.5}, float[1] c = {2.5}> { y = Foo(x) }',
     'g (float[N: "batch"] x) => (float[?, "M"] y) <float[1]: "den" c = {1.5}> { y = Foo(x) }',
     'g (float x, float[1] w = {2.5}) => (float y) { y = Mul(x, w) }',
