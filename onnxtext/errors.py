@@ -25,7 +25,21 @@ class ParseError(OnnxTextError):
         self.hint = hint
         self.source = source
         self.filename = filename
+        self._further: list | None = []  # errors after this one in the same text (see ``errors``)
+        self._find_further = None
         super().__init__(self.format())
+
+    def set_further(self, find) -> None:
+        """Register ``find() -> list[ParseError]``, called once when the errors after this one are wanted."""
+        self._find_further, self._further = find, None
+
+    @property
+    def errors(self) -> list[ParseError]:
+        """Every error found in the text, this one first (several when the parser could recover; capped)."""
+        if self._further is None:
+            find, self._find_further = self._find_further, None
+            self._further = list(find()) if find is not None else []
+        return [self, *self._further]
 
     def source_line(self) -> str | None:
         if self.source is None or self.line is None:
@@ -36,7 +50,12 @@ class ParseError(OnnxTextError):
         return ""
 
     def format(self, filename: str | None = None) -> str:
-        """``file:line:col: message``, the source line with a caret, and the hint if any."""
+        """``file:line:col: message``, the source line with a caret, and the hint if any; then the same for
+        each further error of the text (``errors``)."""
+        return "\n".join(e.format_one(filename) for e in self.errors)
+
+    def format_one(self, filename: str | None = None) -> str:
+        """This error alone: ``file:line:col: message``, the source line with a caret, the hint if any."""
         name = filename or self.filename or "<text>"
         where = f"{name}:{self.line}:{self.column}" if self.line is not None else name
         out = [f"{where}: {self.message}"]

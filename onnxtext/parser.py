@@ -126,13 +126,14 @@ def _parse(text: str, start: str, filename: str | None = None, fast: bool = True
     try:
         return parser.parse(text, start=start)
     except (lark.exceptions.LarkError, ParseError) as e:
+        from .checker.parse_hints import improve
+        from .checker.recovery import attach  # e.errors: the errors after this one (found lazily)
+
         if isinstance(e, ParseError):
             e.source, e.filename = text, filename
-            raise ParseError(e.message, line=e.line, column=e.column, hint=e.hint, source=text,
-                             filename=filename, expected=e.expected) from None
-        from .checker.parse_hints import improve
-
-        raise improve(_convert(e, text, filename), text) from None
+            raise attach(ParseError(e.message, line=e.line, column=e.column, hint=e.hint, source=text,
+                                    filename=filename, expected=e.expected), text, start) from None
+        raise attach(improve(_convert(e, text, filename), text), text, start) from None
     except RecursionError:
         raise ParseError("input nested too deeply", source=text, filename=filename) from None
     except OnnxTextError:

@@ -151,12 +151,11 @@ def _from_text(text: str, filename):
 
     from .. import parser
     from ..errors import ParseError
-    from .parse_hints import collect_parse_errors
 
     try:
         obj = parser.parse(text, filename=filename)
     except ParseError as first:
-        errors = collect_parse_errors(text, filename=filename) or [first]
+        errors = first.errors  # the first error, then those found by recovering from it (checker/recovery.py)
         return None, [Diagnostic("error", "parse.syntax", e.message + (f" (hint: {e.hint})" if e.hint else ""),
                                  "onnxtext syntax (docs/syntax.md)", line=e.line, column=e.column, file=filename)
                       for e in errors]

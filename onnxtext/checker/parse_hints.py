@@ -1,13 +1,13 @@
-"""Friendlier parse errors: hints for misspelled data types and operators, unclosed brackets, and recovery to
-report several syntax errors in one pass.
+"""Friendlier parse errors: hints for misspelled data types and operators, unclosed brackets; the list of
+several errors of one text (found by :mod:`.recovery`).
 
 Functions the parser calls (see the report / docs/checker.md for the call sites):
 
 * :func:`improve(error, text)` -> ParseError: rewrites a converted lark error: a misspelled element type
   (``floot[N] x``) becomes "unknown data type 'floot'" at the typo with the hint "did you mean 'float'?"; an
   error after an unclosed ``(``/``[``/``{``/``<`` points at it in the hint. Idempotent.
-* :func:`collect_parse_errors(text)` -> list[ParseError]: up to 20 syntax errors, recovering after each one
-  by blanking the broken statement (lines are kept, so later positions stay exact) and parsing again.
+* :func:`collect_parse_errors(text)` -> list[ParseError]: up to 20 errors (the parser's first, then the
+  syntax errors :mod:`.recovery` finds after it).
 * :func:`nearest_dtype(word)`, :func:`nearest_op(name, opsets)`: difflib suggestions.
 """
 
@@ -19,7 +19,7 @@ import re
 from .. import dtypes
 from ..errors import ParseError
 
-MAX_ERRORS = 20
+from .recovery import MAX_ERRORS  # noqa: E402,F401 - one cap for every error list
 _OPEN = {"(": ")", "[": "]", "{": "}", "<": ">"}
 _CLOSE = {v: k for k, v in _OPEN.items()}
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -151,32 +151,6 @@ def improve(error: ParseError, text: str) -> ParseError:
     return out
 
 
-def _best_start(parser, text):
-    """The start symbol to report errors for: None when one of them parses, else the one failing furthest."""
-    import lark
-
-    from ..parser import _guess_order
-
-    best, where = None, (-1, -1)
-    for start in _guess_order(text):
-        try:
-            parser.parse(text, start=start)
-            return None
-        except lark.exceptions.UnexpectedInput as e:
-            pos = (e.line if e.line and e.line > 0 else 1 << 30, e.column if e.column and e.column > 0 else 0)
-        except lark.exceptions.LarkError:
-            pos = (0, 0)
-        if pos > where:
-            best, where = start, pos
-    return best
-
-
-def _typo_fix(err):
-    m = re.match(r"unknown data type '([A-Za-z0-9_]+)'", err.message)
-    h = re.match(r"did you mean '([a-z0-9]+)'", err.hint or "")
-    return (m.group(1), h.group(1)) if m and h else None
-
-
 def _anon_words(message: str) -> str:
     """Spell lark's anonymous terminals (``__ANON_0``) as their text (``'=>'``)."""
     if "__ANON_" not in message:
@@ -188,12 +162,9 @@ def _anon_words(message: str) -> str:
 
 
 def explain(text: str, filename: str | None = None) -> ParseError | None:
-    """The first error a user should see for ``text`` (syntax first, then the builder's), or None if it parses."""
+    """The first error a user sees for ``text`` (the parser's, refined), or None if it parses."""
     from ..parser import parse
 
-    errors = collect_parse_errors(text, filename=filename, limit=1)
-    if errors:
-        return errors[0]
     try:
         parse(text, filename=filename)
     except ParseError as e:
@@ -201,68 +172,18 @@ def explain(text: str, filename: str | None = None) -> ParseError | None:
     return None
 
 
-def _blank(text: str, start: int, end: int) -> str:
-    """Replace text[start:end] by spaces, keeping newlines (positions of the rest stay valid)."""
-    return text[:start] + re.sub(r"[^\n]", " ", text[start:end]) + text[end:]
-
-
 def collect_parse_errors(text: str, start: str = "auto", filename: str | None = None,
                          limit: int = MAX_ERRORS) -> list[ParseError]:
-    """Every syntax error of ``text`` (up to ``limit``), each improved by :func:`improve`.
+    """Every error ``onnxtext.parse`` reports for ``text`` (up to ``limit``): the first one, then the syntax
+    errors found by recovering from it (:mod:`.recovery`). ``start``: a grammar start symbol, or "auto" for the
+    kind of text ``onnxtext.parse`` detects."""
+    from ..parser import _parse, parse
 
-    ``start`` is a grammar start symbol, or "auto": the kind of text ``onnxtext.parse`` would detect (the start
-    symbol whose first error comes furthest into the text). Recovery: after an error, the statement holding it is blanked out and the text parsed again. The statement
-    is the error's line, extended back to the line where a still-open ``(``/``[``/``<`` was opened (a missing
-    ``)`` is reported once, not once per following line). Semantic errors of the builder (tensor sizes...)
-    are reported by ``onnxtext.parse`` itself once the syntax is clean.
-    """
-    import lark
-
-    from .._grammar import get_parser
-    from ..parser import _convert
-
-    parser = get_parser()
-    if start == "auto":
-        start = _best_start(parser, text)
-        if start is None:
-            return []
-    errors: list[ParseError] = []
-    work = text
-    seen = set()
-    while len(errors) < limit:
-        try:
-            parser.parse(work, start=start)
-            break
-        except lark.exceptions.LarkError as e:
-            if isinstance(e, lark.exceptions.UnexpectedToken) and e.accepts:
-                e.expected = set(e.accepts)  # exact for this state (LALR's expected set merges states)
-            err = improve(_convert(e, work, filename), work)
-        err.source = text
-        key = (err.line, err.column)
-        if err.line is None or key in seen:
-            break
-        seen.add(key)
-        errors.append(err)
-        if err.message.startswith("unexpected end of input"):
-            break
-        lines = work.split("\n")
-        typo = _typo_fix(err)
-        if typo is not None:  # misspelled type: substitute the suggestion and go on (the line stays parseable)
-            off = _offset(work, err.line, err.column)
-            work = work[:off] + typo[1] + work[off + len(typo[0]):]
-            continue
-        first = err.line
-        for ch, off in reversed(open_brackets(work, _offset(work, err.line, min(err.column, 1 + len(lines[
-                err.line - 1]))))):
-            if ch == "{":
-                break
-            first = min(first, _line_col(work, off)[0])
-        begin = _offset(work, first, 1)
-        if first < err.line:  # a statement broken by an unclosed bracket: blank it, keep the error line
-            end = _offset(work, err.line - 1, 1) + len(lines[err.line - 2])
+    try:
+        if start == "auto":
+            parse(text, filename=filename)
         else:
-            end = _offset(work, err.line, 1) + len(lines[err.line - 1])
-        if not work[begin:end].strip():
-            break
-        work = _blank(work, begin, end)
-    return errors
+            _parse(text, start, filename)
+    except ParseError as e:
+        return e.errors[:limit]
+    return []

@@ -1,0 +1,220 @@
+"""Several syntax errors in one pass: panic-mode error recovery on lark's LALR parser.
+
+The normal parse (parser.py, with the Builder) stops at the first error. When somebody asks for the other
+errors (``ParseError.errors``, ``ParseError.format()``, ``onnxtext check``), :func:`further_errors` parses
+the text once more with the plain grammar (no Builder, no tree callbacks: nothing but the LALR automaton)
+and, at each error:
+
+1. records it (converted to a ParseError and refined by :func:`parse_hints.improve`);
+2. pops the parser's state stack back to the innermost *synchronising* construct being parsed: a node
+   statement, a value entry of an input/output/value list, an attribute, a header entry, a record field,
+   a training field, a top-level model item (function, training_info), a literal of a tensor;
+3. pretends that construct was complete (pushes its goto state) and skips input tokens until one that may
+   follow it, at bracket depth zero: ``,`` / ``)`` / ``>`` / ``}`` for list items; for statements (nodes,
+   model items) the first token of a later line, or the error token itself when it starts a line (the
+   previous statement was left unterminated, e.g. a missing ``)``);
+4. resumes parsing there.
+
+Cascades: after a recovery, errors are not reported until 3 tokens have been shifted (an error that close
+to the previous one is almost always a consequence of it), and never twice at the same position. At most
+``MAX_ERRORS`` errors are collected. Prefer under-reporting: when no synchronising construct is on the
+stack (an error in the graph's name, say), recovery stops.
+
+Semantic errors that the Builder raises (tensor sizes, unknown attribute types...) are only seen by the
+Builder: the first error of a text may be one, the further ones are syntax errors.
+"""
+
+from __future__ import annotations
+
+import re
+from copy import copy
+
+from ..errors import ParseError
+
+MAX_ERRORS = 20
+#: constructs to resynchronise on, and whether they are statements (resume at the start of a line)
+_SYNC = {"node": True, "model_item": True, "value_entry": False, "fn_value": False, "attr": False,
+         "fn_attr": False, "header_entry": False, "field": False, "pair": False, "training_field": True,
+         "literal": False}
+_OPENERS = {"LPAR": "RPAR", "LSQB": "RSQB", "LBRACE": "RBRACE", "LESSTHAN": "MORETHAN"}
+_CLOSERS = {v: k for k, v in _OPENERS.items()}
+_QUIET = 3  # tokens to shift after a recovery before errors are reported again
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def attach(error: ParseError, text: str, start: str) -> ParseError:
+    """Arrange for ``error.errors`` to find the errors after ``error`` (lazily, when first asked)."""
+    error.set_further(lambda: further_errors(error, text, start))
+    return error
+
+
+def further_errors(first: ParseError, text: str, start: str, limit: int = MAX_ERRORS) -> list[ParseError]:
+    """Syntax errors of ``text`` that come after ``first`` (its own position excluded), at most ``limit - 1``."""
+    if first.line is None or not isinstance(text, str):
+        return []
+    key = (first.line, first.column or 0)
+    out = []
+    try:
+        found = collect(text, start, filename=first.filename, limit=limit + 1)
+    except Exception:  # noqa: BLE001 - best effort: a recovery failure must never hide the first error
+        return []
+    for e in found:
+        if (e.line, e.column or 0) > key and len(out) < limit - 1:
+            out.append(e)
+    return out
+
+
+def collect(text: str, start: str, filename: str | None = None, limit: int = MAX_ERRORS) -> list[ParseError]:
+    """Every syntax error of ``text`` parsed from grammar rule ``start`` (at most ``limit``), in text order."""
+    import lark
+    from lark.exceptions import UnexpectedCharacters, UnexpectedToken
+
+    from .._grammar import get_parser
+    from ..parser import _convert
+    from .parse_hints import improve
+
+    lk = get_parser()
+    ip = lk.parse_interactive(text, start)
+    conf = copy(ip.parser_state.parse_conf)
+    conf.callbacks = {}  # only the automaton: no trees, no Builder
+    ip.parser_state.parse_conf = conf
+    state, lexer_state = ip.parser_state, ip.lexer_thread.state
+    root = lk.parser.lexer.root_lexer
+    errors: list[ParseError] = []
+    work = text  # the text with the skipped statements blanked out: bracket hints must not see them again
+    reported = set()
+    quiet = 0
+    last_sync = -1
+    last = None
+    while len(errors) < limit:
+        try:
+            for tok in ip.lexer_thread.lex(state):
+                state.feed_token(tok)
+                last = tok
+                quiet -= 1
+            end = lark.Token.new_borrow_pos("$END", "", last) if last is not None else lark.Token("$END", "", 0, 1, 1)
+            state.feed_token(end, True)
+            break
+        except UnexpectedToken as e:
+            tok = e.token  # from feed_token, or from the contextual lexer's whole-grammar fallback
+            at = tok.start_pos if tok.type != "$END" else len(text)
+            e.interactive_parser = ip  # lets lark compute the exact set of acceptable tokens (e.accepts)
+            error = e
+        except UnexpectedCharacters as e:
+            at, error = e.pos_in_stream, e
+        if quiet <= 0 and at not in reported:
+            err = improve(_convert(error, work, filename), work)
+            err.source = text
+            reported.add(at)
+            errors.append(err)
+        if isinstance(error, UnexpectedToken) and error.token.type == "$END":
+            break
+        if isinstance(error, UnexpectedCharacters) and text[at:at + 1] == '"':
+            break  # an unterminated string swallows the rest of the text: what follows is noise
+        span = _synchronise(state, root, lexer_state, text, at, skip_first=at <= last_sync)
+        if span is None:
+            break
+        begin, last_sync = span
+        work = work[:begin] + re.sub(r"[^\n]", " ", work[begin:last_sync]) + work[last_sync:]
+        _move(lexer_state, text, last_sync)
+        quiet = _QUIET
+    errors.sort(key=lambda e: (e.line or 0, e.column or 0))
+    return errors
+
+
+def _synchronise(state, root, lexer_state, text, at, skip_first):
+    """Pop to a synchronising construct and skip to where it may end.
+
+    Returns (offset where the abandoned construct began, offset to resume at), or None when there is no
+    construct to synchronise on or the text ends first.
+    """
+    states = state.parse_conf.states
+    stack, values = state.state_stack, state.value_stack
+    for k in range(len(stack) - 1, -1, -1):
+        sync = next((x for x in _SYNC if x in states[stack[k]]), None)
+        if sync is not None:
+            break
+    else:
+        return None
+    # brackets opened inside the construct and not closed before the error (reduced values are balanced)
+    open_: list = []
+    for v in values[k:]:
+        _bracket(open_, getattr(v, "type", None))
+    begin = min(at, _first_offset(values[k:]))
+    del stack[k + 1:]
+    del values[k:]
+    stack.append(states[stack[k]][sync][1])
+    values.append(None)
+    follow = {t for t in states[stack[-1]] if t.isupper()}
+    statement = _SYNC[sync]
+    _move(lexer_state, text, at)
+    first = True
+    while True:
+        tok = _next_token(root, lexer_state, text)
+        if tok is None:
+            return None
+        pos = tok.start_pos
+        fits = tok.type in follow or ("IDENT" in follow and _IDENT.match(tok.value) is not None)
+        if first and skip_first and pos == at:
+            pass  # resuming here failed before: this token must go
+        elif first and statement and fits and _starts_line(text, pos):
+            return begin, pos  # the error token starts a statement: the previous one was left unterminated
+        elif tok.type in _CLOSERS and _CLOSERS[tok.type] not in open_:
+            if fits:
+                return begin, pos  # closes the enclosing list or block
+            open_.clear()  # a stray closer
+            first = False
+            continue
+        elif not open_ and fits and (not statement or _starts_line(text, pos)):
+            return begin, pos
+        first = False
+        _bracket(open_, tok.type)
+
+
+def _first_offset(values) -> int:
+    """Text offset of the first token in parser values (tokens and nested lists of them)."""
+    for v in values:
+        if isinstance(v, list):
+            off = _first_offset(v)
+            if off < 1 << 62:
+                return off
+        elif getattr(v, "start_pos", None) is not None:
+            return v.start_pos
+    return 1 << 62
+
+
+def _bracket(open_, ttype):
+    """Track a token in the stack of open brackets (a closer closes its opener and any left open inside)."""
+    if ttype in _OPENERS:
+        open_.append(ttype)
+    elif ttype in _CLOSERS and _CLOSERS[ttype] in open_:
+        while open_.pop() != _CLOSERS[ttype]:
+            pass
+
+
+def _next_token(root, lexer_state, text):
+    """The next token of the whole-grammar lexer (characters no terminal matches are skipped), or None at EOF."""
+    from lark.exceptions import UnexpectedCharacters
+
+    while True:
+        try:
+            return root.next_token(lexer_state)
+        except EOFError:
+            return None
+        except UnexpectedCharacters:
+            lexer_state.line_ctr.feed(text[lexer_state.line_ctr.char_pos])
+
+
+def _starts_line(text, pos):
+    i = text.rfind("\n", 0, pos) + 1
+    return not text[i:pos].strip()
+
+
+def _move(lexer_state, text, pos):
+    """Put the lexer at text offset ``pos`` (line and column recomputed)."""
+    lc = lexer_state.line_ctr
+    lc.char_pos = pos
+    lc.line = text.count("\n", 0, pos) + 1
+    lc.line_start_pos = text.rfind("\n", 0, pos) + 1
+    lc.column = pos - lc.line_start_pos + 1
+    lexer_state.last_token = None
