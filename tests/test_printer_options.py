@@ -96,6 +96,14 @@ def test_deferred_blocks_give_the_direct_text(width):
     assert onnxtext.parse_model(direct) == onnxtext.parse_model(to_text(m, width=width, max_inline=None))
 
 
+def test_deferred_blocks_with_non_ascii_text():
+    m = _model_with_blocks()
+    m.graph.node[2].output[0] = "zé😀"  # the final buffer is UTF-8, not ASCII
+    m.graph.output[0].name = "zé😀"
+    m.graph.node[2].doc_string = "caf\u00e9 \u2028 \U0001f600"
+    assert to_text(m) == Printer().print_model(m)
+
+
 def test_a_nul_in_a_doc_comment_disables_deferral():
     m = _model_with_blocks()
     m.graph.node[2].doc_string = "a\x00b"
