@@ -15,7 +15,7 @@ and, at each error:
    previous statement was left unterminated, e.g. a missing ``)``);
 4. resumes parsing there.
 
-Cascades: after a recovery, errors are not reported until 3 tokens have been shifted (an error that close
+Cascades: after a recovery, errors are not reported until 2 tokens have been shifted (an error that close
 to the previous one is almost always a consequence of it), and never twice at the same position. At most
 ``MAX_ERRORS`` errors are collected. Prefer under-reporting: when no synchronising construct is on the
 stack (an error in the graph's name, say), recovery stops.
@@ -38,7 +38,7 @@ _SYNC = {"node": True, "model_item": True, "value_entry": False, "fn_value": Fal
          "literal": False}
 _OPENERS = {"LPAR": "RPAR", "LSQB": "RSQB", "LBRACE": "RBRACE", "LESSTHAN": "MORETHAN"}
 _CLOSERS = {v: k for k, v in _OPENERS.items()}
-_QUIET = 3  # tokens to shift after a recovery before errors are reported again
+_QUIET = 2  # tokens to shift after a recovery before errors are reported again
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
