@@ -1,11 +1,15 @@
 """Tests of onnxtext.check: data-driven rule cases, proto-only violations, the backend corpus, the CLI.
 
 tests/checker_cases/*.onnxtext: each line carrying ``# <- RULE [RULE...]`` must get exactly those diagnostics
-(rule id and line), and the file no other diagnostic; files without markers must check clean.
+(rule id and line; a rule listed twice on a line means two diagnostics there), and the file no other diagnostic;
+files without markers must check clean. A case may carry ``# fix: "OLD" -> "NEW"`` lines (JSON strings): with
+every OLD replaced by NEW (each OLD must occur once) the model is the minimal clean counterpart of the case and
+must check with no diagnostic at all. docs/checker.md's coverage table names these cases.
 """
 
 from __future__ import annotations
 
+import collections
 import glob
 import json
 import os
@@ -23,24 +27,78 @@ from onnxtext.checker import RULES, check
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = sorted(glob.glob(os.path.join(HERE, "checker_cases", "*.onnxtext")))
 _MARK = re.compile(r"#\s*<-\s*(.+)$")
+_FIX = re.compile(r'^#\s*fix:\s*("(?:[^"\\]|\\.)*")\s*->\s*("(?:[^"\\]|\\.)*")\s*$', re.M)
 
 
 def expected_marks(text):
-    out = set()
+    """Counter of (rule, line) pairs the markers ask for."""
+    out = collections.Counter()
     for i, line in enumerate(text.split("\n"), 1):
         m = _MARK.search(line)
-        if m:
-            out |= {(r, i) for r in m.group(1).split()}
+        if m and not _FIX.match(line):
+            out.update((r, i) for r in m.group(1).split())
     return out
 
 
-@pytest.mark.parametrize("path", CASES, ids=[os.path.basename(p) for p in CASES])
+def fixes(text):
+    return [(json.loads(a), json.loads(b)) for a, b in _FIX.findall(text)]
+
+
+def _name(path):
+    return os.path.basename(path)[:-len(".onnxtext")]
+
+
+@pytest.mark.parametrize("path", CASES, ids=[_name(p) for p in CASES])
 def test_case_file(path):
     text = open(path, encoding="utf-8").read()
     diags = check(text)
-    assert {(d.rule, d.line) for d in diags} == expected_marks(text), "\n".join(map(str, diags))
+    assert collections.Counter((d.rule, d.line) for d in diags) == expected_marks(text), "\n".join(map(str, diags))
     for d in diags:
         assert d.path and d.message and d.spec.startswith("IR spec") and d.severity in ("error", "warning")
+        assert d.column is not None and d.column >= 1
+
+
+FIXED = [p for p in CASES if fixes(open(p, encoding="utf-8").read())]
+
+
+@pytest.mark.parametrize("path", FIXED, ids=[_name(p) for p in FIXED])
+def test_case_file_fixed_is_clean(path):
+    """The minimal clean counterpart of a violating case: the same model with the violations fixed."""
+    text = open(path, encoding="utf-8").read()
+    assert expected_marks(text), "a case with fixes must have violations"
+    fixed = _FIX.sub("#", text)  # the fix lines themselves contain OLD
+    for old, new in fixes(text):
+        assert fixed.count(old) == 1, f"{old!r} must occur exactly once"
+        fixed = fixed.replace(old, new)
+    text = fixed
+    assert [str(d) for d in check(text)] == []
+
+
+def test_every_violating_case_has_a_clean_counterpart():
+    missing = [_name(p) for p in CASES if expected_marks(open(p).read()) and p not in FIXED]
+    assert missing == []
+
+
+# (case file, rule, line, a part of the message): messages name the culprit and give the hints
+MESSAGES = [
+    ("op_unknown", "op.unknown", 6, "did you mean 'Relu'?"),
+    ("op_unknown", "op.unknown", 7, "introduced in version 20"),
+    ("op_attribute", "op.attribute", 7, "must be float, not string"),
+    ("op_attribute", "op.attribute", 8, "did you mean 'alpha'?"),
+    ("op_arity", "op.arity", 12, "takes at least 1"),
+    ("graph_undefined", "graph.undefined", 8, "undefined value 'u'"),
+    ("dev_node", "dev.node", 14, "outside [-1, 0]"),
+    ("dev_node", "dev.node", 17, "num_shards 0"),
+    ("tensor_external", "tensor.external", 12, "does not match shape [2]"),
+    ("train_binding", "train.binding", 18, "bound twice"),
+]
+
+
+@pytest.mark.parametrize("case,rule,line,part", MESSAGES, ids=[f"{m[0]}:{m[2]}" for m in MESSAGES])
+def test_message(case, rule, line, part):
+    diags = check(open(os.path.join(HERE, "checker_cases", case + ".onnxtext"), encoding="utf-8").read())
+    found = [d.message for d in diags if (d.rule, d.line) == (rule, line)]
+    assert any(part in m for m in found), found
 
 
 # ------------------------------------------------------------------------------------------ proto-only cases
@@ -143,7 +201,7 @@ PROTO_CASES = [
     (_two_fields, "tensor.value-field", "graph.initializer[w]"),
     (_wrong_field, "tensor.value-field", "graph.initializer[w]"),
     (_no_dtype, "tensor.data-type", "graph.initializer[w]"),
-    (_empty_input_name, "graph.empty-name", "graph.input[0]"),
+    (_empty_input_name, "graph.empty-name", "graph.input[]"),
     (_no_graph, "model.graph", "graph"),
     (_no_ir, "ir.range", "ir_version"),
     (_no_opsets, "model.opset-import", "opset_import"),
@@ -194,7 +252,8 @@ def test_path_input_text_and_binary(tmp_path):
     txt = tmp_path / "m.onnxtext"
     txt.write_text(open(os.path.join(HERE, "checker_cases", "graph_ssa.onnxtext")).read())
     diags = check(txt)
-    assert [(d.rule, d.line, d.file) for d in diags] == [("graph.ssa", 5, str(txt))]
+    marks = expected_marks(txt.read_text())
+    assert collections.Counter((d.rule, d.line) for d in diags) == marks and {d.file for d in diags} == {str(txt)}
 
 
 def test_graph_proto_is_wrapped():
@@ -268,7 +327,8 @@ def test_cli_check_text_and_exit_status():
     clean = os.path.join(HERE, "checker_cases", "clean_minimal.onnxtext")
     r = _cli("check", bad, clean)
     assert r.returncode == 1
-    assert r.stdout.strip() == f"{bad}:5:11: error[graph.undefined]: node[1] (Add) uses undefined value 'u'"
+    assert r.stdout.splitlines() == [f"{bad}:8:11: error[graph.undefined]: node[1] (Add) uses undefined value 'u'",
+                                     f"{bad}:9:61: error[graph.undefined]: node[0] (Neg) uses undefined value 'v'"]
     assert "Traceback" not in r.stderr
     assert _cli("check", clean).returncode == 0
 
@@ -278,7 +338,7 @@ def test_cli_check_json():
     r = _cli("check", "--format", "json", bad)
     items = json.loads(r.stdout)
     assert r.returncode == 1
-    assert [(d["rule"], d["line"]) for d in items] == [("op.unknown", 3), ("op.unknown", 4)]
+    assert [(d["rule"], d["line"]) for d in items] == [("op.unknown", 6), ("op.unknown", 7)]
 
 
 def test_cli_check_parse_error_is_a_diagnostic(tmp_path):

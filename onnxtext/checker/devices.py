@@ -14,7 +14,7 @@ _DEV = "IR spec: Multi-Device Configuration"
 def configurations(ctx, m, path, _):
     seen = set()
     for i, c in enumerate(m.configuration):
-        p = f"configuration[{c.name or i}]"
+        p = f"configuration[{i}]"
         if c.name in seen:
             yield p, f"device configuration {c.name!r} is defined twice"
         seen.add(c.name)

@@ -153,8 +153,9 @@ def empty_names(ctx, scope, path, _):
     for key, names in (("input", scope.inputs), ("output", scope.outputs), ("initializer", scope.initializers)):
         for k, n in enumerate(names):
             if not n:
-                yield f"{path}.{key}[{k}]", f"{key} #{k} of {scope.kind} {getattr(scope.proto, 'name', '')!r} " \
-                                            "has an empty name"
+                # the path names the empty name (``input[]``): that is what the text's spans know
+                yield f"{path}.{key}[]", f"{key} #{k} of {scope.kind} {getattr(scope.proto, 'name', '')!r} " \
+                                         "has an empty name"
 
 
 def _type_problem(tp, need_shape=True):

@@ -109,7 +109,9 @@ def _model(tree, prefix, table):
     if header is not None:
         for entry in header.children:
             if isinstance(entry, Tree):
-                _put(table, str(entry.children[0]), entry)
+                key = str(entry.children[0])
+                _put(table, key, entry)
+                _header_items(table, key, entry.children[1])
     _graph(graph, "graph", table)
     fi = ti = 0
     for item in tree.children[3:]:
@@ -125,6 +127,21 @@ def _model(tree, prefix, table):
                 if f.data == "training_graph":
                     _graph(f.children[1], f"{path}.{key}", table)
             ti += 1
+
+
+def _header_items(table, key, datum):
+    """Positions of the items of list-valued header entries: ``configuration[i]``, ``opset_import[domain]``."""
+    if not isinstance(datum, Tree):
+        return
+    if datum.data == "list":
+        for i, item in enumerate(c for c in datum.children if c is not None):
+            _put(table, f"{key}[{i}]", item)
+    elif datum.data == "pairs":
+        from ..builder import unescape
+
+        for pair in datum.children:
+            if isinstance(pair, Tree):
+                _put(table, f"{key}[{unescape(pair.children[0]).decode('utf-8', 'replace')}]", pair)
 
 
 def _entries(lst):

@@ -25,7 +25,7 @@ def bindings(ctx, m, path, _):
                 seen.add(e.key)
                 if e.key not in state_here:
                     yield p, f"{key} key {e.key!r} is not an initializer of the main or algorithm graph"
-                if e.value not in outputs:
+                if e.value not in outputs and t.HasField(graph_key):  # no graph: train.initialization says so
                     yield p, f"{key} value {e.value!r} is not an output of the {graph_key} graph"
 
 
