@@ -35,11 +35,11 @@ class ParseError(OnnxTextError):
 
     @property
     def errors(self) -> list[ParseError]:
-        """Every error found in the text, this one first (several when the parser could recover; capped)."""
+        """Every error found in the text, in text order (several when the parser could recover; capped)."""
         if self._further is None:
             find, self._find_further = self._find_further, None
             self._further = list(find()) if find is not None else []
-        return [self, *self._further]
+        return sorted([self, *self._further], key=lambda e: (e.line or 0, e.column or 0))
 
     def source_line(self) -> str | None:
         if self.source is None or self.line is None:

@@ -49,7 +49,7 @@ def attach(error: ParseError, text: str, start: str) -> ParseError:
 
 
 def further_errors(first: ParseError, text: str, start: str, limit: int = MAX_ERRORS) -> list[ParseError]:
-    """Syntax errors of ``text`` that come after ``first`` (its own position excluded), at most ``limit - 1``."""
+    """The other errors of ``text`` (``first``'s position excluded), at most ``limit - 1``."""
     if first.line is None or not isinstance(text, str):
         return []
     key = (first.line, first.column or 0)
@@ -59,7 +59,7 @@ def further_errors(first: ParseError, text: str, start: str, limit: int = MAX_ER
     except Exception:  # noqa: BLE001 - best effort: a recovery failure must never hide the first error
         return []
     for e in found:
-        if (e.line, e.column or 0) > key and len(out) < limit - 1:
+        if (e.line, e.column or 0) != key and len(out) < limit - 1:
             out.append(e)
     return out
 
@@ -118,8 +118,40 @@ def collect(text: str, start: str, filename: str | None = None, limit: int = MAX
         work = work[:begin] + re.sub(r"[^\n]", " ", work[begin:last_sync]) + work[last_sync:]
         _move(lexer_state, text, last_sync)
         quiet = _QUIET
+    if errors:
+        hidden = _builder_error(work, start, filename)
+        if hidden is not None and hidden.line is not None and (hidden.line, hidden.column or 0) < (
+                errors[0].line or 0, errors[0].column or 0):
+            hidden.source, hidden.filename = text, filename
+            errors.append(hidden)
     errors.sort(key=lambda e: (e.line or 0, e.column or 0))
-    return errors
+    return errors[:limit]
+
+
+def _builder_error(work: str, start: str, filename):
+    """The Builder's first semantic error (tensor sizes...) in the text with the broken statements blanked out.
+
+    The Builder checks some things when it reduces a whole graph, so a syntax error later in the text hides a
+    semantic error before it. Only an error before the first syntax error is kept (the caller's job): one after
+    it could be a consequence of the blanking.
+    """
+    import lark
+
+    from .._grammar import get_parser
+    from ..builder import Builder
+    from ..parser import _convert
+
+    try:
+        get_parser(Builder(), key="build").parse(work, start=start)
+    except lark.exceptions.UnexpectedInput:
+        return None  # still not valid syntax: nothing to learn
+    except ParseError as e:
+        return e
+    except lark.exceptions.LarkError as e:
+        return _convert(e, work, filename)
+    except Exception:  # noqa: BLE001 - protobuf range errors and the like: the normal parse reports those
+        return None
+    return None
 
 
 def _synchronise(state, root, lexer_state, text, at, skip_first):

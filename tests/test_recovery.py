@@ -1,0 +1,105 @@
+"""Several parse errors in one text (onnxtext/checker/recovery.py): positions, no cascades, the cap, and where
+they surface (ParseError.errors / format(), onnxtext.check, the CLI).
+
+RECOVERY is the table: a text, and the (line, column) of every error a person would list by reading it. The
+caret of each case is the offending token (for a misspelled type: the type).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import onnxtext
+from onnxtext.checker import check
+
+G = "g (float[N] x) => (float[N] y) {\n"
+
+RECOVERY = [
+    # id, text, [(line, column), ...]
+    ("clean", G + "  y = Relu(x)\n}\n", []),
+    ("two_stray_characters", G + "  y = Relu(x) $\n  z = Neg(x) %\n}\n", [(2, 15), (3, 14)]),
+    ("missing_paren_then_more", "g (floot[N] x) => (float[N] y) {\n  t = Relu(x\n  y = Neg(t)\n"
+     "  z = Add(x, x y)\n}\n", [(1, 4), (3, 3), (4, 16)]),
+    ("three_type_typos_in_one_list", "g (floot[N] x, int46[2] k) => (flaot[N] y) {\n  y = Relu(x)\n}\n",
+     [(1, 4), (1, 16), (1, 32)]),
+    # an error inside a multi-line attribute list is one error, not one per following line
+    ("multiline_attribute_list", G + "  y = Conv <\n    kernel_shape = [3, 3],\n    pads = [1 1, 1, 1]\n"
+     "  > (x, w)\n  z = Relu(x) %\n}\n", [(4, 15), (6, 15)]),
+    ("missing_comma_between_attributes", G + "  y = LeakyRelu <alpha = > (x)\n  z = Elu <alpha = 1.0 beta = 2> (x)\n}\n",
+     [(2, 26), (3, 24)]),
+    ("header_then_body", '<ir_version: 10 opset_import: ["": 18]>\n' + G + "  y = Relu(x) $\n}\n",
+     [(1, 17), (3, 15)]),
+    ("subgraph_then_outer", "g (bool c, float[N] x) => (float[N] y) {\n"
+     "  y = If(c) <then_branch = t () => (float[N] a) {\n    a = Relu(x $)\n  }, else_branch = e () => (float[N] b) {\n"
+     "    b = Neg(x)\n  }>\n  z = Add(x x)\n}\n", [(3, 16), (7, 13)]),
+    ("graph_then_function", '<ir_version: 10, opset_import: ["": 18, "l": 1]>\ng (float[N] x) => (float[N] y) {\n'
+     '  y = l.F(x\n}\n<domain: "l", opset_import: ["": 18]>\nF (a) => (b) {\n  b = Relu(a))\n}\n', [(4, 1), (7, 14)]),
+    ("tensor_literals", "g (float[N] x) => (float[N] y) <float[3] w = {1.0, 2.0 3.0}, float[2] v = {1.0,, 2.0}> {\n"
+     "  y = Add(x, w)\n}\n", [(1, 56), (1, 80)]),
+    ("training_info", "g (float[2] x) => (float[2] y) <float[2] w = {1.0, 2.0}> {\n  y = Add(x, w)\n}\n"
+     'training_info {\n  algorithm: alg () => (float[2] w2) {\n    w2 = Neg(w $)\n  }\n  update_binding: ["w" "w2"]\n}\n',
+     [(6, 16), (8, 24)]),
+    # a semantic error of the builder first, then a syntax error further on
+    ("builder_error_then_syntax", "g (float[3] x) => (float[3] y) <float[3] w = {1.0, 2.0}> {\n  y = Add(x, w) $\n}\n",
+     [(1, 42), (2, 17)]),
+    # under-reporting on purpose: an unterminated string swallows the rest, so nothing after it is reported
+    ("unterminated_string", G + '  y = Relu("x)\n  z = Neg(x) $\n}\n', [(2, 12)]),
+    ("missing_brace_at_end", G + "  y = Relu(x)\n", [(3, 1)]),
+]
+
+
+@pytest.mark.parametrize("text,where", [c[1:] for c in RECOVERY], ids=[c[0] for c in RECOVERY])
+def test_recovery_positions(text, where):
+    try:
+        onnxtext.parse(text)
+    except onnxtext.ParseError as e:
+        found = [(x.line, x.column) for x in e.errors]
+    else:
+        found = []
+    assert found == where
+
+
+def test_cap():
+    body = "".join(f"  y{i} = Relu(x) $\n" for i in range(40))
+    with pytest.raises(onnxtext.ParseError) as info:
+        onnxtext.parse(G + body + "}\n")
+    assert [e.line for e in info.value.errors] == list(range(2, 22))  # the first 20, in order
+
+
+def test_format_lists_every_error_with_its_caret():
+    text = G + "  y = Relu(x) $\n  z = Neg(x) %\n}\n"
+    with pytest.raises(onnxtext.ParseError) as info:
+        onnxtext.parse(text, filename="m.onnxtext")
+    out = info.value.format()
+    heads = [line for line in out.splitlines() if line.startswith("m.onnxtext:")]
+    assert [h.split(": ")[0] for h in heads] == ["m.onnxtext:2:15", "m.onnxtext:3:14"]
+    assert "'$'" in heads[0] and "'%'" in heads[1]
+    assert "                ^" in out.splitlines()  # the caret under the '$' (two spaces of indent + 14)
+    assert str(info.value) == out
+
+
+def test_check_gives_one_diagnostic_per_error():
+    text = "g (floot[N] x) => (float[N] y) {\n  t = Relu(x\n  y = Neg(t)\n  z = Add(x, x y)\n}\n"
+    diags = check(text)
+    assert [(d.rule, d.line, d.column) for d in diags] == [("parse.syntax", 1, 4), ("parse.syntax", 3, 3),
+                                                           ("parse.syntax", 4, 16)]
+    assert "did you mean 'float'" in diags[0].message and "missing ')'" in diags[1].message
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "onnxtext", *args], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("command", ["check", "compile"])
+def test_cli_reports_every_error(tmp_path, command):
+    src = tmp_path / "bad.onnxtext"
+    src.write_text(G + "  y = Relu(x) $\n  z = Neg(x) %\n}\n")
+    args = [command, str(src)] + (["-o", str(tmp_path / "out.onnx")] if command == "compile" else [])
+    r = _cli(*args)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    out = r.stdout + r.stderr
+    assert f"{src}:2:15:" in out and f"{src}:3:14:" in out
+    assert not (tmp_path / "out.onnx").exists()
