@@ -349,11 +349,43 @@ def test_cli_check_parse_error_is_a_diagnostic(tmp_path):
     assert r.stdout.startswith(f"{p}:3:1: error[parse.syntax]")
 
 
-def test_info_model_version_semver():
+# Versioning rules: the top two bytes are MAJOR, the next two MINOR, the low four PATCH; the top four bytes are
+# non-zero exactly when SemVer is used, else model_version is a plain number.
+MODEL_VERSIONS = [(0x0001000200000159, "1.2.345"), (7, "7"), (0xFFFFFFFF, str(0xFFFFFFFF)),
+                  (0x0000000100000000, "0.1.0"), (0x0001000000000000, "1.0.0"), ((12 << 48) | (34 << 32) | 56, "12.34.56")]
+
+
+@pytest.mark.parametrize("value,text", MODEL_VERSIONS)
+def test_info_model_version_semver(value, text):
     from onnxtext.commands.info import decode_model_version
 
-    assert decode_model_version(0x0001000200000159) == "1.2.345"  # the Versioning document's example
-    assert decode_model_version(7) == "7"
+    assert decode_model_version(value) == text
+
+
+def test_info_counts_per_dtype():
+    """Parameters and bytes per element type: sub-byte types packed, strings by their length, sparse values."""
+    from onnxtext.commands.info import summary
+
+    loop_body = helper.make_graph([helper.make_node("Identity", ["c"], ["c2"]), helper.make_node("Neg", ["x"], ["o"])],
+                                  "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                                           helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                                  [helper.make_tensor_value_info("c2", TensorProto.BOOL, []),
+                                   helper.make_tensor_value_info("o", TensorProto.FLOAT, [2])])
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["n", "cond"], ["y"], body=loop_body)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+        [helper.make_tensor("w", TensorProto.FLOAT, [2, 3], [0.0] * 6),
+         helper.make_tensor("h", TensorProto.FLOAT16, [5], [0.0] * 5),
+         helper.make_tensor("q", TensorProto.INT4, [3], [1, 2, 3]),
+         helper.make_tensor("s", TensorProto.STRING, [2], [b"abc", b"de"]),
+         helper.make_tensor("n", TensorProto.INT64, [], [3]), helper.make_tensor("cond", TensorProto.BOOL, [], [True])],
+        sparse_initializer=[helper.make_sparse_tensor(helper.make_tensor("sp", TensorProto.FLOAT, [2], [1.0, 2.0]),
+                                                      helper.make_tensor("spi", TensorProto.INT64, [2], [0, 3]), [4])])
+    s = summary(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)]))
+    assert s["nodes"] == 3  # the Loop and the two nodes of its body
+    assert s["parameters"] == {"float": 6 + 2, "float16": 5, "int4": 3, "string": 2, "int64": 1, "bool": 1}
+    assert s["bytes"] == {"float": 8 * 4, "float16": 10, "int4": 2, "string": 5, "int64": 8, "bool": 1}
 
 
 def test_cli_info(tmp_path):
@@ -367,6 +399,16 @@ def test_cli_info(tmp_path):
     assert (s["ir_version"], s["model_version"], s["producer"], s["nodes"]) == (10, "3.1.4", "unit", 1)
     assert s["parameters"] == {"float": 2} and s["bytes"] == {"float": 8}
     assert s["opset_import"] == {"ai.onnx": 18}
+    r = _cli("info", str(p))
+    assert r.returncode == 0 and "model_version: 3.1.4" in r.stdout and "ir_version:    10" in r.stdout
+
+
+def test_cli_info_bad_text_is_a_clean_error(tmp_path):
+    p = tmp_path / "bad.onnxtext"
+    p.write_text("g (float[N] x) => (float[N] y) {\n  y = Relu(x) $\n  z = Neg(x) %\n}\n")
+    r = _cli("info", str(p))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"{p}:2:15:" in r.stderr and f"{p}:3:14:" in r.stderr
 
 
 # ------------------------------------------------------------------------------------------ oracle
