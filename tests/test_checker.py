@@ -22,7 +22,9 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxtext
-from onnxtext.checker import RULES, check
+from onnxtext.checker import RULES, _load_rules, check
+
+_load_rules()  # RULES is filled when the rule modules are imported (check() does it too)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = sorted(glob.glob(os.path.join(HERE, "checker_cases", "*.onnxtext")))
@@ -448,3 +450,33 @@ def test_what_onnx_checker_rejects_is_an_error(mutate):
         if not any(d.severity == "error" for d in check(m)):
             missed.append(name)
     assert tried > 20 and missed == []
+
+
+# ------------------------------------------------------------------------------------------ docs
+def test_coverage_table():
+    """docs/checker.md's rule -> test table: every rule has a row; every case it names exists and proves it."""
+    doc = open(os.path.join(os.path.dirname(HERE), "docs", "checker.md"), encoding="utf-8").read()
+    rows = [line for line in doc[doc.index("## Coverage"):].splitlines() if line.startswith("| ") and "`" in line]
+    proto = {c[0].__name__.strip("_"): c[1] for c in PROTO_CASES}
+    seen = set()
+    for row in rows:
+        cells = row.split(" | ")
+        rule = cells[1].strip("`")
+        seen.add(rule)
+        for ref in re.findall(r"`([^`]+)`", " | ".join(cells[3:])):
+            if "::" in ref:
+                path, func = ref.split("::")
+                assert f"def {func}(" in open(os.path.join(HERE, path), encoding="utf-8").read(), ref
+            elif ref.startswith("proto:"):
+                assert proto.get(ref[6:]) == rule, ref
+            elif re.fullmatch(r"[a-z0-9_]+:\d+", ref):
+                name, line = ref.split(":")
+                marks = expected_marks(open(os.path.join(HERE, "checker_cases", name + ".onnxtext")).read())
+                assert marks[(rule, int(line))] >= 1, f"{ref} does not mark {rule}"
+            elif ref.endswith("+fix"):
+                assert os.path.join(HERE, "checker_cases", ref[:-4] + ".onnxtext") in FIXED, ref
+            elif ref.startswith("clean_"):
+                assert os.path.exists(os.path.join(HERE, "checker_cases", ref + ".onnxtext")), ref
+            elif ref != "proto":
+                assert os.path.exists(os.path.join(HERE, "fixtures", "invalid", ref + ".onnxtext")) or ref == "clean", ref
+    assert set(RULES) | {"parse.syntax"} == seen
