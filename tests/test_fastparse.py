@@ -74,6 +74,9 @@ EDGE = [
     'g (float "a,b") => (float y) { y = Foo("a,b", "c\\"d") }',
     'g (float x) => (float y) { y = Foo("\\x41\\u00e9", x) }',
     'g (float x) => (float y) { y = Foo("\\xff") }',
+    'g (float x) => (float y) { y = Foo("\udcff") }',  # a lone surrogate: not UTF-8, both paths refuse it
+    'g (float x) => (float y) { ["\udcff"] y = Foo(x) }',
+    'g (float x) => (float8 y, float8e5m2 z) { y = Foo(x) }',
     'g (float x) => (float y) { y = Foo(x) y = Bar(y) }',
     'g (float x) => (float y) { [] y = Foo(x) }',
     'g (float x) => (float y) { ["n 1"] y = Foo(x) }',
