@@ -57,6 +57,9 @@ _INT_RE = re.compile(_INT)
 _ENTRY_RE = re.compile(f"{_W}({_DTYPE}(?:{_W}\\[[^\\[\\]\"<>{{}}()=#/:]*\\])?){_W}({_NAME}){_W}"
                        f"(?:={_W}\\{{([^{{}}\"()#/]*)\\}}{_W})?([,>)])", re.S)
 _COMPOUND = {"seq": "seq_type", "optional": "optional_type", "map": "map_type", "sparse_tensor": "sparse_type"}
+# A whole {...} body of FLOAT (or INT) tokens: Lark lexes each piece as that one terminal
+_ALL_FLOATS = re.compile(f"{_W}{_FLOAT}{_W}(?:,{_W}{_FLOAT}{_W})*,?{_W}")
+_ALL_INTS = re.compile(f"{_W}{_INT}{_W}(?:,{_W}{_INT}{_W})*,?{_W}")
 _F32_MAX = 3.4028234663852886e38
 _INF = float("inf")
 

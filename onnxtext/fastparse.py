@@ -26,9 +26,9 @@ from __future__ import annotations
 from onnx import NodeProto, TensorShapeProto, TypeProto
 
 from . import builder as _b
-from ._fastlex import (Fallback, _ANNOT_RE, _B, _COMPOUND, _DOC_RE, _DTYPE_RE, _ENTRY_RE, _F32_MAX, _IDENT_RE, _INF,
-                       _INT_RE, _KEYWORDS, _NAME_RE, _NODE_RE, _NUMBER_RE, _SKIP, _STRING_RE, _attrs,
-                       _base64, _ids, _name, _number, _quoted, _tensor_info)
+from ._fastlex import (Fallback, _ALL_FLOATS, _ALL_INTS, _ANNOT_RE, _B, _COMPOUND, _DOC_RE, _DTYPE_RE, _ENTRY_RE,
+                       _F32_MAX, _IDENT_RE, _INF, _INT_RE, _KEYWORDS, _NAME_RE, _NODE_RE, _NUMBER_RE, _SKIP,
+                       _STRING_RE, _attrs, _base64, _ids, _name, _number, _quoted, _tensor_info)
 
 #: Set to False to send every text to Lark (tests and benchmarks also pass ``fast=False`` to the parse API).
 ENABLED = True
@@ -355,11 +355,17 @@ class _Scanner:
                 return out
 
     def values(self, data: str) -> list:
-        """The literals of a ``{...}`` body matched by _ENTRY_RE (numbers and true/false only)."""
+        """The literals of a ``{...}`` body (numbers and true/false only); Fallback on anything else."""
         pieces = [x.strip(" \t\f\r\n") for x in data.split(",")]
         if pieces[-1] == "":
             pieces.pop()  # trailing comma (or an empty body)
-        cache = self._literals
+        if len(pieces) > 16:  # a long list: all FLOAT or all INT tokens convert in one pass, no cache
+            if _ALL_FLOATS.fullmatch(data):
+                return list(map(float, pieces))
+            if _ALL_INTS.fullmatch(data):
+                return list(map(int, pieces))
+            return [(x == "true") if x in ("true", "false") else _number(x) for x in pieces]
+        cache = self._literals  # short lists repeat: the same few literals over and over
         out = []
         for x in pieces:
             v = cache.get(x)

@@ -128,6 +128,23 @@ EDGE = [
     'g (float x) => (float y = {1}) { y = Foo(x) }',
     'g (seq(float) x) => (float y) { y = Foo(x) }',
     'g (float x) => (float y) <float[1] raw = {1.5}> { y = Foo(x) }',
+    # long literal lists (more than 16: converted in one pass when all FLOAT or all INT tokens)
+    *(f"g (float x) => (float y) <{t} c = {{{body}}}> {{ y = Foo(x) }}" for t, body in [
+        ("float[20]", ", ".join(f"{i}.5" for i in range(20))),
+        ("float[20]", ", ".join(str(i) if i % 2 else f"{i}.25" for i in range(20))),
+        ("float[20]", ", ".join(["inf", "-nan"] + [f"{i}e-3" for i in range(18)])),
+        ("float[20]", ", ".join(["0x3f80"] + [f"{i}.5" for i in range(19)])),
+        ("float[20]", ", ".join(f"{i}.5" for i in range(20)) + ","),
+        ("float[20]", ", ".join(f"{i}.5" for i in range(21))),
+        ("float[20]", ", ".join(f"{i}.5" for i in range(19)) + ", 1e39"),
+        ("double[20]", ", ".join(f"{i}.5" for i in range(19)) + ", 1e400"),
+        ("int64[20]", ", ".join(str(i - 10) for i in range(20)) + ","),
+        ("int64[20]", ", ".join(str(i) for i in range(19)) + ", 18446744073709551616"),
+        ("int32[20]", ", ".join(str(i) for i in range(19)) + ", 0x10"),
+        ("bool[20]", ", ".join(["true", "false"] * 10)),
+        ("float[20]", ", ".join(f"{i}.5" for i in range(19)) + ", 1.5.5"),
+        ("float[20]", ", ".join(f"{i}.5" for i in range(19)) + ",, 1.5"),
+    ]),
     # byte blocks: the strict one-call decoder and the builder's reference decoder
     'g (float x) => (float y) <uint8[2] b = base64 "AA E="> { y = Foo(x) }',
     'g (float x) => (float y) <uint8[2] b = base64 "AAE=="> { y = Foo(x) }',
