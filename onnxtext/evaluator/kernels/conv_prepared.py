@@ -11,8 +11,9 @@ closure that only moves data and calls BLAS:
   input into the buffer's interior, the window view into a scratch column matrix, and multiplies.
   Depthwise layers (one input channel per group) use the same columns with per-channel
   (1 x K) @ (K x P) products;
-* larger layers (buffers above :data:`_OWNED_LIMIT` elements), other dtypes and calls from another
-  thread than the one that prepared the shape go through the general kernel.
+* larger layers (buffers above :data:`_OWNED_LIMIT` elements), layers the general kernel runs as
+  shifted matmuls without im2col (few outputs from many channels), other dtypes and calls from
+  another thread than the one that prepared the shape go through the general kernel.
 
 Bias and a fused Relu are applied in place on the fresh result.
 """
@@ -25,15 +26,16 @@ import threading
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .conv import _conv_geometry, conv, scratch
+from .conv import _SHIFTED_MAX_OUTPUTS, _SHIFTED_MIN_LENGTH, _SHIFTED_MIN_RATIO, _conv_geometry, conv, scratch
 
 # largest padded input (elements) a prepared conv keeps its own buffer for: beyond it, the general
 # kernel's blocked im2col is as fast, and per-layer buffers would cost real memory
 _OWNED_LIMIT = 1 << 20
 # largest im2col matrix (elements) a prepared conv handles; above _BAND elements it is built and
-# multiplied one band of output rows at a time (bands of ~1 MiB of float32 stay in L2)
+# multiplied one band of output rows at a time (bands of ~4 MiB of float32: measured on ResNet,
+# Inception and VGG layers, smaller bands made the matmuls too thin, larger ones left the cache)
 _COLUMNS_LIMIT = 1 << 22
-_BAND = 1 << 18
+_BAND = 1 << 20
 
 
 class PreparedConv:
@@ -98,6 +100,9 @@ class PreparedConv:
             def pointwise(x):
                 return np.matmul(wg, x.reshape(flat_in)).reshape(full_shape)
             return pointwise
+        if group == 1 and all(s == 1 for s in strides) and mg <= _SHIFTED_MAX_OUTPUTS and \
+                m * _SHIFTED_MIN_RATIO <= c and out[0] * math.prod(shape[3:]) >= _SHIFTED_MIN_LENGTH:
+            return None  # few outputs from many channels: the general kernel's shifted matmuls win
         padded_shape = (n, c) + tuple(d + b + e for d, b, e in zip(shape[2:], pb, pe))
         depthwise = cg == 1 and group > 1 and mg == 1
         cols_shape = (n, group, cg * k_size, p_size)
