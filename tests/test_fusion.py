@@ -81,7 +81,8 @@ def _run_both(nodes, x, tensors, output):
     got = fused.run(None, {"X": x})[0]
     want = plain.run(None, {"X": x, **tensors})[0]
     assert got.dtype == want.dtype == np.float32
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    # folding changes float32 rounding: sums of up to 144 unit-scale products differ by ~1e-5 absolute
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     return fused
 
 
