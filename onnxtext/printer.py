@@ -600,14 +600,16 @@ class Printer:
                                     else f"{op_part(a.name)}{typ} = @ {quote(a.ref_attr_name)}"])
         value, annotate = self.print_attribute_value(a, level)
         typ = f": {ATTR_TYPE_NAMES[t]}" if annotate else ""
-        return "\n".join(ann + [f"{op_part(a.name)}{typ} = {value}"])
+        # After a doc comment the lexer cannot tell a keyword-like name from the keyword: quote it.
+        return "\n".join(ann + [f"{name(a.name) if ann else op_part(a.name)}{typ} = {value}"])
 
     def print_attribute_value(self, a: AttributeProto, level: int):
         """The value text, and whether it needs a ``: type`` annotation (empty lists)."""
         A = AttributeProto
         t = a.type
         if t == A.FLOAT:
-            return format_floats(np.array([a.f], np.float32), dtypes.BY_NAME["float"])[0], False
+            text = format_floats(np.array([a.f], np.float32), dtypes.BY_NAME["float"])[0]
+            return text, "0x" in text  # a hex bit pattern (NaN payload) is a float only when declared
         if t == A.INT:
             return str(a.i), False
         if t == A.STRING:
@@ -637,7 +639,8 @@ class Printer:
         else:
             raise OnnxTextError(f"attribute {a.name!r} has no type and no reference; it cannot be printed")
         if t in (A.FLOATS, A.INTS, A.STRINGS):
-            return self._wrapped_values("[", items, "]", level), not items
+            hexed = t == A.FLOATS and any("0x" in i for i in items)  # NaN payloads: see FLOAT above
+            return self._wrapped_values("[", items, "]", level), not items or hexed
         return self._list("[", items, "]", level), not items
 
     def print_sparse_attr(self, s: SparseTensorProto, level: int) -> str:

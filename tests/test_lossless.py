@@ -222,6 +222,13 @@ def _sparse_attr(many):
 
 
 ATTRIBUTE_CASES += [("sparse_tensor", _sparse_attr(False)), ("sparse_tensors", _sparse_attr(True))]
+_NAN_PAYLOAD = float(np.array(0x7FC00001, np.uint32).view(np.float32))  # a NaN whose bits a decimal cannot say
+_documented_keyword = h.make_attribute("optional", 1.0)  # a keyword-like name after a doc comment
+_documented_keyword.doc_string = "d"
+ATTRIBUTE_CASES += [("float NaN payload", h.make_attribute("a", _NAN_PAYLOAD)),
+                    ("floats NaN payload", h.make_attribute("a", [_NAN_PAYLOAD])),
+                    ("floats mixed NaN payload", h.make_attribute("a", [1.5, _NAN_PAYLOAD])),
+                    ("documented keyword name", _documented_keyword)]
 ref = onnx.AttributeProto(name="a", ref_attr_name="outer", type=A.FLOAT)
 ATTRIBUTE_CASES.append(("ref with type", ref))
 
