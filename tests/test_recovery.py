@@ -103,3 +103,38 @@ def test_cli_reports_every_error(tmp_path, command):
     out = r.stdout + r.stderr
     assert f"{src}:2:15:" in out and f"{src}:3:14:" in out
     assert not (tmp_path / "out.onnx").exists()
+
+
+# ------------------------------------------------------------------------------------------ robustness
+_SOURCES = sorted(__import__("glob").glob(__import__("os").path.join(__import__("os").path.dirname(__file__),
+                                                                    "checker_cases", "*.onnxtext")))
+_JUNK = list("(){}[]<>=,:;$%\"@#/\n ") + ["=>", "float", "floot", "x", "1.0", "seq(", "training_info"]
+
+
+@pytest.mark.parametrize("path", _SOURCES[::4], ids=lambda p: p.rsplit("/", 1)[-1])
+def test_recovery_survives_random_damage(path):
+    """Damaged texts: recovery never raises, ends, stays within the cap, keeps text order, and keeps the first
+    error the parser raised."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    base = open(path, encoding="utf-8").read()
+
+    @settings(max_examples=40, deadline=None, derandomize=True)
+    @given(st.lists(st.tuples(st.integers(0, len(base)), st.integers(0, 3), st.sampled_from(_JUNK)), min_size=1,
+                    max_size=4))
+    def run(edits):
+        text = base
+        for pos, cut, junk in edits:
+            pos = min(pos, len(text))
+            text = text[:pos] + junk + text[pos + cut:]
+        try:
+            onnxtext.parse(text)
+        except onnxtext.ParseError as e:
+            errors = e.errors
+            assert 1 <= len(errors) <= 20 and e in errors
+            keys = [(x.line or 0, x.column or 0) for x in errors]
+            assert keys == sorted(keys) and len(set(keys)) == len(keys)
+            assert "Traceback" not in e.format()
+
+    run()

@@ -58,6 +58,11 @@ def _line_col(text: str, offset: int):
     return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
+# what open_brackets looks at: strings, comments and bracket characters (everything else is skipped by the regex
+# engine, which keeps this linear and fast on multi-megabyte texts)
+_BRACKET_SCAN = re.compile(r'"(?:[^"\\]|\\.)*"?|#[^\n]*|//[^\n]*|[()\[\]{}<>]')
+
+
 def open_brackets(text: str, end: int):
     """Brackets still open at ``end``: a list of (char, offset), innermost last. Strings and comments skipped.
 
@@ -65,32 +70,22 @@ def open_brackets(text: str, end: int):
     start of the text (elsewhere, as in ``=>``, it is not a bracket).
     """
     stack = []
-    i, n = 0, min(end, len(text))
-    while i < n:
-        c = text[i]
-        if c == '"':
-            j = i + 1
-            while j < len(text) and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            i = j + 1
-            continue
-        if c == "#" or text.startswith("//", i):
-            j = text.find("\n", i)
-            i = len(text) if j < 0 else j
-            continue
-        if c in "([{":
-            stack.append((c, i))
-        elif c == "<":
+    n = min(end, len(text))
+    for m in _BRACKET_SCAN.finditer(text, 0, n):
+        c = m.group(0)
+        if c[0] in "\"#/":
+            continue  # a string or a comment
+        i = m.start()
+        if c in "([{<":
             stack.append((c, i))
         elif c == ">" and i > 0 and text[i - 1] == "=":
             pass  # '=>'
-        elif c in ")]}>":
+        else:
             want = _CLOSE[c]
             for k in range(len(stack) - 1, -1, -1):
                 if stack[k][0] == want:
                     del stack[k:]
                     break
-        i += 1
     return stack
 
 

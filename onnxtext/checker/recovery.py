@@ -86,7 +86,9 @@ def collect(text: str, start: str, filename: str | None = None, limit: int = MAX
     quiet = 0
     last_sync = -1
     last = None
-    while len(errors) < limit:
+    recoveries = 0
+    while len(errors) < limit and recoveries < 10 * limit:  # suppressed errors count too: garbage stays cheap
+        recoveries += 1
         try:
             for tok in ip.lexer_thread.lex(state):
                 state.feed_token(tok)
@@ -129,27 +131,21 @@ def collect(text: str, start: str, filename: str | None = None, limit: int = MAX
 
 
 def _builder_error(work: str, start: str, filename):
-    """The Builder's first semantic error (tensor sizes...) in the text with the broken statements blanked out.
+    """The first error of the normal parse (accelerated scanner, then Builder) of the text with the broken
+    statements blanked out, or None.
 
     The Builder checks some things when it reduces a whole graph, so a syntax error later in the text hides a
-    semantic error before it. Only an error before the first syntax error is kept (the caller's job): one after
-    it could be a consequence of the blanking.
+    semantic error (tensor sizes...) before it. The caller keeps the error only when it comes before the first
+    syntax error: blanking cannot create an error there, while one after it could be a consequence of blanking.
     """
-    import lark
-
-    from .._grammar import get_parser
-    from ..builder import Builder
-    from ..parser import _convert
+    from ..parser import _parse
 
     try:
-        get_parser(Builder(), key="build").parse(work, start=start)
-    except lark.exceptions.UnexpectedInput:
-        return None  # still not valid syntax: nothing to learn
+        _parse(work, start, filename)
     except ParseError as e:
+        e.set_further(list)  # this pass must not recover in turn
         return e
-    except lark.exceptions.LarkError as e:
-        return _convert(e, work, filename)
-    except Exception:  # noqa: BLE001 - protobuf range errors and the like: the normal parse reports those
+    except Exception:  # noqa: BLE001 - best effort
         return None
     return None
 
