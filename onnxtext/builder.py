@@ -360,8 +360,9 @@ def build_tensor(type_proto: TypeProto, name, data: TensorData, where=None) -> T
             e.key = _text(k)
             e.value = _text(v) if isinstance(v, (bytes, str)) else str(v)
     elif kind == "elided":
-        raise _err(f"tensor {name or ''} was elided for reading (printed with --elide); its values are not in "
-                   "the text", where, hint="print the model without --elide to get a parseable text")
+        what = f"tensor {str(name)!r}" if name else "an unnamed tensor"
+        raise _err(f"{what} was elided for reading (printed with --elide); its values are not in the text",
+                   where if name else data.extra, hint="print the model without --elide to get a parseable text")
     else:
         raise _err(f"unexpected {kind} data for a dense tensor", where)
     return t
@@ -578,7 +579,7 @@ class Builder(Transformer):
         return TensorData("external", c[0] if c else Pairs())
 
     def elided_data(self, c):
-        return TensorData("elided", c[0])
+        return TensorData("elided", c[1], c[0])  # extra: the `elided` token, for the error's position
 
     def sparse_data(self, c):
         return TensorData("sparse", c[0], c[1])

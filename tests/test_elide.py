@@ -62,11 +62,6 @@ CASES = {  # name -> (model, the tensor name the error must mention, or None)
             "Constant", [], ["y"], value=numpy_helper.from_array(BIG))], [helper.make_opsetid("", 17)])]), None),
 }
 
-# The builder reports the position of the tensor's name; an unnamed tensor has none to report yet.
-NO_POSITION = pytest.mark.xfail(strict=True, reason="builder.py: the elided error of an unnamed tensor has no "
-                                "line (needs the position of the `elided` keyword; reported to its owner)")
-
-
 def _first_elided_line(text: str) -> int:
     return next(i for i, line in enumerate(text.splitlines(), 1) if re.search(r"\belided \{", line))
 
@@ -88,7 +83,7 @@ def test_elided_text_fails_to_parse_naming_the_tensor(case):
     assert "without --elide" in (e.value.hint or "")
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, marks=NO_POSITION) if CASES[c][1] is None else c for c in CASES])
+@pytest.mark.parametrize("case", CASES)
 def test_elided_error_points_at_the_line(case):
     text = _elided(case)
     with pytest.raises(onnxtext.ParseError) as e:
