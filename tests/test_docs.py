@@ -10,7 +10,7 @@ import onnxtext
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BLOCKS = []
-for path in sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))):
+for path in sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))) + [os.path.join(ROOT, "README.md")]:
     for i, block in enumerate(re.findall(r"```onnxtext\n(.*?)```", open(path, encoding="utf-8").read(), re.S)):
         BLOCKS.append((f"{os.path.basename(path)}#{i}", block))
 
