@@ -133,7 +133,7 @@ def _parse(text: str, start: str, filename: str | None = None, fast: bool = True
             e.source, e.filename = text, filename
             raise attach(ParseError(e.message, line=e.line, column=e.column, hint=e.hint, source=text,
                                     filename=filename, expected=e.expected), text, start) from None
-        raise attach(improve(_convert(e, text, filename), text), text, start) from None
+        raise attach(improve(_convert(e, text, filename), text), text, start, e) from None
     except RecursionError:
         raise ParseError("input nested too deeply", source=text, filename=filename) from None
     except OnnxTextError:

@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 from copy import copy
 
+from lark import Token
+
 from ..errors import ParseError
 
 MAX_ERRORS = 20
@@ -42,20 +44,29 @@ _QUIET = 2  # tokens to shift after a recovery before errors are reported again
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-def attach(error: ParseError, text: str, start: str) -> ParseError:
-    """Arrange for ``error.errors`` to find the errors after ``error`` (lazily, when first asked)."""
-    error.set_further(lambda: further_errors(error, text, start))
+def attach(error: ParseError, text: str, start: str, lark_error=None) -> ParseError:
+    """Arrange for ``error.errors`` to find the other errors of ``text`` (lazily, when first asked).
+
+    ``lark_error``: the parser's exception for ``error``, when it has one; recovery then starts from the
+    parser's state at the error instead of parsing the text before it again.
+    """
+    resume = None
+    ps = getattr(getattr(lark_error, "interactive_parser", None), "parser_state", None)
+    if ps is not None:  # the Builder's parser has the plain parser's tables (same grammar, same options)
+        resume = (list(ps.state_stack), list(ps.value_stack), lark_error)
+    error.set_further(lambda: further_errors(error, text, start, resume=resume))
     return error
 
 
-def further_errors(first: ParseError, text: str, start: str, limit: int = MAX_ERRORS) -> list[ParseError]:
+def further_errors(first: ParseError, text: str, start: str, limit: int = MAX_ERRORS,
+                   resume=None) -> list[ParseError]:
     """The other errors of ``text`` (``first``'s position excluded), at most ``limit - 1``."""
     if first.line is None or not isinstance(text, str):
         return []
     key = (first.line, first.column or 0)
     out = []
     try:
-        found = collect(text, start, filename=first.filename, limit=limit + 1)
+        found = collect(text, start, filename=first.filename, limit=limit + 1, resume=resume)
     except Exception:  # noqa: BLE001 - best effort: a recovery failure must never hide the first error
         return []
     for e in found:
@@ -64,8 +75,13 @@ def further_errors(first: ParseError, text: str, start: str, limit: int = MAX_ER
     return out
 
 
-def collect(text: str, start: str, filename: str | None = None, limit: int = MAX_ERRORS) -> list[ParseError]:
-    """Every syntax error of ``text`` parsed from grammar rule ``start`` (at most ``limit``), in text order."""
+def collect(text: str, start: str, filename: str | None = None, limit: int = MAX_ERRORS,
+            resume=None) -> list[ParseError]:
+    """Every syntax error of ``text`` parsed from grammar rule ``start`` (at most ``limit``), in text order.
+
+    ``resume``: (state stack, value stack, lark exception) of a parser that stopped at its first error: the
+    parse continues from there (the text before it is not parsed again).
+    """
     import lark
     from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 
@@ -86,10 +102,16 @@ def collect(text: str, start: str, filename: str | None = None, limit: int = MAX
     quiet = 0
     last_sync = -1
     last = None
+    pending = None
+    if resume is not None:
+        state.state_stack[:], state.value_stack[:], pending = resume
     recoveries = 0
     while len(errors) < limit and recoveries < 10 * limit:  # suppressed errors count too: garbage stays cheap
         recoveries += 1
         try:
+            if pending is not None:
+                e, pending = pending, None
+                raise e
             for tok in ip.lexer_thread.lex(state):
                 state.feed_token(tok)
                 last = tok
@@ -100,7 +122,8 @@ def collect(text: str, start: str, filename: str | None = None, limit: int = MAX
         except UnexpectedToken as e:
             tok = e.token  # from feed_token, or from the contextual lexer's whole-grammar fallback
             at = tok.start_pos if tok.type != "$END" else len(text)
-            e.interactive_parser = ip  # lets lark compute the exact set of acceptable tokens (e.accepts)
+            if getattr(e, "interactive_parser", None) is None:
+                e.interactive_parser = ip  # lets lark compute the exact set of acceptable tokens (e.accepts)
             error = e
         except UnexpectedCharacters as e:
             at, error = e.pos_in_stream, e
@@ -167,8 +190,11 @@ def _synchronise(state, root, lexer_state, text, at, skip_first):
     # brackets opened inside the construct and not closed before the error (reduced values are balanced)
     open_: list = []
     for v in values[k:]:
-        _bracket(open_, getattr(v, "type", None))
+        if isinstance(v, Token):
+            _bracket(open_, v.type)
     begin = min(at, _first_offset(values[k:]))
+    if _SYNC[sync]:  # a statement starts a line (resumed stacks may hold no token of its beginning)
+        begin = text.rfind("\n", 0, begin) + 1
     del stack[k + 1:]
     del values[k:]
     stack.append(states[stack[k]][sync][1])
@@ -206,7 +232,7 @@ def _first_offset(values) -> int:
             off = _first_offset(v)
             if off < 1 << 62:
                 return off
-        elif getattr(v, "start_pos", None) is not None:
+        elif isinstance(v, Token) and v.start_pos is not None:
             return v.start_pos
     return 1 << 62
 
