@@ -28,16 +28,22 @@ def grammar_path() -> str:
     return os.path.join(grammar_dir(), "onnxtext.lark")
 
 
-def _cache_file() -> str | bool:
-    """A per-user cache file for lark's serialized tables (True lets lark choose a temp file)."""
+def _cache_file(variant: str = "") -> str:
+    """A per-user cache file for lark's serialized tables.
+
+    Lark hashes the grammar and the options that shape the tables (e.g. ``propagate_positions``) into the
+    file and rebuilds on a mismatch, so each set of options gets its own ``variant`` file: sharing one
+    would make two parsers overwrite each other's cache on every alternation.
+    """
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     d = os.path.join(base, "onnxtext")
+    suffix = f"-{variant}" if variant else ""
     try:
         os.makedirs(d, exist_ok=True)
-        return os.path.join(d, "grammar-lalr.cache")
+        return os.path.join(d, f"grammar-lalr{suffix}.cache")
     except OSError:
         return os.path.join(tempfile.gettempdir(), f"onnxtext-grammar-{os.getuid() if hasattr(os, 'getuid') else 0}"
-                            ".cache")
+                            f"{suffix}.cache")
 
 
 def get_parser(transformer=None, key="tree"):

@@ -66,10 +66,11 @@ def _parse_tree(text: str, start: str):
 
         from ._grammar import START_SYMBOLS, _cache_file, grammar_path
 
-        # Same grammar and options as the builder's parser (so the same lark cache), plus positions on
-        # every tree and a callback on the ignored COMMENT terminal.
+        # The builder's grammar, plus positions on every tree and a callback on the ignored COMMENT
+        # terminal; positions change lark's cached tables, so they get their own cache file.
         _tree_parser = lark.Lark.open(grammar_path(), parser="lalr", lexer="contextual", start=START_SYMBOLS,
-                                      maybe_placeholders=True, propagate_positions=True, cache=_cache_file(),
+                                      maybe_placeholders=True, propagate_positions=True,
+                                      cache=_cache_file("positions"),
                                       lexer_callbacks={"COMMENT": _collect})
     _sink.comments = []
     try:
