@@ -143,7 +143,7 @@ def test_random_operators_are_not_folded():
 
 def test_intermediates_are_released_after_last_use():
     nodes = [helper.make_node("Relu", ["X"], ["A"]), helper.make_node("Relu", ["A"], ["B"]),
-             helper.make_node("Add", ["A", "B"], ["C"]), helper.make_node("Relu", ["C"], ["Z"])]
+             helper.make_node("Add", ["A", "B"], ["C"]), helper.make_node("Neg", ["C"], ["Z"])]
     ev = Evaluator(model(nodes, [vi("X")], [vi("Z")]))
     frees = [set(s[4]) for s in ev._main.steps]
     assert frees == [{"X"}, set(), {"A", "B"}, {"C"}]  # the env drops feeds too; callers keep theirs
