@@ -103,6 +103,23 @@ def test_message(case, rule, line, part):
     assert any(part in m for m in found), found
 
 
+# (case file, rule, line, column): the column is the culprit's first character (a value, an op name, a literal)
+COLUMNS = [
+    ("graph_undefined", "graph.undefined", 8, 11),    # the undefined input 'u'
+    ("op_unknown", "op.unknown", 6, 7),               # the op name 'Reluu'
+    ("op_attribute", "op.attribute", 8, 12),          # the attribute 'alfa'
+    ("graph_shadowing", "graph.shadowing", 13, 26),   # the subgraph input entry 'float[N] c'
+    ("tensor_bitpattern_literal", "tensor.bitpattern-literal", 5, 19),  # the bare integer '1'
+    ("graph_topological", "graph.topological", 6, 11),  # the input 't' used before it is produced
+]
+
+
+@pytest.mark.parametrize("case,rule,line,column", COLUMNS, ids=[f"{c[0]}:{c[2]}" for c in COLUMNS])
+def test_column(case, rule, line, column):
+    diags = check(open(os.path.join(HERE, "checker_cases", case + ".onnxtext"), encoding="utf-8").read())
+    assert (line, column) in [(d.line, d.column) for d in diags if d.rule == rule]
+
+
 # ------------------------------------------------------------------------------------------ proto-only cases
 def base_model():
     """A clean model built with onnx.helper (so the tests do not depend on our parser)."""
