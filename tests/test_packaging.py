@@ -1,0 +1,64 @@
+"""Packaging: the wheel holds the grammar and every module, and a fresh virtual environment with only the
+wheel installed compiles and prints a bundled example from another directory (what a newcomer does)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sys
+import venv
+import zipfile
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    out = tmp_path_factory.mktemp("wheel")
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                        "-w", str(out), ROOT], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    (path,) = glob.glob(str(out / "onnxtext-*.whl"))
+    return path
+
+
+def test_wheel_holds_grammar_and_every_module(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {"onnxtext/grammar/onnxtext.lark", "onnxtext/grammar/lexical.lark"} <= names
+    sources = {os.path.relpath(p, ROOT).replace(os.sep, "/")
+               for p in glob.glob(os.path.join(ROOT, "onnxtext", "**", "*.py"), recursive=True)}
+    assert sources <= names, sorted(sources - names)
+    assert not any(n.startswith("tests/") for n in names)
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    text = zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "onnxtext = onnxtext.cli:main" in text and "onnxtext.lexer:OnnxTextLexer" in text
+
+
+def test_fresh_environment_compiles_and_prints_an_example(wheel, tmp_path):
+    env_dir = tmp_path / "venv"
+    # system site packages provide the dependencies (no network here); the wheel's onnxtext comes first
+    venv.EnvBuilder(system_site_packages=True, with_pip=True).create(env_dir)
+    bindir = env_dir / ("Scripts" if os.name == "nt" else "bin")
+    python = str(bindir / "python")
+    r = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", wheel], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    where = subprocess.run([python, "-c", "import onnxtext; print(onnxtext.__file__)"], capture_output=True,
+                           text=True, cwd=work, env=env)
+    assert str(env_dir) in where.stdout, where.stdout + where.stderr  # not the source checkout
+    exe = str(bindir / "onnxtext")
+    example = os.path.join(ROOT, "examples", "mlp.onnxtext")
+    r = subprocess.run([exe, "compile", example, "-o", "mlp.onnx"], capture_output=True, text=True, cwd=work, env=env)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([exe, "print", "mlp.onnx"], capture_output=True, text=True, cwd=work, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "Gemm" in r.stdout and "=>" in r.stdout
+    # the fast path may not need the grammar: parse with Lark, the parser of record, too
+    code = f"import onnxtext; print(onnxtext.parse_model(open({example!r}).read(), fast=False).graph.name)"
+    r = subprocess.run([python, "-c", code], capture_output=True, text=True, cwd=work, env=env)
+    assert r.returncode == 0 and r.stdout.strip(), r.stderr
