@@ -1,6 +1,7 @@
 """The ``onnxtext`` command line: a thin dispatcher over subcommand modules in onnxtext/commands/.
 
-Each subcommand lives in ``onnxtext/commands/<name>.py`` exposing ``HELP`` (one line),
+Each subcommand lives in ``onnxtext/commands/<name>.py`` exposing ``HELP`` (one line;
+mirrored in COMMANDS below so ``--help`` imports nothing, and a test keeps the two equal),
 ``add_arguments(parser)`` and ``run(args) -> int``. Modules are imported only when their command runs,
 so ``onnxtext --help`` stays fast. Every OnnxTextError becomes a clean message and exit status 1 or 2;
 no Python traceback reaches the user.

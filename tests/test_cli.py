@@ -90,3 +90,15 @@ def test_unexpected_exception_is_one_line_not_a_traceback(monkeypatch, capsys):
     assert cli.main(["info", "whatever.onnx"]) == 1
     err = capsys.readouterr().err
     assert "internal error: KeyError" in err and "Traceback" not in err
+
+
+def test_every_command_module_exists_and_matches_the_dispatch_table():
+    """cli.COMMANDS (read without importing, for a fast --help) agrees with each module's HELP and contract."""
+    import importlib
+
+    from onnxtext import cli
+
+    for name, (module, help_) in cli.COMMANDS.items():
+        mod = importlib.import_module(f"onnxtext.commands.{module}")
+        assert mod.HELP == help_, name
+        assert callable(mod.add_arguments) and callable(mod.run), name
