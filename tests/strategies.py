@@ -36,21 +36,6 @@ def metadata(max_size=2):
     return st.lists(st.builds(onnx.StringStringEntryProto, key=ANY_TEXT, value=ANY_TEXT), max_size=max_size)
 
 
-def _set(msg, **fields):
-    """Set scalar, repeated and message fields of ``msg`` from keyword arguments, skipping None."""
-    for name, value in fields.items():
-        if value is None:
-            continue
-        fd = msg.DESCRIPTOR.fields_by_name[name]
-        if fd.is_repeated:
-            getattr(msg, name).extend(value)
-        elif fd.message_type is not None:
-            getattr(msg, name).CopyFrom(value)
-        else:
-            setattr(msg, name, value)
-    return msg
-
-
 # ---------------------------------------------------------------------------------------------- tensors
 @st.composite
 def element_codes(draw, dt: dtypes.DType, count: int):
@@ -234,7 +219,9 @@ def value_infos(draw, name=None):
     vi = onnx.ValueInfoProto(name=draw(NAME) if name is None else name)
     if draw(st.integers(0, 5)):
         vi.type.CopyFrom(draw(types()))
-    return _set(vi, doc_string=draw(DOC), metadata_props=draw(metadata(1)))
+    vi.doc_string = draw(DOC)
+    vi.metadata_props.extend(draw(metadata(1)))
+    return vi
 
 
 # ---------------------------------------------------------------------------------------------- attributes
@@ -277,13 +264,18 @@ def attributes(draw, depth=1, in_function=False):
     return a
 
 
-def _unique_by_name(attrs):
+def _unique(items, key):
+    """The first item of each key (attribute names, opset domains must be unique)."""
     seen, out = set(), []
-    for a in attrs:
-        if a.name not in seen:
-            seen.add(a.name)
-            out.append(a)
+    for item in items:
+        if key(item) not in seen:
+            seen.add(key(item))
+            out.append(item)
     return out
+
+
+def _unique_by_name(attrs):
+    return _unique(attrs, lambda a: a.name)
 
 
 # ---------------------------------------------------------------------------------------------- nodes
@@ -362,12 +354,7 @@ OPSET = st.builds(onnx.OperatorSetIdProto, domain=st.one_of(st.just(""), st.samp
 
 
 def _unique_opsets(ops):
-    seen, out = set(), []
-    for o in ops:
-        if o.domain not in seen:
-            seen.add(o.domain)
-            out.append(o)
-    return out
+    return _unique(ops, lambda o: o.domain)
 
 
 @st.composite
