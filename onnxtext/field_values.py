@@ -1,0 +1,247 @@
+"""Proto fields from parsed values: generic fields set by reflection, and typed attribute values.
+
+* :func:`assign` sets any message field from a generic datum (header entries, ``@field value`` annotations,
+  ``{field: value}`` records, ``["key": value]`` pairs); :func:`apply_annotations` applies the annotations
+  and ``///`` doc lines written before a message.
+* :func:`_set_single_attr` / :func:`_set_list_attr` fill an AttributeProto from a value or a list, checking
+  it against a declared type (``name: ints = [...]``); :class:`Ref` is an ``@name`` reference.
+
+Used by :mod:`onnxtext.builder`; errors are :class:`onnxtext.errors.ParseError` at the culprit's position.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import AttributeProto, GraphProto, SparseTensorProto, TensorProto, TypeProto
+
+from .literal_data import Bits, _err, _text
+
+
+class Record(list):
+    """``{field: value, ...}``: a list of (field, value) pairs."""
+
+
+class Pairs(list):
+    """``["key": value, ...]``: a list of (key bytes, value) pairs."""
+
+
+class Ref(str):
+    """``@name``: a reference to an attribute of the enclosing function."""
+
+
+# ---------------------------------------------------------------------------------------------- field assignment
+_ATTR_TYPES = {
+    "float": AttributeProto.FLOAT, "int": AttributeProto.INT, "string": AttributeProto.STRING,
+    "tensor": AttributeProto.TENSOR, "graph": AttributeProto.GRAPH, "sparse_tensor": AttributeProto.SPARSE_TENSOR,
+    "type_proto": AttributeProto.TYPE_PROTO, "floats": AttributeProto.FLOATS, "ints": AttributeProto.INTS,
+    "strings": AttributeProto.STRINGS, "tensors": AttributeProto.TENSORS, "graphs": AttributeProto.GRAPHS,
+    "sparse_tensors": AttributeProto.SPARSE_TENSORS, "type_protos": AttributeProto.TYPE_PROTOS,
+}
+ATTR_TYPE_NAMES = {v: k for k, v in _ATTR_TYPES.items()}
+
+
+def assign(msg, field: str, value, at=None) -> None:
+    """Set ``msg.field`` from a generic datum (header entries, annotations, records), by reflection."""
+    fd = msg.DESCRIPTOR.fields_by_name.get(str(field))
+    if fd is None:
+        names = ", ".join(sorted(msg.DESCRIPTOR.fields_by_name))
+        raise _err(f"{msg.DESCRIPTOR.name} has no field {field!r}", at or field, hint=f"known fields: {names}")
+    if fd.is_repeated:
+        target = getattr(msg, fd.name)
+        if fd.message_type is not None:
+            items = value
+            if not isinstance(value, list):
+                raise _err(f"field {field!r} expects a list", at or field)
+            for item in items:
+                sub = target.add()
+                if isinstance(value, Pairs):
+                    _assign_pair(sub, item, field)
+                elif isinstance(item, Record):
+                    for k, v in item:
+                        assign(sub, k, v)
+                elif isinstance(item, fd.message_type._concrete_class):
+                    sub.CopyFrom(item)
+                else:
+                    raise _err(f"field {field!r} expects a list of {{...}} records", at or field)
+        else:
+            if not isinstance(value, list):
+                raise _err(f"field {field!r} expects a list", at or field)
+            target.extend(_scalar(fd, v, field) for v in value)
+        return
+    if fd.message_type is not None:
+        sub = getattr(msg, fd.name)
+        if isinstance(value, Record):
+            sub.SetInParent()
+            for k, v in value:
+                assign(sub, k, v)
+        elif isinstance(value, fd.message_type._concrete_class):
+            sub.CopyFrom(value)
+        else:
+            raise _err(f"field {field!r} expects a {{...}} record", at or field)
+        return
+    setattr(msg, fd.name, _scalar(fd, value, field))
+
+
+def _assign_pair(sub, item, field):
+    key, value = item
+    name = sub.DESCRIPTOR.name
+    if name == "StringStringEntryProto":
+        sub.key = _text(key)
+        sub.value = _text(value) if isinstance(value, (bytes, str)) else _bad(field, "string values")
+    elif name == "OperatorSetIdProto":
+        sub.domain = _text(key)
+        if not isinstance(value, int) or isinstance(value, bool):
+            _bad(field, "integer versions")
+        sub.version = value
+    else:
+        raise _err(f"field {field!r} does not take \"key\": value pairs", field)
+
+
+def _bad(field, what):
+    raise _err(f"field {field!r} expects {what}", field)
+
+
+def _scalar(fd, value, field):
+    t = fd.type
+    if t == fd.TYPE_STRING:
+        if not isinstance(value, (bytes, str)):
+            _bad(field, "a string")
+        return _text(value, field)
+    if t == fd.TYPE_BYTES:
+        if not isinstance(value, (bytes, str)):
+            _bad(field, "a string")
+        return value if isinstance(value, bytes) else value.encode()
+    if t == fd.TYPE_ENUM:
+        if isinstance(value, str) and not isinstance(value, bytes):
+            ev = fd.enum_type.values_by_name.get(str(value))
+            if ev is None:
+                _bad(field, "one of " + ", ".join(fd.enum_type.values_by_name))
+            return ev.number
+        if isinstance(value, int):
+            return value
+        _bad(field, "an enum name or number")
+    if t in (fd.TYPE_FLOAT, fd.TYPE_DOUBLE):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        _bad(field, "a number")
+    if t == fd.TYPE_BOOL:
+        if isinstance(value, bool):
+            return value
+        _bad(field, "true or false")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)
+    _bad(field, "an integer")
+
+
+def apply_annotations(msg, annotations) -> None:
+    """Apply ``/// doc`` lines and ``@field value`` annotations to a message."""
+    if not annotations:
+        return
+    doc = [a[1] for a in annotations if a[0] == "doc"]
+    if doc:
+        if "doc_string" not in msg.DESCRIPTOR.fields_by_name:
+            raise _err(f"{msg.DESCRIPTOR.name} has no doc_string; remove the /// comment")
+        msg.doc_string = "\n".join(doc)
+    for a in annotations:
+        if a[0] == "set":
+            assign(msg, a[1], a[2], a[1])
+
+
+# ---------------------------------------------------------------------------------------------- attribute values
+def _kind_of(v):
+    if isinstance(v, Ref):
+        return None
+    if isinstance(v, bool):
+        return AttributeProto.INT
+    if isinstance(v, int):
+        return AttributeProto.INT
+    if isinstance(v, float):
+        return AttributeProto.FLOAT
+    if isinstance(v, bytes):
+        return AttributeProto.STRING
+    if isinstance(v, TensorProto):
+        return AttributeProto.TENSOR
+    if isinstance(v, GraphProto):
+        return AttributeProto.GRAPH
+    if isinstance(v, SparseTensorProto):
+        return AttributeProto.SPARSE_TENSOR
+    if isinstance(v, TypeProto):
+        return AttributeProto.TYPE_PROTO
+    raise _err(f"unsupported attribute value {v!r}")
+
+
+_SINGLE_FIELD = {AttributeProto.FLOAT: "f", AttributeProto.INT: "i", AttributeProto.STRING: "s",
+                 AttributeProto.TENSOR: "t", AttributeProto.GRAPH: "g", AttributeProto.SPARSE_TENSOR: "sparse_tensor",
+                 AttributeProto.TYPE_PROTO: "tp"}
+_LIST_OF = {AttributeProto.FLOAT: AttributeProto.FLOATS, AttributeProto.INT: AttributeProto.INTS,
+            AttributeProto.STRING: AttributeProto.STRINGS, AttributeProto.TENSOR: AttributeProto.TENSORS,
+            AttributeProto.GRAPH: AttributeProto.GRAPHS, AttributeProto.SPARSE_TENSOR: AttributeProto.SPARSE_TENSORS,
+            AttributeProto.TYPE_PROTO: AttributeProto.TYPE_PROTOS}
+_LIST_FIELD = {AttributeProto.FLOATS: "floats", AttributeProto.INTS: "ints", AttributeProto.STRINGS: "strings",
+               AttributeProto.TENSORS: "tensors", AttributeProto.GRAPHS: "graphs",
+               AttributeProto.SPARSE_TENSORS: "sparse_tensors", AttributeProto.TYPE_PROTOS: "type_protos"}
+_ELEMENT_OF = {v: k for k, v in _LIST_OF.items()}
+
+
+def _as_float(v, name):
+    """An int literal in a float attribute: a hex literal is the float32 bit pattern, a decimal one its value."""
+    if isinstance(v, Bits):
+        if not 0 <= v < 1 << 32:
+            raise _err(f"attribute {name}: hex literal {v:#x} is not a 32-bit float bit pattern", name)
+        return float(np.array(v, np.uint32).view(np.float32))
+    return float(v)
+
+
+def _set_single_attr(a: AttributeProto, value, declared, name):
+    if isinstance(value, Ref):
+        a.ref_attr_name = value
+        if declared is not None:
+            a.type = declared
+        return
+    kind = _kind_of(value)
+    if declared is not None and declared != kind:
+        if declared == AttributeProto.FLOAT and kind == AttributeProto.INT and not isinstance(value, bool):
+            value, kind = _as_float(value, name), AttributeProto.FLOAT
+        elif declared in _ELEMENT_OF:
+            raise _err(f"attribute {name} is declared {ATTR_TYPE_NAMES[declared]}: write its value as a list [...]",
+                       name)
+        else:
+            raise _err(f"attribute {name} is declared {ATTR_TYPE_NAMES[declared]} but its value is "
+                       f"{ATTR_TYPE_NAMES[kind]}", name)
+    a.type = kind
+    field = _SINGLE_FIELD[kind]
+    if kind in (AttributeProto.TENSOR, AttributeProto.GRAPH, AttributeProto.SPARSE_TENSOR, AttributeProto.TYPE_PROTO):
+        getattr(a, field).CopyFrom(value)
+    else:
+        setattr(a, field, value)
+
+
+def _set_list_attr(a: AttributeProto, values, declared, name):
+    if declared is not None and declared not in _ELEMENT_OF:
+        raise _err(f"attribute {name} is declared {ATTR_TYPE_NAMES[declared]}, a single value, but has a list", name)
+    kinds = {_kind_of(v) for v in values}
+    if not values:
+        if declared is None:
+            raise _err(f"empty list attribute {name} needs a type annotation, e.g. {name}: ints = []", name)
+        a.type = declared
+        return
+    if kinds == {AttributeProto.INT, AttributeProto.FLOAT}:
+        kinds = {AttributeProto.FLOAT}
+        values = [_as_float(v, name) for v in values]
+    if len(kinds) != 1:
+        raise _err(f"list attribute {name} mixes kinds of values", name)
+    kind = kinds.pop()
+    if declared is not None:
+        want = _ELEMENT_OF[declared]
+        if want == AttributeProto.FLOAT and kind == AttributeProto.INT:
+            values, kind = [_as_float(v, name) for v in values], AttributeProto.FLOAT
+        elif want != kind:
+            raise _err(f"attribute {name} is declared {ATTR_TYPE_NAMES[declared]} but holds "
+                       f"{ATTR_TYPE_NAMES[kind]} values", name)
+    a.type = _LIST_OF[kind]
+    target = getattr(a, _LIST_FIELD[a.type])
+    if kind in (AttributeProto.TENSOR, AttributeProto.GRAPH, AttributeProto.SPARSE_TENSOR, AttributeProto.TYPE_PROTO):
+        for v in values:
+            target.add().CopyFrom(v)
+    else:
+        target.extend(values)
