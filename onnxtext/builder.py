@@ -54,6 +54,14 @@ def _opt(children):
 class Builder(Transformer):
     """Builds protos from the parse (rule methods are called by lark with the rule's children)."""
 
+    # (TypeProto, DTYPE token) of the tensor_type rule reduced last. A TypeProto cannot carry a source position
+    # (protobuf messages take no extra attributes and cannot be subclassed), and the rules' children must stay
+    # as they are (fastparse calls these methods with them), so tensor_constant finds the position of its type
+    # here: in `tensor_constant: [annotations] tensor_type [name] "="? tensor_data` no other tensor_type is
+    # reduced between the two rules unless the data is sparse(...), and then the identity check fails. A
+    # concurrent parse sharing this instance can only make the check fail (no position), never give a wrong one.
+    _last_type = (None, None)
+
     # ------------------------------------------------------------------ names and literals
     def ident(self, c):
         tok = c[0]
@@ -152,6 +160,7 @@ class Builder(Transformer):
         # 'float[]' = unknown rank: no shape
         if c[2] is not None:
             tp.denotation = c[2]
+        self._last_type = (tp, c[0])
         return tp
 
     def _with_denotation(self, tp, den):
@@ -234,7 +243,9 @@ class Builder(Transformer):
 
     def tensor_constant(self, c):
         ann, tp, name, data = c
-        t = build_tensor(tp, name, data, name)
+        last, dtype_token = self._last_type
+        # an unnamed constant (in an attribute) reports its errors at its type (a str, no position, in fastparse)
+        t = build_tensor(tp, name, data, name or (dtype_token if last is tp else None))
         t.name = name or ""  # explicitly present, as onnx's parser does
         apply_annotations(t, ann)
         return t

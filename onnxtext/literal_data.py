@@ -187,6 +187,11 @@ def _show(v):
     return repr(v)
 
 
+def _called(name) -> str:
+    """How an error names a tensor: ``tensor w``, or ``a tensor`` for an unnamed constant (in an attribute)."""
+    return f"tensor {name}" if name else "a tensor"
+
+
 def build_tensor(type_proto: TypeProto, name, data: TensorData, where=None) -> TensorProto:
     """A TensorProto from a declared tensor type, a name and its data."""
     if not type_proto.HasField("tensor_type"):
@@ -199,11 +204,11 @@ def build_tensor(type_proto: TypeProto, name, data: TensorData, where=None) -> T
         raise _err("a tensor constant needs an element type", where) from None
     t.data_type = dt.enum
     if not tt.HasField("shape"):
-        raise _err(f"tensor {name or ''} needs a shape with numeric dimensions (write {dt.name} for a scalar, "
+        raise _err(f"{_called(name)} needs a shape with numeric dimensions (write {dt.name} for a scalar, "
                    f"{dt.name}[3] for a vector)", where)
     for d in tt.shape.dim:
         if not d.HasField("dim_value"):
-            raise _err(f"tensor {name or ''} needs numeric dimensions, not {d.dim_param or '?'}", where)
+            raise _err(f"{_called(name)} needs numeric dimensions, not {d.dim_param or '?'}", where)
         t.dims.append(d.dim_value)
     if name:
         t.name = name
@@ -212,7 +217,7 @@ def build_tensor(type_proto: TypeProto, name, data: TensorData, where=None) -> T
     if kind in ("typed", "raw"):
         arr = literals_to_array(data.values, dt, where)
         if arr.size != count:
-            raise _err(f"tensor {name or ''} of shape {list(t.dims)} needs {count} element"
+            raise _err(f"{_called(name)} of shape {list(t.dims)} needs {count} element"
                        f"{'s' if count != 1 else ''}, the literal has {arr.size}", where)
         if kind == "typed" or dt.kind == "string":
             if kind == "raw":
@@ -225,7 +230,7 @@ def build_tensor(type_proto: TypeProto, name, data: TensorData, where=None) -> T
             raise _err("string tensors cannot use a byte block", where)
         need = -(-count * dt.bits // 8)
         if len(data.values) != need:
-            raise _err(f"tensor {name or ''} of shape {list(t.dims)} needs {need} bytes of {dt.name} data, "
+            raise _err(f"{_called(name)} of shape {list(t.dims)} needs {need} bytes of {dt.name} data, "
                        f"the block has {len(data.values)}", where)
         t.raw_data = data.values
     elif kind == "external":
