@@ -273,6 +273,26 @@ def test_onnxruntime_engine_gives_the_same_results():
     np.testing.assert_array_equal(ours[0], theirs[0])
 
 
+def test_threads_limit_numpy_blas_and_keep_results():
+    from onnxtext.evaluator.runtime import get_blas_threads, set_blas_threads
+    before = get_blas_threads()
+    if before is None:
+        pytest.skip("numpy's BLAS is not an OpenBLAS found in /proc/self/maps (threads= has no effect here)")
+    feeds = {"X": np.array([1, -5, 3], F), "Y": np.array([1, 2, -9], F)}
+    try:
+        ours = Evaluator(add_relu(), threads=1).run(None, feeds)
+        assert get_blas_threads() == 1
+    finally:
+        set_blas_threads(before)
+    np.testing.assert_array_equal(ours[0], Evaluator(add_relu()).run(None, feeds)[0])
+
+
+@pytest.mark.parametrize("threads", [0, -1, 1.5, "2"])
+def test_threads_must_be_a_positive_integer(threads):
+    with pytest.raises(EvalError, match="threads must be a positive integer"):
+        Evaluator(add_relu(), threads=threads)
+
+
 def test_onnxruntime_engine_missing_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     with pytest.raises(EvalError, match="needs the onnxruntime package"):

@@ -61,13 +61,17 @@ class Evaluator:
 
     ``opsets`` overrides or adds imported opset versions; ``seed`` seeds the random generator used by
     random operators; ``engine="onnxruntime"`` runs the same model with onnxruntime instead (optional
-    dependency; inference only).
+    dependency; inference only). ``threads=N`` limits the BLAS library numpy uses to N threads (see
+    :func:`set_blas_threads`: this is process-wide) or, with the onnxruntime engine, the session's
+    intra-op threads.
     """
 
     def __init__(self, model, *, opsets: dict[str, int] | None = None, seed: int | None = None,
-                 engine: str = "numpy"):
+                 engine: str = "numpy", threads: int | None = None):
         if engine not in ENGINES:
             raise EvalError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
+        if threads is not None and (type(threads) is not int or threads < 1):
+            raise EvalError(f"threads must be a positive integer, got {threads!r}")
         self.engine = engine
         self.model, self.base_dir = load_model(model)
         self.rng = np.random.default_rng(seed)
@@ -78,8 +82,10 @@ class Evaluator:
         self.output_names = [o.name for o in g.output]
         self._input_types = {i.name: i.type for i in g.input}
         if engine == "onnxruntime":
-            self._ort = _onnxruntime_session(self.model, model, self.base_dir)
+            self._ort = _onnxruntime_session(self.model, model, self.base_dir, threads)
             return
+        if threads is not None:
+            set_blas_threads(threads)
         self.opsets = {normalize_domain(o.domain): o.version for o in self.model.opset_import}
         if opsets:
             self.opsets.update({normalize_domain(k): v for k, v in opsets.items()})
@@ -270,15 +276,72 @@ def _check_tensor(name: str, tt, value):
 
 
 # ---------------------------------------------------------------------------------------- onnxruntime
-def _onnxruntime_session(model: onnx.ModelProto, original, base_dir):
+def _onnxruntime_session(model: onnx.ModelProto, original, base_dir, threads=None):
     try:
         import onnxruntime
     except ImportError:
         raise EvalError("engine 'onnxruntime' needs the onnxruntime package (pip install onnxruntime)") from None
+    options = onnxruntime.SessionOptions()
+    if threads is not None:
+        options.intra_op_num_threads = threads
     try:
         if isinstance(original, (str, os.PathLike)) and base_dir is not None and \
                 os.fspath(original).endswith(".onnx"):
-            return onnxruntime.InferenceSession(os.fspath(original), providers=["CPUExecutionProvider"])
-        return onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+            return onnxruntime.InferenceSession(os.fspath(original), options, providers=["CPUExecutionProvider"])
+        return onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     except Exception as e:  # noqa: BLE001 - onnxruntime raises its own exception types
         raise EvalError(f"onnxruntime cannot load the model: {e}") from None
+
+
+# ------------------------------------------------------------------------------------------ BLAS threads
+# setter names of the OpenBLAS builds numpy ships or links: numpy >= 2 wheels bundle scipy-openblas
+# (64-bit ints, prefixed symbols), older wheels a suffixed openblas, distributions the plain one
+_BLAS_SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+                 "openblas_set_num_threads64_", "openblas_set_num_threads")
+
+
+def set_blas_threads(threads: int) -> bool:
+    """Limit the OpenBLAS library loaded by numpy to ``threads`` threads; False when none is found.
+
+    Process-wide: it affects every numpy matmul of the process, not only this evaluator, and lasts
+    until changed again. Why it exists: OpenBLAS worker threads busy-wait between calls, so on a
+    machine whose cores are shared (with onnxruntime's own thread pool, or other processes) a CNN's
+    hundreds of small matmuls can run several times slower with 2 threads than with 1. The library is
+    found among the shared objects mapped into the process (Linux ``/proc/self/maps``); elsewhere, or
+    with another BLAS (MKL, Accelerate), set ``OPENBLAS_NUM_THREADS``/``OMP_NUM_THREADS`` before
+    starting Python instead.
+    """
+    import ctypes
+    for lib in _openblas_libraries():
+        for name in _BLAS_SETTERS:
+            setter = getattr(lib, name, None)
+            if setter is not None:
+                setter(ctypes.c_int(threads))
+                return True
+    return False
+
+
+def get_blas_threads() -> int | None:
+    """The thread count of numpy's OpenBLAS (None when it cannot be found, see :func:`set_blas_threads`)."""
+    for lib in _openblas_libraries():
+        for name in _BLAS_SETTERS:
+            getter = getattr(lib, name.replace("_set_", "_get_"), None)
+            if getter is not None:
+                return int(getter())
+    return None
+
+
+def _openblas_libraries():
+    import ctypes
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if len(line.split()) >= 6}
+    except OSError:
+        return
+    for path in sorted(paths):
+        base = os.path.basename(path)
+        if "openblas" in base.lower() and ".so" in base:
+            try:
+                yield ctypes.CDLL(path)
+            except OSError:
+                continue
