@@ -98,7 +98,7 @@ class Element:
 
 def _name(t) -> str:
     """The proto name of an ``ident`` / ``quoted_name`` tree."""
-    from .builder import unescape
+    from .literal_data import unescape
 
     tok = t.children[0]
     if t.data == "quoted_name":
