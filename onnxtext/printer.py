@@ -19,10 +19,12 @@ stored in ``raw_data`` print as ``raw {...}`` (or a ``base64`` block when large)
 
 The literal atoms (names, strings, element values) live in :mod:`onnxtext.literals`.
 
-Speed and memory: names are classified once per printer, float texts come from a per-type cache, proto
-fields are read once each (every read is a C call). ``to_text`` lays big blocks out as placeholders and
-base64-encodes each tensor straight into the final buffer, so a weight-heavy model costs about twice its
-text in memory while printing, not a copy per nesting level.
+Speed and memory: a big graph's plain nodes and small float initializers print straight from its
+serialized bytes (:mod:`onnxtext.fastprint`, byte-identical; ``fastprint.ENABLED = False`` turns it off);
+names are classified once per printer, float texts come from a per-type cache, proto fields are read once
+each (every read is a C call). ``to_text`` lays big blocks out as placeholders and base64-encodes each
+tensor straight into the final buffer, so a weight-heavy model costs about twice its text in memory while
+printing, not a copy per nesting level.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import numpy as np
 from onnx import (AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, SparseTensorProto,
                   TensorProto, TypeProto, ValueInfoProto)
 
-from . import dtypes, tensors
+from . import dtypes, fastprint, tensors
 from .builder import ATTR_TYPE_NAMES
 from .errors import OnnxTextError
 # the literal atoms (re-exported: other modules and tests import them from here)
@@ -201,7 +203,8 @@ class Printer:
         ins = [self.print_value_info(v, level + 1) for v in g.input]
         outs = [self.print_value_info(v, level + 1) for v in g.output]
         values = [self.print_value_info(v, level + 1) for v in g.value_info]
-        values += [self.print_initializer(t, level + 1) for t in g.initializer]
+        fast = fastprint.graph_parts(self, g, level)  # None: the reference methods below
+        values += fast[0] if fast else [self.print_initializer(t, level + 1) for t in g.initializer]
         values += [self.print_sparse_initializer(s, level + 1) for s in g.sparse_initializer]
         multiline_io = any("\n" in x for x in ins + outs)
         sig = (name(g.name) + " " + self._list("(", ins, ")", level, multiline_io) + " => " +
@@ -210,7 +213,7 @@ class Printer:
         if values:
             lines.append(self._list("<", values, ">", level, force_multiline=len(values) > 1 or any(
                 "\n" in v for v in values)))
-        return _block(lines, self.print_nodes(g.node, level), self.ind * level, bool(values))
+        return _block(lines, fast[1]() if fast else self.print_nodes(g.node, level), self.ind * level, bool(values))
 
     def print_nodes(self, nodes, level: int) -> str:
         if not nodes:

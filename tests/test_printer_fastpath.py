@@ -1,0 +1,201 @@
+"""The printer's fast path (onnxtext/fastprint.py) prints exactly what the reference methods print.
+
+Differential: every model is printed with the fast path forced on every graph (``MIN_ELEMENTS = 0``) and
+with it disabled, under several option sets, and the texts must be byte-identical. Add an option set to
+OPTIONS, a hand-made case to EDGE_CASES.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+
+import numpy as np
+import onnx
+import onnx.helper as oh
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import strategies as S
+from corpus import all_models
+from onnxtext import fastprint
+from onnxtext.printer import Printer, to_text
+
+OPTIONS = [{}, {"style": "onnx"}, {"width": 40}, {"max_inline": 0}, {"indent": "    "}, {"max_inline": None},
+           {"elide": True}]
+
+
+def both(model, **options):
+    """(fast text, reference text)."""
+    saved = fastprint.ENABLED, fastprint.MIN_ELEMENTS
+    try:
+        fastprint.ENABLED, fastprint.MIN_ELEMENTS = True, 0
+        fast = _text(model, options)
+        fastprint.ENABLED = False
+        ref = _text(model, options)
+    finally:
+        fastprint.ENABLED, fastprint.MIN_ELEMENTS = saved
+    return fast, ref
+
+
+def _text(model, options):
+    try:
+        return to_text(model, **options)
+    except Exception as e:  # the same error either way is the same behaviour
+        return f"error {type(e).__name__}: {e}"
+
+
+@pytest.mark.parametrize("loader", [pytest.param(load, id=name) for name, load in all_models()])
+def test_corpus_fast_equals_reference(loader):
+    model = loader()
+    for options in OPTIONS:
+        fast, ref = both(model, **options)
+        assert fast == ref, options
+
+
+@settings(max_examples=50, derandomize=True, database=None, deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(S.models())
+def test_generated_fast_equals_reference(model):
+    for options in OPTIONS[:3]:
+        fast, ref = both(model, **options)
+        assert fast == ref, options
+
+
+# Plain records only (the fast path's own forms and their near misses), with arbitrary names and bits.
+_names = st.text(st.characters(codec="utf-8"), max_size=6) | st.sampled_from(["x", "v.1", "graph", "a b", ""])
+
+
+@st.composite
+def plain_graphs(draw):
+    nodes = [oh.make_node(draw(st.sampled_from(["Relu", "Add", "float", "Op"])),
+                          draw(st.lists(_names, max_size=4)), draw(st.lists(_names, min_size=1, max_size=3)),
+                          name=draw(_names), domain=draw(st.sampled_from(["", "com.x", "a b"])))
+             for _ in range(draw(st.integers(1, 6)))]
+    inits = []
+    for i in range(draw(st.integers(0, 6))):
+        dims = draw(st.lists(st.integers(0, 4), max_size=3))
+        count = int(np.prod(dims))
+        bits = draw(st.lists(st.integers(0, 2**32 - 1) | st.sampled_from([0, 1, 0x80000000, 0x7FC00000]),
+                             min_size=count, max_size=count + draw(st.sampled_from([0, 0, 1]))))
+        values = np.array(bits, np.uint32).view(np.float32)
+        t = onnx.TensorProto(name=draw(_names), data_type=1, dims=dims)
+        if draw(st.booleans()):
+            t.raw_data = values.tobytes()
+        else:
+            t.float_data.extend(values.tolist())
+        inits.append(t)
+    return _graph(nodes, inits)
+
+
+@settings(max_examples=150, derandomize=True, database=None, deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(plain_graphs())
+def test_generated_plain_records_fast_equals_reference(model):
+    for options in OPTIONS:
+        fast, ref = both(model, **options)
+        assert fast == ref, options
+
+
+# ---------------------------------------------------------------------------------------------- edge cases
+def _f32(bits: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+def _graph(nodes, inits=(), name="g"):
+    g = oh.make_graph(nodes, name, [oh.make_tensor_value_info("x", 1, ["N"])],
+                      [oh.make_tensor_value_info("y", 1, ["N"])], list(inits))
+    return oh.make_model(g, opset_imports=[oh.make_opsetid("", 19)])
+
+
+def _raw(name, values, dims=None, dtype=np.float32):
+    arr = np.asarray(values, dtype)
+    t = onnx.TensorProto(name=name, data_type=1 if dtype == np.float32 else 10, raw_data=arr.tobytes())
+    t.dims.extend(arr.shape if dims is None else dims)
+    return t
+
+
+def _typed(name, values, dims=None):
+    return oh.make_tensor(name, onnx.TensorProto.FLOAT, [len(values)] if dims is None else dims, values)
+
+
+EDGE_CASES = {
+    "names needing quotes": _graph([oh.make_node("Add", ["x", "a b"], ["v.1"], name="n 1"),
+                                    oh.make_node("Relu", ['q"uote'], ["back\\slash"], name="graph"),
+                                    oh.make_node("Relu", ["tab\there"], ["y"], name="")]),
+    "non-ASCII names": _graph([oh.make_node("Relu", ["x"], ["é"], name="nœud"),
+                               oh.make_node("Relu", ["é"], ["y"], name="\u2028")]),
+    "empty inputs": _graph([oh.make_node("Clip", ["x", "", "m"], ["y"]), oh.make_node("Relu", [""], [""])]),
+    "no outputs, no inputs": _graph([oh.make_node("Relu", ["x"], []), oh.make_node("Foo", [], ["y"])]),
+    "4 inputs, 3 outputs": _graph([oh.make_node("Concat", ["x", "x", "x", "x"], ["c"], axis=0),
+                                   oh.make_node("Split", ["c"], ["a", "b", "y"])]),
+    "127/128/200-byte names": _graph([oh.make_node("Relu", ["x"], ["a" * 127], name="n" * 128),
+                                      oh.make_node("Relu", ["a" * 127], ["b" * 128]),
+                                      oh.make_node("Relu", ["b" * 128], ["y"], name="m" * 200)]),
+    "attributes interleaved": _graph([oh.make_node("Relu", ["x"], ["a"], name="r"),
+                                      oh.make_node("LeakyRelu", ["a"], ["b"], alpha=0.5),
+                                      oh.make_node("Relu", ["b"], ["c"], doc_string="doc"),
+                                      oh.make_node("Relu", ["c"], ["y"], domain="com.x", name="d")]),
+    "domains and keywords": _graph([oh.make_node("float", ["x"], ["graph"], domain="ai.onnx.ml"),
+                                    oh.make_node("Relu", ["graph"], ["y"], domain="")]),
+    "special floats": _graph([oh.make_node("Relu", ["x"], ["y"])], [
+        _typed("nan", [float("nan")]), _typed("negzero", [-0.0]), _typed("sub", [_f32(1)]),
+        _typed("inf", [float("inf"), -float("inf")]), _raw("rnan", [_f32(0x7FC00001)]), _raw("rz", [-0.0, 0.0]),
+        _raw("rsub", [_f32(0x80000001), _f32(0x007FFFFF)]), _typed("max", [_f32(0x7F7FFFFF)], [1, 1]),
+        _typed("payload", [_f32(0x7FA00000)])]),
+    "initializer shapes": _graph([oh.make_node("Relu", ["x"], ["y"])], [
+        _typed("scalar", [1.5], []), _raw("rscalar", [2.5], []), _typed("six", [0.1] * 6, [2, 3]),
+        _raw("mismatch", [1.0, 2.0], [3]), _raw("empty", [], [0]), _typed("e", [], [0]), _raw("d", [1.0], [1]),
+        _raw("big", np.arange(40, dtype=np.float32) / 7), _typed("many", list(np.arange(31) / 3.0)),
+        _typed("wrap", [1 / 3] * 20), _raw("d127", [1.0] * 2, [2] + [1] * 5),
+        _raw("dbl", [0.1], dtype=np.float64), _typed("", [1.0]), _raw("dim200", [0.0] * 200, [200])]),
+    "initializer annotations": _graph([oh.make_node("Relu", ["x"], ["y"])], [
+        oh.make_tensor("doc", onnx.TensorProto.FLOAT, [1], [1.0]), _typed("both", [1.0])]),
+    "non-UTF-8 names": None,  # filled below (helper cannot build them)
+}
+
+
+def _non_utf8():
+    m = _graph([oh.make_node("Relu", ["x"], ["a"], name="n"), oh.make_node("Relu", ["a"], ["y"])],
+               [_typed("c", [1.0])])
+    data = m.SerializeToString().replace(b"\x12\x01a", b"\x12\x01\xff").replace(b"\x0a\x01a", b"\x0a\x01\xff")
+    data = data.replace(b"B\x01c", b"B\x01\xfe")
+    return onnx.ModelProto.FromString(data)
+
+
+EDGE_CASES["non-UTF-8 names"] = _non_utf8()
+EDGE_CASES["initializer annotations"].graph.initializer[0].doc_string = "a doc"
+EDGE_CASES["initializer annotations"].graph.initializer[1].raw_data = struct.pack("<f", 2.0)
+
+
+@pytest.mark.parametrize("model", list(EDGE_CASES.values()), ids=list(EDGE_CASES))
+@pytest.mark.parametrize("options", OPTIONS, ids=[str(o) for o in OPTIONS])
+def test_edge_case_fast_equals_reference(model, options):
+    fast, ref = both(model, **options)
+    assert fast == ref
+
+
+def test_subgraphs_fast_equals_reference():
+    body = _graph([oh.make_node("Relu", ["x"], [f"v.{i}"], name=f"n{i}") for i in range(3)]
+                  + [oh.make_node("Relu", ["v.2"], ["y"])], [_typed("k", [0.5])]).graph
+    outer = _graph([oh.make_node("If", ["x"], ["y"], then_branch=body, else_branch=body),
+                    oh.make_node("Relu", ["x"], ["z"])])
+    for options in OPTIONS:
+        fast, ref = both(outer, **options)
+        assert fast == ref
+
+
+# ---------------------------------------------------------------------------------------------- coverage
+def test_chain_plain_records_skip_the_reference_methods(monkeypatch):
+    """On the benchmark's node-heavy chain every node and initializer is printed from the wire bytes."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+    from text_speed import chain_model
+
+    model = chain_model(300)
+    _, ref = both(model)
+    for method in ("print_node", "print_initializer", "print_nodes"):
+        monkeypatch.setattr(Printer, method, lambda *a, **k: pytest.fail("reference method called"))
+    assert fastprint.ENABLED and 300 >= fastprint.MIN_ELEMENTS
+    assert to_text(model) == ref
