@@ -78,6 +78,8 @@ def quote(data) -> str:
 def name(n: str) -> str:
     """A name as an identifier when it is one (and not a keyword), else quoted."""
     # str methods are C calls, cheaper than a regex: an ASCII identifier is [A-Za-z_][A-Za-z0-9_]*
+    if isinstance(n, bytes):  # a .onnx file's string field that is not valid UTF-8: show its bytes (\xHH)
+        return quote(n)
     return n if n.isidentifier() and n.isascii() and n not in _QUOTED_WORDS else quote(n)
 
 

@@ -179,3 +179,19 @@ def test_name_quoting(text, printed):
     assert name(text) == printed
     p = Printer()
     assert p._name(text) == printed and p._name(text) == printed  # memoized: same answer twice
+
+
+def test_names_that_are_not_utf8_print_as_escaped_bytes():
+    """A .onnx file may hold invalid UTF-8 in a string field (protobuf hands it over as bytes): the text shows
+    the bytes as \\xHH escapes instead of crashing, and parsing that text back names the problem."""
+    import onnx
+
+    import onnxtext
+
+    n = onnx.NodeProto()
+    # name b"\xff", op_type "Relu", input b"\xc3(" (a truncated UTF-8 sequence), output "y"
+    n.ParseFromString(b"\x1a\x01\xff\x22\x04Relu\x0a\x02\xc3\x28\x12\x01y")
+    text = onnxtext.to_text(n)
+    assert '"\\xff"' in text and '"\\xc3("' in text
+    with pytest.raises(onnxtext.ParseError, match="UTF-8"):
+        onnxtext.parse_node(text)
