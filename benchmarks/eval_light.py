@@ -17,15 +17,10 @@ import os
 import sys
 
 
-def _early_threads(argv):
-    """``--threads N`` must limit numpy's BLAS (through the environment) before numpy is imported."""
-    if "--threads" in argv:
-        n = argv[argv.index("--threads") + 1]
-        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            os.environ[var] = n
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _threads import limit_from_argv  # noqa: E402
 
-
-_early_threads(sys.argv)
+limit_from_argv(sys.argv)  # before numpy is imported
 
 import argparse  # noqa: E402
 import glob  # noqa: E402

@@ -148,25 +148,19 @@ def apply_annotations(msg, annotations) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- attribute values
+#: Python value class -> attribute kind, in lookup order (bool before int: bool is an int subclass).
+_KIND_OF_CLASS = ((bool, AttributeProto.INT), (int, AttributeProto.INT), (float, AttributeProto.FLOAT),
+                  (bytes, AttributeProto.STRING), (TensorProto, AttributeProto.TENSOR),
+                  (GraphProto, AttributeProto.GRAPH), (SparseTensorProto, AttributeProto.SPARSE_TENSOR),
+                  (TypeProto, AttributeProto.TYPE_PROTO))
+
+
 def _kind_of(v):
     if isinstance(v, Ref):
         return None
-    if isinstance(v, bool):
-        return AttributeProto.INT
-    if isinstance(v, int):
-        return AttributeProto.INT
-    if isinstance(v, float):
-        return AttributeProto.FLOAT
-    if isinstance(v, bytes):
-        return AttributeProto.STRING
-    if isinstance(v, TensorProto):
-        return AttributeProto.TENSOR
-    if isinstance(v, GraphProto):
-        return AttributeProto.GRAPH
-    if isinstance(v, SparseTensorProto):
-        return AttributeProto.SPARSE_TENSOR
-    if isinstance(v, TypeProto):
-        return AttributeProto.TYPE_PROTO
+    for cls, kind in _KIND_OF_CLASS:
+        if isinstance(v, cls):
+            return kind
     raise _err(f"unsupported attribute value {v!r}")
 
 
