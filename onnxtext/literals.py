@@ -138,7 +138,9 @@ def _format_floats_exact(flat: np.ndarray, dt: dtypes.DType) -> list[str]:
     elif dt.np in (np.dtype(np.float32), np.dtype(np.float16)):
         texts = [str(x) for x in flat]  # numpy prints the shortest repr in the element's own type
     else:
-        texts = [_shortest_narrow(v, dt) for v in flat.astype(np.float64).tolist()]
+        with np.errstate(invalid="ignore"):  # NaN bit patterns widen to NaN: expected, not a warning
+            wide = flat.astype(np.float64)
+        texts = [_shortest_narrow(v, dt) for v in wide.tolist()]
     texts = [_float_token(t) for t in texts]
     # read the texts back as the parser does (float() keeps the sign of -nan) and compare bits
     back = np.array([float(t) for t in texts], dtype=np.float64)
