@@ -7,12 +7,12 @@ rule would return for the same text, or raises :class:`Fallback` (the text goes 
 
 from __future__ import annotations
 
-import binascii
 import re
 
 from onnx import TypeProto
 
 from . import builder as _b
+from .literal_data import decode_base64
 from . import dtypes
 
 # ------------------------------------------------------------------------------------------ lexical patterns
@@ -133,15 +133,8 @@ def _ids(text: str) -> list:
 
 
 def _base64(tok: str):
-    """The builder's base64_data for a STRING token, decoded in one call when it is plain base64."""
-    body = tok[1:-1]
-    if "\\" not in body and body.isascii():
-        try:
-            # strict mode accepts only what b64decode(validate=True) accepts, and decodes it the same way
-            return _b.TensorData("bytes", binascii.a2b_base64(body, strict_mode=True))
-        except binascii.Error:
-            pass
-    return _B.base64_data([tok])  # escapes, line breaks, errors: the builder's own way
+    """The builder's base64_data for a STRING token (one-call decoding of plain blocks lives there)."""
+    return decode_base64(tok)
 
 
 def _number(tok: str):
