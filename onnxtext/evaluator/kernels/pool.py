@@ -1,12 +1,13 @@
 """Pooling kernels: MaxPool, AveragePool, LpPool, their Global forms, MaxRoiPool and MaxUnpool.
 
 A box-window max or sum is separable: it is reduced one spatial axis at a time (K1 + K2 passes
-instead of K1 * K2 for a 2-D window), each pass a ufunc call over strided views of the padded input
-covering every output position at once. With unit strides the passes run over the whole padded
-array seen as one flat vector, so each is a single long contiguous call (see :func:`_reduce_flat`).
-MaxPool's Indices output needs the winning tap, so it keeps a loop over the kernel taps.
-Padding uses -inf (or the integer minimum) for max, zeros for sums, and the divisor of an average
-is a per-axis count of the taps inside the counted region.
+instead of K1 * K2 for a 2-D window), each pass a ufunc call per tap over strided views covering
+every output position at once. No padded copy is made: a tap only combines the positions where it
+falls inside the input (the same as reading -inf or 0 padding). When the axis length is the stride
+times the output length, a tap is one view over the whole array (see :func:`_axis_flat`), so small
+images do not cost one loop per row. MaxPool's Indices output needs the winning tap, so it keeps a
+loop over the kernel taps on a padded copy. The divisor of an average is a per-axis count of the
+taps inside the counted region.
 
 One kernel per operator covers every version: attributes that older versions lack (dilations,
 ceil_mode, storage_order, count_include_pad) take their neutral value from the signature.
@@ -14,6 +15,7 @@ ceil_mode, storage_order, count_include_pad) take their neutral value from the s
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -42,34 +44,115 @@ def _taps(xp, kernel_shape, strides, dilations, out_shape):
         yield tap, xp[(Ellipsis,) + index]
 
 
-def _reduce_separable(xp, ufunc, kernel_shape, strides, dilations, out_shape):
-    """A max or sum over the windows, one spatial axis at a time.
+def _window_reduce(x, ufunc, identity, kernel_shape, strides, dilations, begin, out_shape):
+    """A max or sum over every pooling window of ``x`` (N, C, *spatial), padding taps left out.
 
-    Box windows are separable: reducing the K1 taps of axis 1, then the K2 taps of axis 2 of that
-    result, takes K1 + K2 passes instead of K1 * K2 (about half the time for 3x3 windows).
+    Box windows are separable: the K1 taps of the first spatial axis are reduced, then the K2 taps
+    of the next axis of that result... (K1 + K2 passes instead of K1 * K2). No padded copy of the
+    input is made: a tap only combines the output positions where it falls inside the input, which
+    for a max (padding is -inf) and a sum (padding is 0) is the same as reading the padding.
+    Intermediate passes go to scratch buffers, the last one to the fresh result.
     """
     nd = len(kernel_shape)
-    if all(st == 1 for st in strides):
-        return _reduce_flat(xp, ufunc, kernel_shape, dilations, out_shape)
-    current = xp
-    for axis in range(nd):
-        position = current.ndim - nd + axis
-        k, d, o, s = kernel_shape[axis], dilations[axis], out_shape[axis], strides[axis]
-        index = [slice(None)] * current.ndim
-        index[position] = slice(0, (o - 1) * s + 1, s)
-        shape = current[tuple(index)].shape
-        # intermediate passes go to scratch buffers, the last one is the fresh result
-        result = np.empty(shape, current.dtype) if axis == nd - 1 else scratch(shape, current.dtype, _SLOTS[axis % 2])
-        taps = []
-        for tap in range(k):
-            index[position] = slice(tap * d, tap * d + (o - 1) * s + 1, s)
-            taps.append(current[tuple(index)])
-        _combine(ufunc, taps, result)
-        current = result
-    return current
+    current = x
+    for i in range(nd):
+        axis = x.ndim - nd + i
+        k, s, d, b, o = kernel_shape[i], strides[i], dilations[i], begin[i], out_shape[i]
+        n = current.shape[axis]
+        if k == 1 and s == 1 and b == 0 and o == n and (i < nd - 1 or current is not x):
+            continue  # an identity pass (1-wide window); the last pass still copies x into a fresh result
+        shape = current.shape[:axis] + (o,) + current.shape[axis + 1:]
+        dst = np.empty(shape, current.dtype) if i == nd - 1 else scratch(shape, current.dtype, _SLOTS[i % 2])
+        if current.flags.c_contiguous and _flat_pays(n, o, k, s, d, b):
+            _axis_flat(current, dst, axis, k, s, d, b, ufunc, identity)
+        else:
+            _axis_strided(current, dst, axis, k, s, d, b, ufunc, identity)
+        current = dst
+    return current.copy() if current is x else current  # (no spatial axis at all)
 
 
 _SLOTS = ("pool_a", "pool_b")
+
+
+def _tap_offsets(k, d, b):
+    return [t * d - b for t in range(k)]
+
+
+def _axis_strided(src, dst, axis, k, s, d, b, ufunc, identity):
+    """``dst[.., o, ..] = ufunc`` over the taps ``src[.., o * s + t * d - b, ..]`` inside ``src``.
+
+    Each tap is one strided view covering the output positions where it is inside the input; taps
+    inside for every position go first (the first two straight into ``dst``), the others update
+    their sub-range in place.
+    """
+    n, o = src.shape[axis], dst.shape[axis]
+    lead = (slice(None),) * axis
+    full, partial = [], []
+    for off in _tap_offsets(k, d, b):
+        lo = max(0, -(off // s))  # first output whose tap o * s + off is >= 0 (ceil(-off / s))
+        hi = min(o, (n - 1 - off) // s + 1) if n - 1 - off >= 0 else 0
+        if hi <= lo:
+            continue
+        start = lo * s + off
+        view = src[lead + (slice(start, start + (hi - lo - 1) * s + 1, s),)]
+        (full if lo == 0 and hi == o else partial).append((lo, hi, view))
+    if full:
+        _combine(ufunc, [v for _, _, v in full[:2]], dst)
+        rest = full[2:] + partial
+    else:  # every window reaches outside the input: start from the padding value
+        dst.fill(identity)
+        rest = partial
+    for lo, hi, view in rest:
+        target = dst[lead + (slice(lo, hi),)]
+        ufunc(target, view, out=target)
+
+
+@functools.lru_cache(maxsize=256)
+def _bad_positions(n, o, k, s, d, b):
+    """``[(j, offsets inside the input)]`` for the output positions whose window leaves the input."""
+    offsets = _tap_offsets(k, d, b)
+    bad = []
+    for j in range(o):
+        inside = tuple(off for off in offsets if 0 <= j * s + off < n)
+        if len(inside) < len(offsets):
+            bad.append((j, inside))
+    return tuple(bad)
+
+
+def _flat_pays(n, o, k, s, d, b):
+    """Whether the flat pass (below) applies (``n == o * s``) and leaves at most a quarter of the
+    output positions to redo."""
+    return n == o * s and 4 * len(_bad_positions(n, o, k, s, d, b)) <= o
+
+
+def _axis_flat(src, dst, axis, k, s, d, b, ufunc, identity):
+    """:func:`_axis_strided` as a few long calls when the axis length is ``stride * outputs``.
+
+    With ``row`` the flat stride of ``axis`` and ``n == o * s``, output position ``q`` (counting the
+    axis and every axis before it as one index) reads the block ``q * s + off`` of ``row`` elements
+    for tap offset ``off``: each tap is one view over (nearly) the whole array, whatever the other
+    dimensions (small 14x14 or 7x7 images would otherwise mean thousands of short rows). Positions
+    whose window leaves the input along ``axis`` read a neighbouring row or image, or are not
+    covered: they are recomputed afterwards from their in-range taps only.
+    """
+    n, o = src.shape[axis], dst.shape[axis]
+    row = math.prod(src.shape[axis + 1:])
+    offsets = _tap_offsets(k, d, b)
+    blocks = src.size // (row * s)  # output positions, the axis and the ones before it merged
+    lo = max(0, max(-(off // s) for off in offsets))  # first position whose taps all lie in the array
+    hi = min(blocks, min((blocks * s - 1 - off) // s for off in offsets) + 1)
+    if hi > lo:
+        # blocks of row elements (plain 1-D views when row == 1: one long loop, not many of length 1)
+        rows = src.reshape(-1) if row == 1 else src.reshape(-1, row)
+        views = [rows[lo * s + off:(hi - 1) * s + off + 1:s] for off in offsets]
+        _combine(ufunc, views, (dst.reshape(-1) if row == 1 else dst.reshape(blocks, row))[lo:hi])
+    lead = (slice(None),) * axis
+    for j, inside in _bad_positions(n, o, k, s, d, b):
+        target = dst[lead + (j,)]
+        if inside:
+            _combine(ufunc, [src[lead + (j * s + off,)] for off in inside], target)
+        else:
+            target.fill(identity)
 
 
 def _combine(ufunc, taps, out):
@@ -81,33 +164,6 @@ def _combine(ufunc, taps, out):
     ufunc(taps[0], taps[1], out=out)
     for tap in taps[2:]:
         ufunc(out, tap, out=out)
-
-
-def _reduce_flat(xp, ufunc, kernel_shape, dilations, out_shape):
-    """Unit-stride window reduction over the whole padded array seen as one flat vector.
-
-    A tap along axis i shifts the flat index by ``tap * dilation * row_i`` (row_i being the flat
-    stride of axis i), so each pass is one long contiguous ufunc call instead of many short rows.
-    Positions whose windows would wrap across a row or a channel are never output positions; the
-    output is read back from the shrunken vector with a strided view.
-    """
-    xp = np.ascontiguousarray(xp)
-    nd = len(kernel_shape)
-    padded = xp.shape[-nd:]
-    row = [math.prod(padded[i + 1:]) for i in range(nd)]
-    current = xp.reshape(-1)
-    for i, axis in enumerate(reversed(range(nd))):
-        shift = dilations[axis] * row[axis]
-        length = current.size - (kernel_shape[axis] - 1) * shift
-        result = scratch((length,), current.dtype, _SLOTS[i % 2])
-        _combine(ufunc, [current[tap * shift:tap * shift + length] for tap in range(kernel_shape[axis])], result)
-        current = result
-    item = current.itemsize
-    lead = xp.shape[:-nd]
-    lead_strides = tuple(st // xp.itemsize * item for st in xp.strides[:-nd])
-    view = np.lib.stride_tricks.as_strided(current, tuple(lead) + tuple(out_shape),
-                                           lead_strides + tuple(r * item for r in row), writeable=False)
-    return np.array(view)  # a fresh copy: the scratch buffer is reused by the next call
 
 
 def _lowest(dtype):
@@ -140,9 +196,9 @@ def max_pool(ctx, X, *, auto_pad, ceil_mode=0, dilations=None, kernel_shape=None
     if min(out, default=1) <= 0:
         y = _empty_output(X, out)
         return (y, np.zeros(y.shape, np.int64)) if want_indices else y
-    xp = pad_input(X, begin, end_full, _lowest(X.dtype), slot="image")
     if not want_indices:
-        return _reduce_separable(xp, np.maximum, kernel_shape, strides, dilations, out)
+        return _window_reduce(X, np.maximum, _lowest(X.dtype), kernel_shape, strides, dilations, begin, out)
+    xp = pad_input(X, begin, end_full, _lowest(X.dtype), slot="image")
     y = arg = None
     for t, (_, view) in enumerate(_taps(xp, kernel_shape, strides, dilations, out)):
         if y is None:
@@ -206,8 +262,7 @@ def average_pool(X, *, auto_pad, ceil_mode=0, count_include_pad=0, dilations=Non
         # one window covering the whole image (ShuffleNet's final 7x7 pool): a plain mean
         axes = tuple(range(2, X.ndim))
         return X.astype(ct, copy=False).mean(axis=axes, keepdims=True, dtype=ct).astype(X.dtype, copy=False)
-    xp = pad_input(X.astype(ct, copy=False), begin, end_full, slot="image")
-    y = _sum_taps(xp, kernel_shape, strides, dilations, out)
+    y = _window_reduce(X.astype(ct, copy=False), np.add, 0, kernel_shape, strides, dilations, begin, out)
     counts = _window_counts(X.shape[2:], kernel_shape, strides, dilations, begin, end, out, count_include_pad)
     full = math.prod(kernel_shape)
     if np.all(counts == full):
@@ -215,10 +270,6 @@ def average_pool(X, *, auto_pad, ceil_mode=0, count_include_pad=0, dilations=Non
     else:
         y /= np.maximum(counts, 1).astype(ct)
     return y.astype(X.dtype, copy=False)
-
-
-def _sum_taps(xp, kernel_shape, strides, dilations, out):
-    return _reduce_separable(xp, np.add, kernel_shape, strides, dilations, out)
 
 
 # ---------------------------------------------------------------------------------------- LpPool
@@ -240,8 +291,8 @@ def lp_pool(X, *, auto_pad, ceil_mode=0, dilations=None, kernel_shape=None, p, p
     if min(out, default=1) <= 0:
         return _empty_output(X, out)
     ct = _compute_dtype(X.dtype)
-    xp = pad_input(_lp_power(X.astype(ct, copy=False), p), begin, end_full, slot="image")
-    y = _sum_taps(xp, kernel_shape, strides, dilations, out)
+    y = _window_reduce(_lp_power(X.astype(ct, copy=False), p), np.add, 0, kernel_shape, strides, dilations, begin,
+                       out)
     return _lp_root(y, p).astype(X.dtype, copy=False)
 
 
