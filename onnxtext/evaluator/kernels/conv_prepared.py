@@ -27,6 +27,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .conv import _SHIFTED_MAX_OUTPUTS, _SHIFTED_MIN_LENGTH, _SHIFTED_MIN_RATIO, _conv_geometry, conv, scratch
+from .conv_depthwise import prepare_depthwise
 
 # largest padded input (elements) a prepared conv keeps its own buffer for: beyond it, the general
 # kernel's blocked im2col is as fast, and per-layer buffers would cost real memory
@@ -105,12 +106,14 @@ class PreparedConv:
             return None  # few outputs from many channels: the general kernel's shifted matmuls win
         padded_shape = (n, c) + tuple(d + b + e for d, b, e in zip(shape[2:], pb, pe))
         depthwise = cg == 1 and group > 1 and mg == 1
+        if math.prod(padded_shape) > _OWNED_LIMIT:
+            return None
+        if depthwise:  # blocked columns: no limit on their total size
+            return prepare_depthwise(w, shape, pb, strides, dilations, out)
         cols_shape = (n, group, cg * k_size, p_size)
-        if math.prod(padded_shape) > _OWNED_LIMIT or math.prod(cols_shape) > _COLUMNS_LIMIT:
+        if math.prod(cols_shape) > _COLUMNS_LIMIT:
             return None
         dtype = w.dtype
-        if depthwise and all(s == 1 for s in strides):
-            return _flat_depthwise(w, shape, padded_shape, pb, dilations, out)
         padded = np.zeros(padded_shape, w.dtype)
         interior = padded[(Ellipsis,) + tuple(slice(b, b + d) for b, d in zip(pb, shape[2:]))]
         st = padded.strides
@@ -118,19 +121,6 @@ class PreparedConv:
         window = as_strided(padded, (n, group, cg) + kshape + tuple(out),
                             (st[0], st[1] * cg, st[1]) + tuple(s * d for s, d in zip(item_strides, dilations)) +
                             tuple(s * t for s, t in zip(item_strides, strides)), writeable=False)
-        if depthwise:
-            wk = w.reshape(m, 1, k_size)
-            per_channel = (n, m, k_size, p_size)
-
-            def depthwise_conv(x):
-                np.copyto(interior, x)
-                cols = scratch(per_channel, dtype)
-                cols.reshape(window.shape)[...] = window
-                y = np.empty((n, m, 1, p_size), dtype)
-                for b in range(n):
-                    np.matmul(wk, cols[b], out=y[b])
-                return y.reshape(full_shape)
-            return depthwise_conv
         wg = w.reshape(group, mg, cg * k_size)
         rows_size = p_size // out[0]  # output positions per index of the first output axis
         band = max(1, _BAND // (cg * k_size * rows_size))
@@ -161,38 +151,3 @@ class PreparedConv:
             return y.reshape(full_shape)
         return banded_conv
 
-
-def _flat_depthwise(w, shape, padded_shape, pb, dilations, out):
-    """Unit-stride depthwise closure over a flat padded image (see conv._FlatImage): every tap of
-    every channel is one contiguous slice, so the column copy moves long runs; the positions past
-    the output width are computed and cropped."""
-    n, m = shape[:2]
-    dtype = w.dtype
-    spatial = padded_shape[2:]
-    plane = math.prod(spatial)
-    row = [math.prod(spatial[i + 1:]) for i in range(len(spatial))]
-    kshape = tuple(w.shape[2:])
-    k_size = math.prod(kshape)
-    length = out[0] * row[0]
-    tail = sum((k - 1) * d * r for k, d, r in zip(kshape, dilations, row))
-    flat = np.zeros((n, m, plane + tail), dtype)
-    interior = flat[:, :, :plane].reshape(padded_shape)[(Ellipsis,) + tuple(slice(b, b + d)
-                                                                           for b, d in zip(pb, shape[2:]))]
-    item = flat.itemsize
-    columns = as_strided(flat, (n, m) + kshape + (length,),
-                         flat.strides[:2] + tuple(d * r * item for d, r in zip(dilations, row)) + (item,),
-                         writeable=False)
-    wk = w.reshape(m, 1, k_size)
-    computed = (n, m, out[0]) + tuple(spatial[1:])
-    crop = (Ellipsis,) + tuple(slice(0, o) for o in out)
-    cols_shape = (n, m, k_size, length)
-
-    def depthwise_conv(x):
-        np.copyto(interior, x)
-        cols = scratch(cols_shape, dtype)
-        cols.reshape(columns.shape)[...] = columns
-        y = np.empty((n, m, 1, length), dtype)
-        for b in range(n):
-            np.matmul(wk, cols[b], out=y[b])
-        return np.ascontiguousarray(y.reshape(computed)[crop])
-    return depthwise_conv

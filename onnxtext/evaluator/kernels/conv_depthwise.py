@@ -1,0 +1,155 @@
+"""Prepared depthwise convolution (one input channel per group, constant weights), cache-blocked.
+
+A depthwise layer is per-channel ``(1 x K) @ (K x P)`` products over im2col columns. Built whole,
+the columns of a ShuffleNet layer are K = 9 times the input (4 MiB for 136 x 28 x 28): the copy
+streams them out of L2 and the matmul streams them back in. Here the columns are built and multiplied
+one block of channels at a time, the block sized to stay in L2 (measured: about 2x faster than whole
+columns on ShuffleNet's 28x28, 14x14 and 7x7 layers).
+
+Where the columns come from:
+
+* unit strides: a zero-padded image flattened per channel (see ``conv._FlatImage``): every tap of a
+  block is one contiguous run per channel, the positions past the output width are computed and
+  cropped at the end;
+* other strides: the padded image is split into its ``stride`` phases (space-to-depth: phase ``a``
+  along an axis holds padded positions ``a, a + s, a + 2s...``), each flattened like above. Tap ``k``
+  of output ``o`` reads padded position ``o * s + k * d``, which is position ``o + (k * d) // s`` of
+  phase ``(k * d) % s``: a unit-stride shift again, so every tap is a contiguous run as well. The
+  phases are filled by one strided copy each, instead of strided gathers for every tap.
+
+The padded buffers belong to the closure (their border is zeroed once, each call only writes the
+interior), so a closure must only be called from the thread that built it (PreparedConv checks).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import threading
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from .conv import scratch
+
+# elements (float32: 4 bytes each) of one block of columns: 512 KiB, measured best among 32 KiB..4 MiB
+# on ShuffleNet's depthwise layers (smaller blocks pay per-call overhead, larger ones leave L2)
+BLOCK = 1 << 17
+
+
+def prepare_depthwise(w, shape, pads_begin, strides, dilations, out):
+    """Closure computing the depthwise conv (no bias) of inputs of ``shape`` by ``w`` (M, 1, *K), M = C.
+
+    ``out`` is the output spatial shape; padding at the end is implied by it (positions beyond the
+    input are zeros). Returns a function ``x -> y`` with y fresh, contiguous, shape (N, M, *out).
+    """
+    n, m = shape[:2]
+    nd = len(shape) - 2
+    kshape = tuple(w.shape[2:])
+    k_size = math.prod(kshape)
+    dtype = w.dtype
+    # per axis: phase size, and for every tap index its (phase, shift within the phase)
+    phase_shape, taps_axis = [], []
+    for i in range(nd):
+        s, d = strides[i], dilations[i]
+        # a phase must hold every position any output reads: o + shift for o < out, shift <= max
+        longest = out[i] + ((kshape[i] - 1) * d) // s
+        phase_shape.append(longest)
+        taps_axis.append([((k * d) % s, (k * d) // s) for k in range(kshape[i])])
+    # the phases some tap reads (with a stride above the kernel extent, some are never read)
+    phases = [ph for ph in itertools.product(*[range(s) for s in strides])
+              if all(any(a == ph[i] for a, _ in taps_axis[i]) for i in range(nd))]
+    row = [math.prod(phase_shape[i + 1:]) for i in range(nd)]  # flat strides within a phase
+    plane = math.prod(phase_shape)
+    length = out[0] * row[0]  # computed positions per channel (output rows at full phase width)
+    tail = max(sum(t[1] * r for t, r in zip(tap, row)) for tap in itertools.product(*taps_axis))
+    flat = _shared_image((n, m, len(phases), plane + tail), dtype, (tuple(shape), tuple(pads_begin), tuple(strides),
+                                                                    tuple(phases), tuple(phase_shape)))
+
+    # the strided copies filling each phase's interior from the input
+    fills = []
+    for p, phase in enumerate(phases):
+        dst, src = [], []
+        for i, a in enumerate(phase):
+            s, b, size = strides[i], pads_begin[i], shape[2 + i]
+            # phase position q holds padded position q * s + a, i.e. input position q * s + a - b
+            q0 = max(0, -((a - b) // s))  # first q with q * s + a - b >= 0
+            x0 = q0 * s + a - b
+            count = min(phase_shape[i] - q0, max(0, -(-(size - x0) // s)))
+            if count <= 0:
+                break
+            dst.append(slice(q0, q0 + count))
+            src.append(slice(x0, x0 + (count - 1) * s + 1, s))
+        else:
+            image = flat[:, :, p, :plane].reshape((n, m) + tuple(phase_shape))
+            fills.append((image[(Ellipsis,) + tuple(dst)], (Ellipsis,) + tuple(src)))
+
+    # the taps grouped by phase: within a phase their shifts form a grid, evenly spaced along each
+    # axis, so a group's columns are ONE strided view (N, M, *counts, length); the block holds the
+    # groups one after the other, and the weights are permuted to that tap order
+    item = flat.itemsize
+    base = flat.reshape(n, m, -1)
+    groups, order = [], []
+    for p, phase in enumerate(phases):
+        per_axis = [[(k, sh) for k, (a, sh) in enumerate(taps_axis[i]) if a == phase[i]] for i in range(nd)]
+        counts = tuple(len(t) for t in per_axis)
+        steps_ = tuple(t[1][1] - t[0][1] if len(t) > 1 else 0 for t in per_axis)
+        start = p * (plane + tail) + sum(t[0][1] * r for t, r in zip(per_axis, row))
+        view = as_strided(base[:, :, start:], (n, m) + counts + (length,),
+                          flat.strides[:2] + tuple(s * r * item for s, r in zip(steps_, row)) + (item,),
+                          writeable=False)
+        groups.append((len(order), view))
+        order.extend(int(np.ravel_multi_index(tuple(k for k, _ in combo), kshape))
+                     for combo in itertools.product(*per_axis))
+    wk = w.reshape(m, k_size)[:, order].reshape(m, 1, k_size)
+    chunk = max(1, min(m, BLOCK // (k_size * length)))
+    block = scratch((chunk, k_size, length), dtype, slot="depthwise")
+    steps = []
+    for b in range(n):
+        for c0 in range(0, m, chunk):
+            c1 = min(m, c0 + chunk)
+            part = block[:c1 - c0]
+            copies = []
+            for first, view in groups:
+                src = view[b, c0:c1]
+                size = math.prod(src.shape[1:-1])
+                # splitting the tap axis is always a view (copy=False raises rather than copy)
+                copies.append((part[:, first:first + size].reshape(src.shape, copy=False), src))
+            steps.append((copies, wk[c0:c1], part, (b, slice(c0, c1))))
+    computed = (n, m, out[0]) + tuple(phase_shape[1:])
+    crop = (Ellipsis,) + tuple(slice(0, o) for o in out)
+    exact = tuple(phase_shape[1:]) == tuple(out[1:])
+
+    def depthwise(x):
+        for dst, src in fills:
+            np.copyto(dst, x[src])
+        # cropped results are computed in a (hot) scratch buffer and copied out
+        y = np.empty((n, m, 1, length), dtype) if exact else scratch((n, m, 1, length), dtype, slot="depthwise_out")
+        for copies, wb, part, where in steps:
+            for dst, src in copies:
+                np.copyto(dst, src)
+            np.matmul(wb, part, out=y[where])
+        if exact:
+            return y.reshape((n, m) + tuple(out))
+        result = np.empty((n, m) + tuple(out), dtype)
+        np.copyto(result, y.reshape(computed)[crop])
+        return result
+    return depthwise
+
+
+_IMAGES = threading.local()
+
+
+def _shared_image(shape, dtype, key):
+    """A zeroed buffer for the padded phase images, shared by the layers of the same geometry in this
+    thread: only the interior is ever written, so the borders stay zero for all of them; sharing
+    keeps one buffer hot in cache for a run of identical layers instead of one cold buffer each."""
+    images = getattr(_IMAGES, "images", None)
+    if images is None:
+        images = _IMAGES.images = {}
+    key = key + (np.dtype(dtype).str,)
+    buf = images.get(key)
+    if buf is None:
+        buf = images[key] = np.zeros(shape, dtype)
+    return buf

@@ -1,0 +1,121 @@
+"""Every fast convolution path against a direct nested-sum convolution written here, independently.
+
+The reference below is the definition of Conv: for each output position, the sum over input channels
+of the group and kernel taps of ``x[padded position] * w``, positions outside the input being zero.
+It runs in float64 on small random inputs. The paths under test are the general ``Conv`` kernel and
+:class:`PreparedConv` (the plan's per-shape prepared conv: pointwise, im2col, banded and blocked
+depthwise closures), called twice per shape (the second call reuses the prepared buffers).
+To add a geometry, add a line to ``GEOMETRIES``.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from onnxtext.evaluator.kernels import conv_depthwise
+from onnxtext.evaluator.kernels.conv import conv
+from onnxtext.evaluator.kernels.conv_prepared import PreparedConv
+
+RNG = np.random.default_rng(7)
+
+
+def reference_conv(x, w, b, group, strides, dilations, pads):
+    """Direct definition of ONNX Conv (NOTSET padding), float64, by nested sums."""
+    x = x.astype(np.float64)
+    w = w.astype(np.float64)
+    n, c = x.shape[:2]
+    m = w.shape[0]
+    nd = x.ndim - 2
+    kshape = w.shape[2:]
+    begin, end = pads[:nd], pads[nd:]
+    out_shape = [(x.shape[2 + i] + begin[i] + end[i] - ((kshape[i] - 1) * dilations[i] + 1)) // strides[i] + 1
+                 for i in range(nd)]
+    cg, mg = c // group, m // group
+    y = np.zeros((n, m) + tuple(out_shape))
+    for bi, oc in itertools.product(range(n), range(m)):
+        g = oc // mg
+        for o in itertools.product(*[range(s) for s in out_shape]):
+            total = 0.0
+            for ic in range(cg):
+                for k in itertools.product(*[range(s) for s in kshape]):
+                    pos = [o[i] * strides[i] + k[i] * dilations[i] - begin[i] for i in range(nd)]
+                    if all(0 <= p < x.shape[2 + i] for i, p in enumerate(pos)):
+                        total += x[(bi, g * cg + ic) + tuple(pos)] * w[(oc, ic) + k]
+            y[(bi, oc) + o] = total + (b[oc] if b is not None else 0.0)
+    return y
+
+
+# (input shape, weight shape, group, strides, dilations, pads)
+GEOMETRIES = [
+    # depthwise, unit strides
+    ((1, 5, 7, 6), (5, 1, 3, 3), 5, [1, 1], [1, 1], [1, 1, 1, 1]),
+    ((2, 3, 5, 5), (3, 1, 3, 3), 3, [1, 1], [1, 1], [0, 0, 0, 0]),
+    ((1, 4, 9, 8), (4, 1, 3, 3), 4, [1, 1], [2, 2], [2, 2, 2, 2]),
+    ((1, 3, 6, 7), (3, 1, 2, 3), 3, [1, 1], [1, 2], [0, 1, 2, 1]),
+    ((1, 4, 5, 5), (4, 1, 5, 5), 4, [1, 1], [1, 1], [2, 2, 2, 2]),
+    # depthwise, strided (phase split)
+    ((1, 5, 8, 8), (5, 1, 3, 3), 5, [2, 2], [1, 1], [1, 1, 1, 1]),
+    ((2, 3, 9, 7), (3, 1, 3, 3), 3, [2, 2], [1, 1], [1, 1, 1, 1]),
+    ((1, 4, 11, 10), (4, 1, 3, 3), 4, [3, 2], [1, 1], [1, 0, 2, 1]),
+    ((1, 3, 10, 9), (3, 1, 3, 2), 3, [2, 3], [2, 1], [1, 1, 0, 0]),
+    ((1, 2, 12, 12), (2, 1, 2, 2), 2, [4, 4], [1, 1], [0, 0, 0, 0]),  # phases no tap reads
+    ((1, 3, 7, 7), (3, 1, 3, 3), 3, [2, 2], [1, 1], [0, 0, 0, 0]),
+    ((1, 3, 6, 6), (3, 1, 3, 3), 3, [2, 1], [1, 1], [3, 3, 3, 3]),  # padding wider than the kernel
+    ((1, 4, 13), (4, 1, 3), 4, [2], [1], [1, 1]),  # 1-D
+    ((1, 3, 4, 5, 6), (3, 1, 3, 3, 3), 3, [1, 2, 2], [1, 1, 1], [1, 1, 1, 1, 1, 1]),  # 3-D
+    # not depthwise: pointwise, grouped, im2col, depth multiplier
+    ((1, 6, 5, 5), (4, 6, 1, 1), 1, [1, 1], [1, 1], [0, 0, 0, 0]),
+    ((2, 6, 5, 5), (6, 2, 1, 1), 3, [1, 1], [1, 1], [0, 0, 0, 0]),
+    ((1, 4, 7, 7), (6, 4, 1, 1), 1, [2, 2], [1, 1], [0, 0, 0, 0]),
+    ((1, 3, 9, 9), (5, 3, 3, 3), 1, [2, 2], [1, 1], [1, 1, 1, 1]),
+    ((1, 4, 8, 7), (6, 2, 3, 2), 2, [1, 2], [2, 1], [1, 0, 2, 1]),
+    ((1, 4, 8, 8), (8, 1, 3, 3), 4, [1, 1], [1, 1], [1, 1, 1, 1]),
+    ((1, 3, 8, 8), (6, 3, 1, 1), 1, [1, 1], [1, 1], [1, 1, 1, 1]),  # padded 1x1
+]
+
+
+def _case(geometry, with_bias):
+    xs, ws, group, strides, dilations, pads = geometry
+    x = RNG.standard_normal(xs).astype(np.float32)
+    w = RNG.standard_normal(ws).astype(np.float32)
+    b = RNG.standard_normal(ws[0]).astype(np.float32) if with_bias else None
+    attrs = {"auto_pad": "NOTSET", "group": group, "strides": strides, "dilations": dilations, "pads": pads,
+             "kernel_shape": list(ws[2:])}
+    return x, w, b, attrs, reference_conv(x, w, b, group, strides, dilations, pads)
+
+
+@pytest.mark.parametrize("with_bias", [False, True])
+@pytest.mark.parametrize("geometry", GEOMETRIES, ids=str)
+def test_general_kernel_matches_the_definition(geometry, with_bias):
+    x, w, b, attrs, expected = _case(geometry, with_bias)
+    np.testing.assert_allclose(conv(x, w, b, **attrs), expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("geometry", GEOMETRIES, ids=str)
+def test_prepared_conv_matches_the_definition(geometry, relu):
+    x, w, b, attrs, expected = _case(geometry, True)
+    if relu:
+        expected = np.maximum(expected, 0)
+    prepared = PreparedConv(w, b, attrs, relu)
+    for _ in range(2):  # the second call runs on the buffers prepared by the first
+        x2 = RNG.standard_normal(x.shape).astype(np.float32)
+        y = prepared(x)
+        assert y.shape == expected.shape and y.flags.c_contiguous
+        np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-4)
+        x = x2
+        expected = reference_conv(x, w, b, attrs["group"], attrs["strides"], attrs["dilations"], attrs["pads"])
+        if relu:
+            expected = np.maximum(expected, 0)
+
+
+@pytest.mark.parametrize("geometry", [g for g in GEOMETRIES if g[2] == g[0][1] and g[1][0] == g[2]], ids=str)
+def test_depthwise_blocks_of_one_channel(geometry, monkeypatch):
+    """The smallest block (one channel per copy and matmul) still covers every channel and batch."""
+    monkeypatch.setattr(conv_depthwise, "BLOCK", 1)
+    x, w, b, attrs, expected = _case(geometry, True)
+    y = PreparedConv(w, b, attrs)(x)
+    np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-4)
