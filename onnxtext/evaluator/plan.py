@@ -371,7 +371,7 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
         raw_steps.append((step, used))
 
     keep_set = set(output_names) | set(keep)
-    raw_steps = fuse_steps(raw_steps, constants, const_names, keep_set)
+    raw_steps = _chain_concats(fuse_steps(raw_steps, constants, const_names, keep_set))
     last_use: dict[str, int] = {}
     for i, (step, used) in enumerate(raw_steps):
         for n in used:
@@ -387,6 +387,38 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
         if n and n not in defined and n not in free_names:
             free_names.append(n)
     return GraphPlan(graph.name, input_names, output_names, constants, tuple(free_names), steps, keep_set)
+
+
+def _chain_concats(raw_steps: list) -> list:
+    """Concat steps whose first input is the result of the previous such step (and of no other
+    extending step) become the links of one :class:`~.kernels.shape.ConcatChain`, sharing a buffer
+    instead of copying the growing prefix at every step (DenseNet's dense blocks)."""
+    from .kernels.shape import ConcatChain, concat
+
+    chains = {}  # output name -> (chain id, position)
+    extended = set()
+    members: dict[int, list[int]] = {}
+    for i, (step, _) in enumerate(raw_steps):
+        fn, ins, outs, attrs, _, info, context = step
+        if fn is not concat or context or len(ins) < 2 or len(outs) != 1 or outs[0] == UNUSED or not all(ins):
+            continue
+        prev = chains.get(ins[0])
+        if prev is not None and ins[0] not in extended and raw_steps[members[prev[0]][0]][0][3] == attrs:
+            extended.add(ins[0])
+            chains[outs[0]] = (prev[0], prev[1] + 1)
+            members[prev[0]].append(i)
+        else:
+            chains[outs[0]] = (i, 0)
+            members[i] = [i]
+    raw_steps = list(raw_steps)
+    for indices in members.values():
+        if len(indices) < 2:
+            continue  # a lone Concat gains nothing
+        chain = ConcatChain(raw_steps[indices[0]][0][3].get("axis", 1))
+        for position, i in enumerate(indices):
+            step, used = raw_steps[i]
+            raw_steps[i] = ((chain.link(position), step[1], step[2], {}) + step[4:], used)
+    return raw_steps
 
 
 def _needed_nodes(nodes, wanted: set) -> list:

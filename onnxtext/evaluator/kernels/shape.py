@@ -7,6 +7,7 @@ Squeeze, Unsqueeze, Pad, Tile, TopK) register one kernel per form and share the 
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -116,6 +117,102 @@ def transpose(data, perm=None):
 def concat(*inputs, axis=1):
     arrays = [np.asarray(x) for x in inputs]
     return np.concatenate(arrays, axis=_axis(axis, arrays[0].ndim))
+
+
+class ConcatChain:
+    """Concat steps each extending the previous one's result (DenseNet: ``c1 = Concat(c0, a)``,
+    ``c2 = Concat(c1, b)``...), sharing one buffer per run instead of copying ever longer prefixes.
+
+    The first step of a run allocates the buffer at the final length seen on the previous run with
+    the same shapes and returns a view of its prefix; each following step copies only its new
+    inputs after that prefix and returns the longer prefix view. A prefix view along ``axis`` is
+    contiguous when every dimension before ``axis`` is 1, the only case handled; anything else
+    (first run, other shapes, a step extending a value that is not the latest prefix of the
+    current buffer) is a plain :func:`concat`, so results never depend on this sharing. Earlier
+    prefixes stay valid: later steps only write beyond them.
+    """
+
+    __slots__ = ("axis", "capacity", "buffer", "filled", "key", "spare")
+
+    def __init__(self, axis):
+        self.axis = axis
+        self.capacity: dict[tuple, int] = {}  # shape of the first result -> final length along axis
+        self.buffer = self.spare = None
+        self.filled = 0
+        self.key = None
+
+    def link(self, position: int) -> ConcatLink:
+        return ConcatLink(self, position)
+
+
+class ConcatLink:
+    """The kernel of one Concat step of a :class:`ConcatChain` (``position`` 0 starts a run)."""
+
+    __slots__ = ("chain", "position")
+
+    def __init__(self, chain, position):
+        self.chain, self.position = chain, position
+
+    def __call__(self, *inputs):
+        chain = self.chain
+        if self.position == 0:
+            return self._start(inputs)
+        buf, first = chain.buffer, inputs[0]
+        if buf is None or type(first) is not np.ndarray or first.base is not buf or \
+                first.shape[chain.axis] != chain.filled or first.ctypes.data != buf.ctypes.data:
+            return self._plain(inputs)
+        axis = chain.axis
+        rest = inputs[1:]
+        if any(type(x) is not np.ndarray or x.dtype != buf.dtype or x.ndim != buf.ndim
+               or x.shape[:axis] != buf.shape[:axis] or x.shape[axis + 1:] != buf.shape[axis + 1:] for x in rest):
+            return self._plain(inputs)
+        end = chain.filled + sum(x.shape[axis] for x in rest)
+        if end > buf.shape[axis]:
+            return self._plain(inputs)
+        lead = (slice(None),) * axis
+        at = chain.filled
+        for x in rest:
+            buf[lead + (slice(at, at + x.shape[axis]),)] = x
+            at += x.shape[axis]
+        chain.filled = end
+        chain.capacity[chain.key] = max(chain.capacity.get(chain.key, 0), end)
+        return buf[lead + (slice(0, end),)]
+
+    def _start(self, inputs):
+        chain = self.chain
+        chain.buffer = chain.key = None
+        arrays = [np.asarray(x) for x in inputs]
+        first = arrays[0]
+        axis = chain.axis = _axis(chain.axis, first.ndim)
+        if any(d != 1 for d in first.shape[:axis]) or any(x.dtype != first.dtype for x in arrays):
+            return np.concatenate(arrays, axis=axis)
+        length = sum(x.shape[axis] for x in arrays)
+        shape = first.shape[:axis] + (length,) + first.shape[axis + 1:]
+        chain.key = (shape, first.dtype)
+        capacity = chain.capacity.get(chain.key, 0)
+        chain.capacity[chain.key] = max(capacity, length)
+        if capacity <= length:
+            return np.concatenate(arrays, axis=axis)
+        full = shape[:axis] + (capacity,) + shape[axis + 1:]
+        buf = chain.spare
+        # the previous run's buffer is reused when no value refers to it any more (a view holds a
+        # reference to its base; here only the chain and this function do): its pages are already
+        # mapped, while a fresh multi-megabyte buffer costs a page fault per 4 KiB on first write
+        if buf is None or buf.shape != full or buf.dtype != first.dtype or sys.getrefcount(buf) > 3:
+            buf = chain.spare = np.empty(full, first.dtype)
+        view = buf[(slice(None),) * axis + (slice(0, length),)]
+        np.concatenate(arrays, axis=axis, out=view)  # checks the other dimensions agree
+        chain.buffer, chain.filled = buf, length
+        return view
+
+    def _plain(self, inputs):
+        y = concat(*inputs, axis=self.chain.axis)
+        chain = self.chain
+        key = chain.key
+        if key is not None and y.shape[:chain.axis] == key[0][:chain.axis] and \
+                y.shape[chain.axis + 1:] == key[0][chain.axis + 1:]:
+            chain.capacity[chain.key] = max(chain.capacity.get(chain.key, 0), y.shape[chain.axis])
+        return y
 
 
 def _split(data, num_outputs, axis, split=None):
