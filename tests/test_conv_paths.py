@@ -119,3 +119,18 @@ def test_depthwise_blocks_of_one_channel(geometry, monkeypatch):
     x, w, b, attrs, expected = _case(geometry, True)
     y = PreparedConv(w, b, attrs)(x)
     np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES, ids=str)
+def test_prepared_conv_writes_into_a_channel_slice(geometry):
+    """With ``out`` (a slice of a bigger buffer along channels, as a Concat uses) the result lands in
+    the slice and the rest of the buffer is untouched."""
+    x, w, b, attrs, expected = _case(geometry, True)
+    prepared = PreparedConv(w, b, attrs, relu=True)
+    n, m = expected.shape[:2]
+    for _ in range(2):
+        buffer = np.full((n, m + 3) + expected.shape[2:], 7.0, np.float32)
+        result = prepared(x, buffer[:, 2:2 + m])
+        assert np.shares_memory(result, buffer)
+        np.testing.assert_allclose(buffer[:, 2:2 + m], np.maximum(expected, 0), rtol=1e-4, atol=1e-4)
+        assert (buffer[:, :2] == 7).all() and (buffer[:, 2 + m:] == 7).all()

@@ -135,3 +135,51 @@ def test_conv_input_shape_change_and_other_thread():
     thread.start()
     thread.join()
     np.testing.assert_allclose(results["thread"], results[8], rtol=1e-4, atol=1e-5)
+
+
+# Concat along channels of Conv results: each part is a Conv (weight shape, attributes) or "value"
+# (a Sigmoid of X, copied in); the Convs write straight into their slices of the Concat result
+CONCATS = [
+    ((1, 4, 6, 6), [((8, 4, 1, 1), {}), ((6, 4, 3, 3), {"pads": [1, 1, 1, 1]})], 1),  # a fire module
+    ((2, 4, 6, 6), [((8, 4, 1, 1), {}), ((6, 4, 3, 3), {"pads": [1, 1, 1, 1]})], 1),  # batch: strided slices
+    ((1, 4, 6, 6), [((4, 1, 3, 3), {"group": 4, "pads": [1, 1, 1, 1]}), "value"], -3),  # depthwise + copy
+    ((1, 4, 9, 9), [((5, 4, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+                    ((4, 1, 3, 3), {"group": 4, "pads": [1, 1, 1, 1], "strides": [2, 2]})], 1),  # strided depthwise
+    ((1, 16, 128, 128), [((40, 16, 3, 3), {"pads": [1, 1, 1, 1]}), ((8, 16, 1, 1), {})], 1),  # banded im2col
+]
+
+
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("x_shape, parts, axis", CONCATS)
+def test_convs_written_into_concat_match_unfused(x_shape, parts, axis, relu):
+    x = RNG.standard_normal(x_shape).astype(np.float32)
+    tensors, nodes, names = {}, [], []
+    for i, part in enumerate(parts):
+        if part == "value":
+            nodes.append(helper.make_node("Sigmoid", ["X"], [f"p{i}"]))
+        else:
+            w_shape, attrs = part
+            tensors[f"W{i}"] = RNG.standard_normal((w_shape[0],) + (x_shape[1] // attrs.get("group", 1),) +
+                                                   w_shape[2:]).astype(np.float32)
+            tensors[f"B{i}"] = RNG.standard_normal(w_shape[0]).astype(np.float32)
+            nodes.append(helper.make_node("Conv", ["X", f"W{i}", f"B{i}"], [f"p{i}"], **attrs))
+        names.append(f"p{i}")
+    nodes.append(helper.make_node("Concat", names, ["c"], axis=axis))
+    out = "c"
+    if relu:
+        nodes.append(helper.make_node("Relu", ["c"], ["r"]))
+        out = "r"
+    fused = _run_both(nodes, x, tensors, out)
+    steps = fused._plan_for(None, ()).steps
+    assert len(steps) == 1 + parts.count("value")  # the Convs run inside the Concat step
+    fused.run(None, {"X": x[:, :, ::-1].copy()})  # a second call reuses the prepared slices
+
+
+def test_conv_result_read_elsewhere_is_not_written_into_concat():
+    x = RNG.standard_normal((1, 3, 5, 5)).astype(np.float32)
+    tensors = {"W": RNG.standard_normal((4, 3, 1, 1)).astype(np.float32),
+               "V": RNG.standard_normal((2, 3, 1, 1)).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["X", "W"], ["y"]), helper.make_node("Conv", ["X", "V"], ["v"]),
+             helper.make_node("Concat", ["y", "v"], ["c"], axis=1), helper.make_node("Concat", ["c", "y"], ["z"], axis=1)]
+    fused = _run_both(nodes, x, tensors, "z")
+    assert len(fused._plan_for(None, ()).steps) == 3  # conv y stays a step of its own

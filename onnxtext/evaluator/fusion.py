@@ -10,9 +10,12 @@
 * A Relu whose input is produced by a step that returns a fresh array (Conv, the fused steps, Add,
   Sum, Concat, Gemm...) and read by nothing else runs in place on that array, inside the producing
   step: no second output array, no second dispatch.
-* Finally every float Conv with constant weights (folded or not, with its fused Relu) becomes a
+* Then every float Conv with constant weights (folded or not, with its fused Relu) becomes a
   :class:`~.kernels.conv_prepared.PreparedConv`, which works out geometry, views and buffers once
   per input shape instead of at every call.
+* Finally a Concat along channels of prepared Conv results (SqueezeNet's fire modules, Inception's
+  branches) computes those Convs itself, each writing straight into its slice of the Concat result
+  (:class:`ConcatInto`): no separate Conv results, no copy.
 
 A fold only applies when the intermediate value has exactly one reader and is not an output (nor a
 value kept for a subgraph), and when the operands it folds are constants. A fused step keeps the
@@ -54,7 +57,8 @@ def fuse_steps(raw_steps: list, constants: dict, const_names: set, keep: set) ->
         steps[i] = None
         for n in step[2]:
             producer[n] = j
-    return [_prepared_conv(s, known) for s in steps if s is not None]
+    steps = [_prepared_conv(s, known) for s in steps if s is not None]
+    return _convs_into_concat(steps, keep)
 
 
 def _prepared_conv(entry, known):
@@ -281,3 +285,105 @@ def _chain_entry(step, known):
     fn, ins, _, attrs, _, info, context = step
     args = [known.get(n) if n in known else _DATA for n in ins]
     return fn, args, attrs, info, context
+
+
+# ------------------------------------------------------------------------------- convs into concat
+def _convs_into_concat(steps, keep):
+    """Concat steps along axis 1 whose inputs include prepared Conv results read by nothing else
+    become :class:`ConcatInto` steps that run those Convs (the Conv steps are removed). The Convs
+    run later than before, at the Concat, which is safe: their inputs are still there (values are
+    released after their last reader, computed after fusion) and nothing else reads their results."""
+    from .kernels.conv_prepared import PreparedConv
+
+    readers = Counter(n for _, used in steps for n in used)
+    producer = {n: i for i, (step, _) in enumerate(steps) for n in step[2]}
+    out = list(steps)
+    for j, (step, used) in enumerate(steps):
+        fn, ins, outs, attrs, free, info, context = step
+        relu = isinstance(fn, _InPlaceRelu)
+        if info.node.op_type != "Concat" or info.domain or context or len(outs) != 1 or len(ins) < 2 or \
+                (relu and fn.fn is not _concat_kernel()) or (not relu and fn is not _concat_kernel()):
+            continue
+        parts, args, taken = [], [], []
+        for name in ins:
+            k = producer.get(name)
+            conv = out[k][0][0] if k is not None and out[k] is not None else None
+            if isinstance(conv, PreparedConv) and readers[name] == 1 and name not in keep and \
+                    attrs.get("axis") in (1, 1 - conv.w.ndim):
+                parts.append(conv)
+                args.append(out[k][0][1][0])
+                taken.append(k)
+            else:
+                parts.append(None)
+                args.append(name)
+        if not taken:
+            continue
+        for k in taken:
+            out[k] = None
+        fused = ConcatInto(parts, fn.fn if relu else fn, attrs, relu)
+        out[j] = ((fused, tuple(args), outs, {}, free, info, False), [a for a in args if a])
+    return [s for s in out if s is not None]
+
+
+def _concat_kernel():
+    from .kernels.shape import concat
+
+    return concat
+
+
+class ConcatInto:
+    """Concat along channels where some inputs are Convs computed straight into their slices.
+
+    ``parts[i]`` is the PreparedConv producing input i (its argument is then the Conv's input) or
+    None (the argument is the value itself, copied in). Inputs the slices were not prepared for
+    (another rank, dtype, or mismatched shapes) run the Convs and the original Concat kernel.
+    """
+
+    __slots__ = ("parts", "concat", "attrs", "relu", "_layouts")
+
+    def __init__(self, parts, concat, attrs, relu):
+        self.parts, self.concat, self.attrs, self.relu = parts, concat, attrs, relu
+        self._layouts = {}
+
+    def __call__(self, *args):
+        key = tuple((a.shape, a.dtype) if type(a) is np.ndarray else None for a in args)
+        layout = self._layouts.get(key)
+        if layout is None:
+            layout = self._layouts[key] = self._layout(args)
+        if layout is False:
+            values = [p(a) if p is not None else a for p, a in zip(self.parts, args)]
+            y = self.concat(*values, **self.attrs)
+            return np.maximum(y, y.dtype.type(0), out=y) if self.relu else y
+        shape, dtype, slices = layout
+        y = np.empty(shape, dtype)
+        for p, a, where in zip(self.parts, args, slices):
+            if p is None:
+                y[where] = a
+            else:
+                p(a, y[where])
+        if self.relu:
+            np.maximum(y, dtype.type(0), out=y)
+        return y
+
+    def _layout(self, args):
+        """(result shape, dtype, channel slices) for these inputs, or False when they do not fit."""
+        shapes = []
+        for p, a in zip(self.parts, args):
+            if type(a) is not np.ndarray or a.dtype not in _FLOATS:
+                return False
+            if p is None:
+                shapes.append(a.shape)
+                continue
+            shape = p.output_shape(a.shape) if a.dtype == p.w.dtype and a.ndim == p.w.ndim else None
+            if shape is None:
+                return False
+            shapes.append(shape)
+        dtype = args[0].dtype
+        if any(a.dtype != dtype for a in args) or len({len(s) for s in shapes}) != 1 or \
+                len({s[:1] + s[2:] for s in shapes}) != 1:
+            return False
+        slices, c0 = [], 0
+        for s in shapes:
+            slices.append((slice(None), slice(c0, c0 + s[1])))
+            c0 += s[1]
+        return shapes[0][:1] + (c0,) + shapes[0][2:], dtype, slices

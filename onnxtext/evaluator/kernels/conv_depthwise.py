@@ -42,7 +42,8 @@ def prepare_depthwise(w, shape, pads_begin, strides, dilations, out):
     """Closure computing the depthwise conv (no bias) of inputs of ``shape`` by ``w`` (M, 1, *K), M = C.
 
     ``out`` is the output spatial shape; padding at the end is implied by it (positions beyond the
-    input are zeros). Returns a function ``x -> y`` with y fresh, contiguous, shape (N, M, *out).
+    input are zeros). Returns a function ``(x, dest) -> y``: y is ``dest`` (a view of the result's shape,
+    written) or, when ``dest`` is None, a fresh contiguous array of shape (N, M, *out).
     """
     n, m = shape[:2]
     nd = len(shape) - 2
@@ -120,19 +121,21 @@ def prepare_depthwise(w, shape, pads_begin, strides, dilations, out):
     computed = (n, m, out[0]) + tuple(phase_shape[1:])
     crop = (Ellipsis,) + tuple(slice(0, o) for o in out)
     exact = tuple(phase_shape[1:]) == tuple(out[1:])
+    result_shape = (n, m) + tuple(out)
 
-    def depthwise(x):
+    def depthwise(x, dest):
         for dst, src in fills:
             np.copyto(dst, x[src])
         # cropped results are computed in a (hot) scratch buffer and copied out
-        y = np.empty((n, m, 1, length), dtype) if exact else scratch((n, m, 1, length), dtype, slot="depthwise_out")
+        direct = exact and dest is None
+        y = np.empty((n, m, 1, length), dtype) if direct else scratch((n, m, 1, length), dtype, slot="depthwise_out")
         for copies, wb, part, where in steps:
             for dst, src in copies:
                 np.copyto(dst, src)
             np.matmul(wb, part, out=y[where])
-        if exact:
-            return y.reshape((n, m) + tuple(out))
-        result = np.empty((n, m) + tuple(out), dtype)
+        if direct:
+            return y.reshape(result_shape)
+        result = np.empty(result_shape, dtype) if dest is None else dest
         np.copyto(result, y.reshape(computed)[crop])
         return result
     return depthwise

@@ -50,28 +50,43 @@ class PreparedConv:
         self._shapes: dict = {}
         self._owner = threading.get_ident()
 
-    def __call__(self, x):
+    def __call__(self, x, out=None):
+        """The result, in ``out`` when given: a view of the result's shape and dtype that is a slice
+        along the channel axis of a C-contiguous array (a Concat buffer), written in place."""
         run = self._shapes.get(x.shape) if type(x) is np.ndarray and x.dtype == self.w.dtype else None
         if run is None:
             if type(x) is not np.ndarray or x.dtype != self.w.dtype or x.ndim != self.w.ndim or \
                     x.shape in self._shapes:
-                return self._general(x)
+                return self._general(x, out)
             run = self._shapes[x.shape] = self._prepare(x.shape)
             if run is None:
-                return self._general(x)
+                return self._general(x, out)
         if threading.get_ident() != self._owner:  # the owned buffers belong to the preparing thread
-            return self._general(x)
-        y = run(x)
+            return self._general(x, out)
+        y = run(x, out)
         if self._bias is not None:
             y += self._bias
         if self.relu:
             np.maximum(y, y.dtype.type(0), out=y)
         return y
 
-    def _general(self, x):
+    def output_shape(self, shape):
+        """Shape of the result for inputs of ``shape`` (None when the geometry is invalid)."""
+        probe = np.empty((0,) + tuple(shape[1:]), self.w.dtype)
+        try:
+            *_, out = _conv_geometry(probe, self.w, self.attrs.get("kernel_shape"), self.attrs.get("strides"),
+                                     self.attrs.get("dilations"), self.attrs.get("pads"), self.attrs["auto_pad"])
+        except (ValueError, TypeError):
+            return None
+        return (shape[0], self.w.shape[0]) + tuple(out) if min(out, default=1) > 0 else None
+
+    def _general(self, x, out=None):
         y = conv(x, self.w, self.b, **self.attrs)
         if self.relu:
             y = np.maximum(y, y.dtype.type(0), out=y) if y.flags.writeable else np.maximum(y, 0)
+        if out is not None:
+            np.copyto(out, y)
+            return out
         return y
 
     # ------------------------------------------------------------------------------- preparation
@@ -97,9 +112,13 @@ class PreparedConv:
         if k_size == 1 and not any(pb) and not any(pe) and all(s == 1 for s in strides):
             wg = w.reshape(group, mg, cg)
             flat_in = (n, group, cg, p_size)
+            flat_out = (n, group, mg, p_size)
 
-            def pointwise(x):
-                return np.matmul(wg, x.reshape(flat_in)).reshape(full_shape)
+            def pointwise(x, out):
+                if out is None:
+                    return np.matmul(wg, x.reshape(flat_in)).reshape(full_shape)
+                np.matmul(wg, x.reshape(flat_in), out=out.reshape(flat_out, copy=False))
+                return out
             return pointwise
         if group == 1 and all(s == 1 for s in strides) and mg <= _SHIFTED_MAX_OUTPUTS and \
                 m * _SHIFTED_MIN_RATIO <= c and out[0] * math.prod(shape[3:]) >= _SHIFTED_MIN_LENGTH:
@@ -125,11 +144,16 @@ class PreparedConv:
         rows_size = p_size // out[0]  # output positions per index of the first output axis
         band = max(1, _BAND // (cg * k_size * rows_size))
         if n > 1 or band >= out[0]:
-            def im2col_conv(x):
+            flat_out = (n, group, mg, p_size)
+
+            def im2col_conv(x, out):
                 np.copyto(interior, x)
                 cols = scratch(cols_shape, dtype)
                 cols.reshape(window.shape)[...] = window
-                return np.matmul(wg, cols).reshape(full_shape)
+                if out is None:
+                    return np.matmul(wg, cols).reshape(full_shape)
+                np.matmul(wg, cols, out=out.reshape(flat_out, copy=False))
+                return out
             return im2col_conv
         # a large image: im2col and multiply one band of output rows at a time, so the band's columns
         # are still in cache when the matmul reads them (a whole im2col matrix would not fit in L2)
@@ -141,13 +165,14 @@ class PreparedConv:
             bands.append((src, (group, cg * k_size, (r1 - r0) * rows_size), r0 * rows_size, r1 * rows_size))
         out_shape = (group, mg, p_size)
 
-        def banded_conv(x):
+        def banded_conv(x, out):
             np.copyto(interior, x)
-            y = np.empty(out_shape, dtype)
+            y = np.empty(full_shape, dtype) if out is None else out
+            flat_y = y.reshape(out_shape, copy=False)
             for src, shape, p0, p1 in bands:
                 cols = scratch(shape, dtype)
                 cols.reshape(src.shape)[...] = src
-                np.matmul(wg, cols, out=y[:, :, p0:p1])
-            return y.reshape(full_shape)
+                np.matmul(wg, cols, out=flat_y[:, :, p0:p1])
+            return y
         return banded_conv
 
