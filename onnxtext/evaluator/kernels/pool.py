@@ -120,9 +120,9 @@ def _bad_positions(n, o, k, s, d, b):
 
 
 def _flat_pays(n, o, k, s, d, b):
-    """Whether the flat pass (below) applies (``n == o * s``) and leaves at most a quarter of the
-    output positions to redo."""
-    return n == o * s and 4 * len(_bad_positions(n, o, k, s, d, b)) <= o
+    """Whether the flat pass (below) applies (``n == o * s``) and leaves at most about half of the
+    output positions to redo (each is one call over all images and channels)."""
+    return n == o * s and 2 * len(_bad_positions(n, o, k, s, d, b)) <= o + 1
 
 
 def _axis_flat(src, dst, axis, k, s, d, b, ufunc, identity):
@@ -263,13 +263,25 @@ def average_pool(X, *, auto_pad, ceil_mode=0, count_include_pad=0, dilations=Non
         axes = tuple(range(2, X.ndim))
         return X.astype(ct, copy=False).mean(axis=axes, keepdims=True, dtype=ct).astype(X.dtype, copy=False)
     y = _window_reduce(X.astype(ct, copy=False), np.add, 0, kernel_shape, strides, dilations, begin, out)
-    counts = _window_counts(X.shape[2:], kernel_shape, strides, dilations, begin, end, out, count_include_pad)
+    y *= _divisor(X.shape[:2], X.shape[2:], tuple(kernel_shape), tuple(strides), tuple(dilations), tuple(begin),
+                  tuple(end), tuple(out), bool(count_include_pad), ct)
+    return y.astype(X.dtype, copy=False)
+
+
+@functools.lru_cache(maxsize=64)
+def _divisor(lead, in_shape, kernel_shape, strides, dilations, begin, end, out, count_include_pad, dtype):
+    """What the window sums are multiplied by: ``1 / kernel size`` when every window counts all its
+    taps, else the reciprocal counts (a window with none gives 0), broadcast to the whole output
+    when that is not too big: one contiguous multiply instead of one short loop per image row."""
+    counts = _window_counts(in_shape, kernel_shape, strides, dilations, begin, end, out, count_include_pad)
     full = math.prod(kernel_shape)
     if np.all(counts == full):
-        y *= ct.type(1.0 / full) if ct == np.float32 else 1.0 / full
-    else:
-        y /= np.maximum(counts, 1).astype(ct)
-    return y.astype(X.dtype, copy=False)
+        return dtype.type(1.0 / full)
+    inverse = (1.0 / np.maximum(counts, 1)).astype(dtype)
+    if math.prod(lead) * inverse.size <= 1 << 20:
+        inverse = np.broadcast_to(inverse, lead + tuple(out)).copy()
+    inverse.flags.writeable = False
+    return inverse
 
 
 # ---------------------------------------------------------------------------------------- LpPool
