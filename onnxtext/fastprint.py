@@ -1,75 +1,91 @@
-"""A fast path for the printer's two hot lists: a graph's nodes and its initializers.
+"""A fast path for the printer's two hot lists: a graph's nodes and its initializers, decoded in bulk.
 
-On a graph of many small nodes the printer's cost is reading proto fields: every field read through the
-protobuf Python API is a C call that builds a new object. This module serializes the GraphProto once and
-reads the plain records straight from the wire bytes, in the way Python's json module pairs a fast scanner
-with a reference one:
+On a graph of many small nodes the printer's cost is per element: every field read through the protobuf
+Python API is a C call that builds a new object, and even a lean loop over the serialized records costs
+microseconds of bytecode per record. This module does no per-record Python for plain records. It
+serializes the GraphProto once and decodes the wire bytes with numpy, column by column over all records at
+once, in the way Python's json module pairs a fast scanner with a reference one:
 
-* a NODE record (GraphProto field 1) whose body is only input/output/name/op_type/domain strings in
-  canonical order (at most 3 inputs, 1-2 outputs, single-byte lengths) prints from its bytes;
-* an INITIALIZER record (field 5) that is a ``float`` tensor with single-byte dims, a name and a few
-  ``float_data`` values or ``raw_data`` prints from its bytes, each exact 4-byte value mapped to text
-  through a cache keyed by the bytes (no text is ever parsed back);
-* every other record, and any record the fast path is unsure about (invalid UTF-8, NaN values, a body the
-  pattern does not span exactly, ...), is printed by the reference method (``Printer.print_node`` /
-  ``Printer.print_initializer``) on the proto element itself.
+1. ``_records``: one tight loop finds the top-level records (the only sequential step: each record's
+   position depends on the previous one's length).
+2. ``_fields``: the fields of every node (initializer) record are walked in lock-step, field ``j`` of all
+   records in one vectorized step, giving tag, content position and length (or varint value) matrices.
+3. Plain records are recognized by vectorized tests (canonical field order, field counts, one-byte lengths,
+   character classes of the names from prefix sums over the whole buffer, keywords through an 8-byte key):
 
-The output is the reference printer's, byte for byte (``tests/test_printer_fastpath.py`` proves it over
-the corpus and generated models). ``ENABLED = False`` turns the path off; graphs with fewer than
-``MIN_ELEMENTS`` nodes + initializers do not use it (serializing costs more than it saves), nor do graphs
+   * a NODE record whose body is only input/output/name/op_type/domain strings, at most ``I_MAX`` inputs
+     and ``O_MAX`` outputs, names of printable ASCII without quotes or backslashes, an identifier op_type;
+   * an INITIALIZER record that is a ``float`` tensor with one-byte dims, a name and at most 31
+     ``float_data`` values or ``raw_data`` of exactly that many values, none NaN, fitting one line.
+
+4. The output is assembled as a list of segments (start, length) into one pool holding the wire bytes and
+   the literal texts (separators with their quotes, shapes, float texts), and gathered by one numpy
+   fancy-index: name bytes are copied straight from the wire, never decoded one by one.
+
+Every other record is printed by the reference method (``Printer.print_node`` /
+``Printer.print_initializer``) on the proto element itself, in the reference order (initializers when the
+graph asks for them, nodes when the block is asked for), so even the first error raised is the same. The
+output is the reference printer's, byte for byte (``tests/test_printer_fastpath.py`` proves it over the
+corpus, generated models and edge cases). ``ENABLED = False`` turns the path off; graphs with fewer than
+``MIN_ELEMENTS`` nodes + initializers do not use it (its fixed cost exceeds the saving), nor do graphs
 holding big tensors (the serialized copy would add their size to the printer's peak memory).
 """
 
 from __future__ import annotations
 
-import re
-import struct
+import numpy as np
 
 from . import dtypes
-from .literals import _QUOTED_WORDS, _op_name, float_texts, quote
+from .literals import _QUOTED_WORDS, _op_name, float_texts
 
 ENABLED = True
 MIN_ELEMENTS = 64
 _BIG_TENSOR = 1024  # bytes
+I_MAX, O_MAX = 6, 3  # inputs, outputs of a node the fast path prints
+D_MAX = 8  # dims of an initializer the fast path prints
+V_MAX = 31  # values of an initializer the fast path prints (one-byte length: 124 bytes)
 
 _F32 = dtypes.BY_NAME["float"]
-_UNPACK_F32 = struct.Struct("<f").unpack
+_I = np.int32  # positions, lengths and segments: a graph the fast path prints is under 1 GiB (checked)
+
+# byte -> class bits: 1 where a byte cannot appear unescaped in a quoted name (controls, non-ASCII, '"',
+# '\'), 2 where it cannot continue an ASCII identifier
+_CLASS = bytes((0 if 0x20 <= b < 0x7F and b not in b'"\\' else 1) | (0 if chr(b).isalnum() and b < 0x80 or b == 0x5F
+                                                                     else 2) for b in range(256))
+_ID_START = np.array([chr(b).isalpha() and b < 0x80 or b == 0x5F for b in range(256)])
+
+# field tag byte -> rank in the canonical field order (0: a field the fast path does not print; 9: none)
+_NODE_CODE = np.zeros(256, np.int8)
+_NODE_CODE[[0, 0x0A, 0x12, 0x1A, 0x22, 0x3A]] = [9, 1, 2, 3, 4, 5]  # -, input, output, name, op_type, domain
+_INIT_CODE = np.zeros(256, np.int8)
+_INIT_CODE[[0, 0x08, 0x10, 0x22, 0x42, 0x4A]] = [9, 1, 2, 3, 4, 5]  # -, dims, data_type, float_data, name, raw
+
+# (first byte, length) pairs of the words that print quoted: identifiers outside it are no keyword
+_KEYWORD_MAX = max(map(len, _QUOTED_WORDS))
+_KEYWORD_SHAPE = np.zeros((256, _KEYWORD_MAX + 2), bool)
+for _w in _QUOTED_WORDS:
+    _KEYWORD_SHAPE[ord(_w[0]), len(_w)] = True
 
 
-def _lengths(sizes) -> bytes:
-    """A regex for one length-prefixed field body (single-byte length among ``sizes``, any bytes)."""
-    return b"(?:" + b"|".join(re.escape(bytes([n])) + (b".{%d}" % n if n else b"") for n in sizes) + b")"
-
-
-_PATTERNS: list = []  # [node, initializer], compiled on first use (about 50 ms: import time stays low)
-
-
-def _patterns():
-    if not _PATTERNS:
-        s = _lengths(range(128))  # a string field with its length byte (captured with it: a cache key)
-        f = _lengths(range(4, 128, 4))  # 1..31 float32 values
-        # node record; groups: 1 length, 2-4 inputs, 5-6 outputs, 7 name, 8 op_type, 9 domain
-        _PATTERNS.append(re.compile(rb"\x0a([\x00-\x7f])(?:\x0a(%s))?(?:\x0a(%s))?(?:\x0a(%s))?\x12(%s)"
-                                    rb"(?:\x12(%s))?(?:\x1a(%s))?\x22(%s)(?:\x3a(%s))?" % ((s,) * 8), re.DOTALL))
-        # initializer record; groups: 1 length, 2 dims (\x08 + a one-byte varint each), 3 float_data + 4 name
-        # or 5 name + 6 raw_data (data_type \x10\x01: float)
-        _PATTERNS.append(re.compile(rb"\x2a([\x00-\x7f])((?:\x08[\x00-\x7f])*)\x10\x01(?:\x22(%s)\x42(%s)|"
-                                    rb"\x42(%s)\x4a(%s))" % (f, s, s, f), re.DOTALL))
-    return _PATTERNS
-
-
-_FLOATS: dict[bytes, str] = {}  # 4 little-endian bytes -> text (float_texts' text of that value)
-
-
-def _float_text(b: bytes) -> str | None:
-    """The text of a float32 given as 4 little-endian bytes (cached), None for NaN."""
-    v = _UNPACK_F32(b)[0]
-    if v != v:  # NaN: the reference formats the bits of the array, not a cached value
+def graph_parts(printer, g, level: int):
+    """(initializer texts, a function returning the nodes block) of ``g`` as ``Printer.print_graph`` lays
+    them out, or None when the fast path does not apply (disabled, small graph, unexpected wire data)."""
+    nn, ni = len(g.node), len(g.initializer)
+    if not ENABLED or nn + ni < MIN_ELEMENTS or nn == 0:
         return None
-    if len(_FLOATS) > 65536:
-        _FLOATS.clear()
-    s = _FLOATS[b] = float_texts([v], _F32)[0]
-    return s
+    # Plain initializer records are under 130 bytes; a graph holding big weights would only cost a copy of
+    # them in memory. A sample of initializers tells (ByteSize encodes: on the whole graph it costs as much
+    # as serializing it).
+    inits = g.initializer
+    if any(inits[i].ByteSize() > _BIG_TENSOR for i in range(0, ni, max(1, ni // 32))):
+        return None
+    data = g.SerializeToString()
+    if len(data) >= 1 << 30:
+        return None
+    recs = _records(data)
+    if recs is None or len(recs[0][0]) != nn or len(recs[1][0]) != ni:
+        return None
+    return _Bulk(printer, g, level, data, recs).parts()
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -84,187 +100,376 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-class _NotText(Exception):
-    """A name or operator whose bytes are not UTF-8: the reference printer prints that element."""
+def _records(data: bytes):
+    """((body starts, body ends) of the node records, the same of the initializer records), or None when a
+    top-level field is not length-delimited (every GraphProto field is: unknown wire data)."""
+    try:
+        return _split(data, _positions_short(data))
+    except _Long:
+        return _split(data, _positions(data))
 
 
-class _Names(dict):
-    """length-prefixed name bytes -> printed name (the printer's memoized ``name()`` on the decoded str);
-    bytes that are not UTF-8 raise _NotText (the reference printer handles those)."""
-
-    def __init__(self, names):
-        super().__init__()
-        self.names = names
-
-    def __missing__(self, key: bytes):
-        try:
-            text = key[1:].decode("utf-8")
-        except UnicodeDecodeError:
-            raise _NotText from None
-        r = self.names.get(text)
-        if r is None:  # literals.name() and quote() inlined: a call less per distinct name
-            r = self.names[text] = (text if text.isidentifier() and text.isascii() and text not in _QUOTED_WORDS
-                                    else '"' + text + '"' if text.isprintable() and '"' not in text
-                                    and "\\" not in text else quote(text))
-        self[key] = r
-        return r
+class _Long(Exception):
+    """A record with a tag or length of more than one byte: the careful loop finds the records."""
 
 
-class _Ops(dict):
-    """(domain bytes or None, op_type bytes) -> printed operator (the printer's ``_ops`` memo)."""
-
-    def __init__(self, printer):
-        super().__init__()
-        self.printer = printer
-
-    def __missing__(self, key):
-        dom, op = key
-        try:
-            d = dom[1:].decode("utf-8") if dom is not None else ""
-            o = op[1:].decode("utf-8")
-        except UnicodeDecodeError:
-            raise _NotText from None
-        ops = self.printer._ops
-        r = ops.get((d, o, ""))
-        if r is None:
-            r = ops[(d, o, "")] = _op_name(d, o)
-        self[key] = r
-        return r
-
-
-def graph_parts(printer, g, level: int):
-    """(initializer texts, a function returning the nodes block) of ``g`` as ``Printer.print_graph`` lays
-    them out, or None when the fast path does not apply (disabled, small graph, unexpected wire data).
-    Reference methods run in the reference order (initializers now, nodes when the block is asked for), so
-    even the first error raised is the same."""
-    nn, ni = len(g.node), len(g.initializer)
-    if not ENABLED or nn + ni < MIN_ELEMENTS or nn == 0:
-        return None
-    # Plain initializer records are under 130 bytes; a graph holding big weights would only cost a copy of
-    # them in memory. A sample of initializers tells (ByteSize encodes: on the whole graph it costs as much
-    # as serializing it).
-    inits = g.initializer
-    if any(inits[i].ByteSize() > _BIG_TENSOR for i in range(0, ni, max(1, ni // 32))):
-        return None
-    data = g.SerializeToString()
-    return _walk(printer, g, level, data)
-
-
-def _shape(dims: bytes) -> tuple[str, int]:
-    """(``float[d, ...] `` head, element count) of a run of one-byte dims fields."""
-    values = list(dims[1::2])
-    count = 1
-    for d in values:
-        count *= d
-    return ("float[" + ", ".join(map(str, values)) + "] " if values else "float "), count
-
-
-def _float_list(blob: bytes) -> list[str] | None:
-    """Texts of the float32 values of a length-prefixed blob; None if one is NaN."""
-    texts = []
-    for i in range(1, len(blob), 4):
-        b = blob[i:i + 4]
-        s = _FLOATS.get(b) or _float_text(b)
-        if s is None:
-            return None
-        texts.append(s)
-    return texts
-
-
-def _walk(printer, g, level: int, data: bytes):
-    """graph_parts from the top-level records of ``data``, record by record."""
-    nn, ni = len(g.node), len(g.initializer)
-    names, ops = _Names(printer._names), _Ops(printer)
-    fast_inits = not printer.onnx_style and not printer.elide
-    max_inline = printer.max_inline
-    node_match, init_match = (p.match for p in _patterns())
-    floats = _FLOATS
-    ind = printer.ind
-    pad = ind * (level + 1)
-    init_room = printer.width - len(ind) * (level + 1)  # _wrapped_values' test at level + 1
-    shapes: dict[bytes, tuple[str, int]] = {}
-    lines = ["{"]
-    inits = []
-    later: list[tuple[int, int]] = []  # (line, node) printed by the reference method
-    k_node = k_init = 0
+def _positions_short(data: bytes):
+    """Record positions when every tag and length takes one byte: the common case, and the only
+    sequential step of the fast path, so kept to three bytecode lines per record."""
+    at = []
+    ap = at.append
     pos, total = 0, len(data)
-    while pos < total and (k_node < nn or k_init < ni):
-        tag = data[pos]
+    try:
+        while pos < total:
+            ap(pos)
+            pos += data[pos + 1] + 2
+    except IndexError:
+        raise _Long from None
+    if pos != total:
+        raise _Long
+    at = np.array(at, _I)
+    d = np.frombuffer(data, np.uint8)
+    if len(at) and (np.any(d[at] >= 0x80) or np.any(d[at + 1] >= 0x80)):
+        raise _Long
+    return at, None
+
+
+def _positions(data: bytes):
+    """Record positions and (tag, body start, body end) of those with multi-byte tags or lengths."""
+    short, long_ = [], []
+    pos, total = 0, len(data)
+    while pos < total:
         length = data[pos + 1]
-        if tag >= 0x80 or length >= 0x80:
-            tag, start = _varint(data, pos)
-            length, start = _varint(data, start)
-        else:
-            start = pos + 2
-        if tag & 7 != 2:  # every GraphProto field is length-delimited: unknown wire data
-            return None
-        end = start + length
-        if tag == 0x0A:
-            line = None
-            m = node_match(data, pos) if length < 0x80 else None
-            if m is not None and m.end() == end:
-                _, i1, i2, i3, o1, o2, nm, op, dom = m.groups()
-                try:
-                    ins = ("" if i1 is None else names[i1] if i2 is None else names[i1] + ", " + names[i2]
-                           if i3 is None else names[i1] + ", " + names[i2] + ", " + names[i3])
-                    outs = names[o1] if o2 is None else names[o1] + ", " + names[o2]
-                    if nm is None or nm == b"\x00":  # no name, or "" (the reference tests the str)
-                        line = f"{pad}{outs} = {ops[dom, op]}({ins})"
-                    else:
-                        line = f"{pad}[{names[nm]}] {outs} = {ops[dom, op]}({ins})"
-                except _NotText:
-                    line = None
-            if line is None:  # printed by the reference in nodes(), after every initializer as it does
-                later.append((len(lines), k_node))
-            lines.append(line)
-            k_node += 1
-        elif tag == 0x2A:
-            text = None
-            m = init_match(data, pos) if fast_inits and length < 0x80 else None
-            if m is not None and m.end() == end:
-                _, dims, fd, nm1, nm2, raw = m.groups()
-                shape = shapes.get(dims)
-                if shape is None:
-                    shape = shapes[dims] = _shape(dims)
-                head, count = shape
-                if fd is not None:
-                    blob, open_, nm = fd, "{", nm1
-                else:
-                    blob, open_, nm = raw, "raw {", nm2
-                    if len(raw) - 1 != 4 * count or (max_inline is not None and count > max_inline):
-                        blob = None  # a base64 block: the reference prints it
-                if blob is not None:
-                    if len(blob) == 5:  # one value, the common case
-                        s = floats.get(blob[1:]) or _float_text(blob[1:])
-                        texts = None if s is None else (s,)
-                    else:
-                        texts = _float_list(blob)
-                    if texts is not None:
-                        try:
-                            nt = names[nm]
-                        except _NotText:
-                            nt = None
-                        if nt is not None:
-                            body = open_ + ", ".join(texts) + "}"
-                            if len(body) > init_room:
-                                body = printer._wrapped_values(open_, list(texts), "}", level + 1)
-                            text = head + nt + " = " + body
-            if text is None:
-                text = printer.print_initializer(g.initializer[k_init], level + 1)
-            inits.append(text)
-            k_init += 1
-        pos = end
-    if k_node != nn or k_init != ni or pos > total:
+        if length < 0x80 and data[pos] < 0x80:
+            short.append(pos)
+            pos += length + 2
+            continue
+        tag, start = _varint(data, pos)
+        length, start = _varint(data, start)
+        long_.append((tag, start, start + length))
+        pos = start + length
+    return np.array(short, _I), long_
+
+
+def _split(data: bytes, found):
+    at, long_ = found
+    d = np.frombuffer(data, np.uint8)
+    tags, starts = d[at].astype(_I), at + 2
+    ends = starts + d[at + 1]
+    if long_:  # merge, in position order
+        lt, ls, le = (np.array(c, _I) for c in zip(*long_))
+        tags, starts, ends = np.concatenate([tags, lt]), np.concatenate([starts, ls]), np.concatenate([ends, le])
+        order = np.argsort(starts, kind="stable")
+        tags, starts, ends = tags[order], starts[order], ends[order]
+    if np.any(tags & 7 != 2):
         return None
-    lines.append(ind * level + "}")
+    node, init = tags == 0x0A, tags == 0x2A
+    return (starts[node], ends[node]), (starts[init], ends[init])
 
-    def nodes() -> str:
-        for i, k in later:
-            text = printer.print_node(g.node[k], level + 1)
-            lines[i] = pad + (_indent_first_lines(text, pad) if "\n" in text else text)
-        return "\n".join(lines)
 
-    return inits, nodes
+def _fields(d: np.ndarray, starts: np.ndarray, ends: np.ndarray, k: int):
+    """The first ``k`` fields of each record [starts, ends), walked in lock-step: (tags [n, k] (0: none),
+    content starts [n, k], lengths or varint values [n, k], ok [n]). A record is not ok when a tag, length
+    or varint takes more than one byte, or when its fields do not end exactly at its end."""
+    n = len(starts)
+    tags = np.zeros((n, k), np.uint8)
+    pos = np.zeros((n, k), _I)
+    lens = np.zeros((n, k), _I)
+    q = starts.copy()
+    ok = np.ones(n, bool)
+    last = len(d) - 2
+    for j in range(k):
+        act = q < ends
+        if not act.any():
+            break
+        qa = np.minimum(q, last)
+        t, length = d[qa], d[qa + 1].astype(_I)
+        ok &= ~act | ((t < 0x80) & (length < 0x80))
+        tags[:, j] = np.where(act, t, 0)
+        pos[:, j] = qa + 2
+        lens[:, j] = np.where(act, length, 0)
+        q = np.where(act, q + 2 + np.where(t & 7 == 2, length, 0), q)  # varints: the value byte only
+    return tags, pos, lens, ok & (q == ends)
+
+
+def _column(matrix: np.ndarray, col: np.ndarray) -> np.ndarray:
+    """matrix[i, col[i]] for each row (col clipped into range: callers mask the rows where it is absent)."""
+    n, k = matrix.shape
+    return matrix.ravel()[np.arange(0, n * k, k) + np.clip(col, 0, k - 1)]
+
+
+class _Pool:
+    """Literal texts appended after the wire bytes: the segments' second source."""
+
+    def __init__(self, base: int):
+        self.base, self.parts, self.size, self.index = base, [], 0, {}
+
+    def add(self, text: str) -> tuple[int, int]:
+        """(start, length) of ``text`` in the pool (each distinct text stored once)."""
+        hit = self.index.get(text)
+        if hit is None:
+            b = text.encode("utf-8")
+            hit = self.index[text] = (self.base + self.size, len(b))
+            self.parts.append(b)
+            self.size += len(b)
+        return hit
+
+    def table(self, texts) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, lengths) arrays of ``texts``."""
+        pairs = np.array([self.add(t) for t in texts], _I).reshape(-1, 2)
+        return pairs[:, 0], pairs[:, 1]
+
+
+def _gather(source: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> str:
+    """The concatenation of source[start:start + length] over the segments, decoded."""
+    keep = lengths > 0
+    starts, lengths = starts[keep], lengths[keep]
+    if not len(lengths):
+        return ""
+    ends = np.cumsum(lengths, dtype=_I)
+    idx = np.repeat(starts - (ends - lengths), lengths)
+    idx += np.arange(int(ends[-1]), dtype=_I)
+    return source[idx].tobytes().decode("utf-8")
+
+
+class _Bulk:
+    """One graph's nodes and initializers, decoded column-wise from its serialized bytes."""
+
+    def __init__(self, printer, g, level, data: bytes, recs):
+        self.printer, self.g, self.level, self.data = printer, g, level, data
+        self.d = np.frombuffer(data, np.uint8)
+        self.node_recs, self.init_recs = recs
+        self.pool = _Pool(len(data))
+        self.pad = printer.ind * (level + 1)
+        # Prefix sums of the byte classes over the whole buffer (a field's counts are two lookups): the
+        # non-plain count in the low byte, the non-identifier count in the high byte. uint16 wraps, but a
+        # field has fewer than 128 bytes, so the difference of two sums modulo 2**16 is exact.
+        cls = np.frombuffer(data.translate(_CLASS), np.uint8)
+        weights = (cls & 1).astype(np.uint16)
+        weights += (cls >> 1).astype(np.uint16) << 8
+        self._counts = np.zeros(len(data) + 1, np.uint16)
+        np.cumsum(weights, out=self._counts[1:])
+
+    def _classes(self, s: np.ndarray, n: np.ndarray):
+        """(plain, identifier, keyword) for string fields at ``s`` of length ``n`` (< 128): plain when the
+        bytes can print between quotes unescaped, identifier when ASCII ``[A-Za-z_][A-Za-z0-9_]*``, keyword
+        when one of the words that print quoted."""
+        diff = self._counts[s + n] - self._counts[s]
+        plain = (diff & 0xFF) == 0
+        first = self.d[np.minimum(s, len(self.d) - 1)]
+        ident = (n > 0) & _ID_START[first] & ((diff >> 8) == 0)
+        keyword = np.zeros(len(s), bool)
+        cand = np.flatnonzero(ident & _KEYWORD_SHAPE[first, np.minimum(n, _KEYWORD_MAX + 1)])
+        for i in cand.tolist():  # rare: a Python look settles them
+            keyword[i] = self.data[s[i]:s[i] + n[i]].decode("ascii") in _QUOTED_WORDS
+        return plain, ident, keyword
+
+    def _names(self, s: np.ndarray, n: np.ndarray):
+        """(plain, quoted) for name fields: plain when the fast path can print the name, quoted when it
+        prints between quotes (``literals.name``: all but identifiers that are no keyword)."""
+        plain, ident, keyword = self._classes(s, n)
+        return plain, ~ident | keyword
+
+    def parts(self):
+        inits = self._initializers()
+        return inits, self._nodes
+
+    # ------------------------------------------------------------------ nodes
+    def _nodes(self) -> str:
+        printer, pool, pad = self.printer, self.pool, self.pad
+        starts, ends = self.node_recs
+        n = len(starts)
+        tags, pos, lens, ok = _fields(self.d, starts, ends, I_MAX + O_MAX + 3)
+        code = _NODE_CODE[tags]
+        ok &= (code != 0).all(1) & (np.diff(code, axis=1) >= 0).all(1)
+        n_in, n_out = (code == 1).sum(1), (code == 2).sum(1)
+        has_name, n_op, has_dom = (code == 3).sum(1) == 1, (code == 4).sum(1), (code == 5).sum(1) == 1
+        ok &= (n_in <= I_MAX) & (n_out >= 1) & (n_out <= O_MAX) & (n_op == 1)
+        # the name fields, in print order: name, outputs, inputs (absent ones have length 0, not printed)
+        width = 1 + O_MAX + I_MAX
+        cols = np.empty((n, width), _I)
+        cols[:, 0] = n_in + n_out
+        cols[:, 1:1 + O_MAX] = n_in[:, None] + np.arange(O_MAX)
+        cols[:, 1 + O_MAX:] = np.arange(I_MAX)
+        present = np.empty((n, width), bool)
+        present[:, 0] = has_name
+        present[:, 1:1 + O_MAX] = n_out[:, None] > np.arange(O_MAX)
+        present[:, 1 + O_MAX:] = n_in[:, None] > np.arange(I_MAX)
+        flat = self._flat(pos, cols)
+        fs, fl = pos.ravel()[flat], np.where(present, lens.ravel()[flat], 0)
+        plain, quoted = self._names(fs.ravel(), fl.ravel())
+        ok &= (plain.reshape(n, -1) | ~present).all(1)
+        q = (quoted.reshape(n, -1) & present).astype(_I)
+        named = has_name & (fl[:, 0] > 0)  # an empty name prints no brackets
+        op_col = n_in + n_out + has_name
+        op_s, op_n = _column(pos, op_col), _column(lens, op_col)
+        ok &= self._classes(op_s, op_n)[1]  # an identifier (keywords need no quotes after '=')
+        dom_s, dom_n = _column(pos, op_col + 1), np.where(has_dom, _column(lens, op_col + 1), 0)
+        dom_start = dom_len = np.zeros(n, _I)
+        if (dom_n > 0).any():
+            dom_start, dom_len, dom_ok = self._domains(dom_s, dom_n, ok)
+            ok &= dom_ok
+
+        # glue segments: the separator before each name field, with the quotes of the names on either side
+        g_start, g_len = pool.table([('"' if pre else "") + core + ('"' if post else "")
+                                     for core in (pad + "[", "] ", pad, ", ", " = ", "(", ")\n", "()\n")
+                                     for pre in (0, 1) for post in (0, 1)])
+        PAD_BRACKET, CLOSE, PAD, COMMA, EQ, OPEN, END, EMPTY_END = (4 * i for i in range(8))
+        core = np.full((n, width), COMMA, _I)
+        core[:, 0] = PAD_BRACKET
+        core[:, 1] = np.where(named, CLOSE, PAD)
+        core[:, 1 + O_MAX] = OPEN
+        pre = np.zeros((n, width), _I)
+        pre[:, 1:] = q[:, :-1]
+        pre[:, 1] &= named
+        pre[:, 1 + O_MAX] = 0
+        shown = present.copy()
+        shown[:, 0] = named
+        glue = core + 2 * pre + q
+        seg_start = np.zeros((n, 2 * width + 4), _I)
+        seg_len = np.zeros_like(seg_start)
+        mid = 2 * (1 + O_MAX)  # the columns of " = ", domain, op_type
+        for part, glue_cols, name_cols in ((slice(0, 1 + O_MAX), slice(0, mid, 2), slice(1, mid, 2)),
+                                            (slice(1 + O_MAX, width), slice(mid + 3, -1, 2), slice(mid + 4, -1, 2))):
+            seg_start[:, glue_cols] = g_start[glue[:, part]]
+            seg_len[:, glue_cols] = np.where(shown[:, part], g_len[glue[:, part]], 0)
+            seg_start[:, name_cols] = fs[:, part]
+            seg_len[:, name_cols] = np.where(shown[:, part], fl[:, part], 0)
+        rows = np.arange(n)
+        last_out = q[rows, np.clip(n_out, 1, O_MAX)]
+        seg_start[:, mid], seg_len[:, mid] = g_start[EQ + 2 * last_out], g_len[EQ + 2 * last_out]
+        seg_start[:, mid + 1], seg_len[:, mid + 1] = dom_start, dom_len
+        seg_start[:, mid + 2], seg_len[:, mid + 2] = op_s, op_n
+        end = np.where(n_in > 0, END + 2 * q[rows, O_MAX + np.clip(n_in, 1, I_MAX)], EMPTY_END)
+        seg_start[:, -1], seg_len[:, -1] = g_start[end], g_len[end]
+
+        slow = np.flatnonzero(~ok)
+        if len(slow):  # the reference method's text, as one segment of its row
+            seg_len[slow] = 0
+            nodes = self.g.node
+            for i in slow.tolist():
+                text = printer.print_node(nodes[i], self.level + 1)
+                text = pad + (_indent_first_lines(text, pad) if "\n" in text else text) + "\n"
+                seg_start[i, 0], seg_len[i, 0] = pool.add(text)
+        body = _gather(self._source(), seg_start.ravel(), seg_len.ravel())
+        return "{\n" + body + printer.ind * self.level + "}"
+
+    @staticmethod
+    def _flat(matrix: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """Indexes into ``matrix.ravel()`` of matrix[i, cols[i, j]] (cols clipped into range)."""
+        n, k = matrix.shape
+        return np.arange(0, n * k, k)[:, None] + np.clip(cols, 0, k - 1)
+
+    def _domains(self, s, n, ok):
+        """(prefix starts, prefix lengths, ok) of each node's ``domain.`` prefix (per distinct domain)."""
+        start, length, good = np.zeros(len(s), _I), np.zeros(len(s), _I), np.ones(len(s), bool)
+        memo = {}
+        for i in np.flatnonzero((n > 0) & ok).tolist():
+            key = self.data[s[i]:s[i] + n[i]]
+            hit = memo.get(key)
+            if hit is None:
+                try:
+                    prefix = _op_name(key.decode("utf-8"), "A")[:-1]  # "domain." as the reference prints it
+                except UnicodeDecodeError:
+                    prefix = None
+                hit = memo[key] = self.pool.add(prefix) if prefix is not None else None
+            if hit is None:
+                good[i] = False
+            else:
+                start[i], length[i] = hit
+        return start, length, good
+
+    def _source(self) -> np.ndarray:
+        return np.frombuffer(self.data + b"".join(self.pool.parts), np.uint8)
+
+    # ------------------------------------------------------------------ initializers
+    def _initializers(self) -> list[str]:
+        printer, pool = self.printer, self.pool
+        starts, ends = self.init_recs
+        n = len(starts)
+        if n == 0:
+            return []
+        tags, pos, lens, ok = _fields(self.d, starts, ends, D_MAX + 3)
+        code = _INIT_CODE[tags]
+        ok &= (code != 0).all(1) & (np.diff(code, axis=1) >= 0).all(1)
+        if printer.onnx_style or printer.elide:
+            ok[:] = False
+        nd = (code == 1).sum(1)
+        n_fd, n_raw = (code == 3).sum(1), (code == 5).sum(1)
+        ok &= ((code == 2).sum(1) == 1) & (_column(lens, nd) == 1)  # data_type 1: float
+        ok &= ((code == 4).sum(1) == 1) & (n_fd + n_raw == 1)
+        raw = n_raw == 1
+        name_col = nd + 1 + (~raw)
+        val_col = np.where(raw, nd + 2, nd + 1)
+        name_s, name_n = _column(pos, name_col), _column(lens, name_col)
+        val_s, val_n = _column(pos, val_col), _column(lens, val_col)
+        dims = np.where(code == 1, lens, 0)
+        count = np.where(code == 1, lens, 1).prod(1, dtype=np.int64)
+        ok &= val_n % 4 == 0
+        nv = val_n // 4
+        if printer.max_inline is not None:
+            ok &= ~raw | (count <= printer.max_inline)
+        ok &= ~raw | (nv == count)
+        plain, quoted = self._names(name_s, name_n)
+        ok &= plain
+
+        # the values: one float32 per 4 bytes, each distinct bit pattern formatted once
+        nv = np.where(ok, nv, 0)
+        total = int(nv.sum())
+        first = np.cumsum(nv) - nv
+        at = np.repeat(val_s - 4 * first, nv) + 4 * np.arange(total)
+        bits = self.d[at[:, None] + np.arange(4)].view("<u4")[:, 0] if total else np.zeros(0, np.uint32)
+        values = bits.view(np.float32)
+        nan_rows = np.repeat(np.arange(n), nv)[np.isnan(values)]
+        ok[nan_rows] = False
+        uniq, inverse = np.unique(bits, return_inverse=True)
+        texts = float_texts(uniq.view(np.float32).astype(np.float64).tolist(), _F32) if len(uniq) else []
+        if texts is None:  # a NaN left (the rows are slow already): format the others
+            texts = [float_texts([v], _F32)[0] if v == v else "" for v in uniq.view(np.float32).tolist()]
+        t_start, t_len = pool.table(texts)
+        v_start, v_len = t_start[inverse.ravel()], t_len[inverse.ravel()]
+
+        # one line each; longer ones wrap in the reference
+        csum = np.concatenate([[0], np.cumsum(v_len)])
+        sums = csum[first + nv] - csum[first]
+        body_len = np.where(raw, 5, 1) + sums + 2 * np.maximum(nv - 1, 0) + 1
+        ok &= body_len <= printer.width - len(printer.ind) * (self.level + 1)
+
+        # segments: head with quote, name, " = {" with quote, values with separators, "}\n"
+        key = np.where(ok, nd, 0) + (np.where(ok[:, None], dims[:, :D_MAX], 0).astype(np.int64) << (7 * np.arange(D_MAX) + 4)).sum(1)
+        heads, head_of = np.unique(key, return_inverse=True)
+        head_texts = []
+        for k in heads.tolist():
+            ds = [(k >> (7 * j + 4)) & 0x7F for j in range(k & 0xF)]
+            head_texts.append("float[" + ", ".join(map(str, ds)) + "] " if ds else "float ")
+        h_start, h_len = pool.table([h + q for h in head_texts for q in ("", '"')])
+        hq = 2 * head_of.ravel() + quoted
+        e_start, e_len = pool.table([q + " = " + o for o in ("{", "raw {") for q in ("", '"')])
+        eq = 2 * raw + quoted
+        c_start, c_len = pool.table([", ", "}\n"])
+        vmax = int(nv.max()) if n else 0
+        seg_start = np.zeros((n, 4 + 2 * vmax), _I)
+        seg_len = np.zeros_like(seg_start)
+        seg_start[:, 0], seg_len[:, 0] = h_start[hq], h_len[hq]
+        seg_start[:, 1], seg_len[:, 1] = name_s, name_n
+        seg_start[:, 2], seg_len[:, 2] = e_start[eq], e_len[eq]
+        rows = np.repeat(np.arange(n), nv)
+        k = np.arange(total) - np.repeat(first, nv)
+        seg_start[rows, 3 + 2 * k], seg_len[rows, 3 + 2 * k] = v_start, v_len
+        sep = k > 0
+        seg_start[rows[sep], 2 + 2 * k[sep]], seg_len[rows[sep], 2 + 2 * k[sep]] = c_start[0], c_len[0]
+        seg_start[:, -1], seg_len[:, -1] = c_start[1], c_len[1]
+        seg_len[~ok] = 0
+
+        fast = _gather(self._source(), seg_start.ravel(), seg_len.ravel()).split("\n")
+        out = [None] * n
+        good = np.flatnonzero(ok).tolist()
+        for i, text in zip(good, fast):
+            out[i] = text
+        inits = self.g.initializer
+        for i in np.flatnonzero(~ok).tolist():
+            out[i] = printer.print_initializer(inits[i], self.level + 1)
+        return out
 
 
 def _indent_first_lines(text: str, pad: str) -> str:

@@ -33,6 +33,7 @@ import binascii
 import hashlib
 import math
 import operator
+import re
 import warnings
 
 import numpy as np
@@ -78,8 +79,9 @@ class Printer:
         if not items:
             return open_ + close
         pad = self.ind * (level + 1)
-        body = ",\n".join(pad + _indent_first_lines(it, pad) for it in items)
-        return f"{open_}\n{body}\n{self.ind * level}{close}"
+        if any(map(_ANNOTATED, items)):
+            items = [_indent_first_lines(it, pad) for it in items]
+        return f"{open_}\n{pad}" + (",\n" + pad).join(items) + f"\n{self.ind * level}{close}"
 
     def _wrapped_values(self, open_: str, values: list[str], close: str, level: int) -> str:
         """A literal list filled to the width (many short numbers per line)."""
@@ -552,6 +554,9 @@ def _block(lines: list[str], body: str, pad: str, value_list: bool) -> str:
     the caller, continuation lines are already indented absolutely."""
     head = ("\n" + pad).join(_indent_first_lines(line, pad) for line in lines)
     return head + ("\n" + pad if value_list else " ") + body
+
+
+_ANNOTATED = re.compile(r"///|@").match  # an item starting with annotation lines (see below)
 
 
 def _indent_first_lines(text: str, pad: str) -> str:

@@ -153,6 +153,22 @@ EDGE_CASES = {
         _raw("dbl", [0.1], dtype=np.float64), _typed("", [1.0]), _raw("dim200", [0.0] * 200, [200])]),
     "initializer annotations": _graph([oh.make_node("Relu", ["x"], ["y"])], [
         oh.make_tensor("doc", onnx.TensorProto.FLOAT, [1], [1.0]), _typed("both", [1.0])]),
+    "keyword-like names": _graph([
+        oh.make_node("Relu", ["x"], ["float"], name="seq"), oh.make_node("Add", ["float", "inf"], ["NaN"], name="t1"),
+        oh.make_node("Relu", ["NaN"], ["infinitY"], name="training_info"),
+        oh.make_node("Relu", ["infinitY"], ["float8e4m3fnuz"], name="floatx"),
+        oh.make_node("Relu", ["float8e4m3fnuz"], ["y"], name="tensor")], [_typed("true", [1.0]), _typed("raw", [2.0])]),
+    "6/7 inputs, 3/4 outputs": _graph([oh.make_node("Concat", ["x"] * 6, ["c"], axis=0),
+                                       oh.make_node("Concat", ["c"] * 7, ["d"], axis=0),
+                                       oh.make_node("Foo", ["d"], ["e", "f", "g"], domain="com.x"),
+                                       oh.make_node("Foo", ["e"], ["h", "i", "j", "y"], domain="com.x")]),
+    "op and domain spellings": _graph([oh.make_node("my-op", ["x"], ["a"]), oh.make_node("Relu", ["a"], ["b"], domain="a-b"),
+                                       oh.make_node("Relu", ["b"], ["c"], domain="com.x.y"),
+                                       oh.make_node("Relu", ["c"], ["y"], domain="com..x")]),
+    "initializer dims": _graph([oh.make_node("Relu", ["x"], ["y"])], [
+        _typed("d8", [1.0], [1] * 8), _typed("d9", [1.0], [1] * 9), _raw("r127", [0.5] * 127, [127]),
+        _raw("z", [], [0, 5]), _typed("nd", [1.0, 2.0], [2, 1, 1])]),
+    "graph metadata (two-byte tag)": None,  # filled below
     "non-UTF-8 names": None,  # filled below (helper cannot build them)
 }
 
@@ -166,6 +182,9 @@ def _non_utf8():
 
 
 EDGE_CASES["non-UTF-8 names"] = _non_utf8()
+EDGE_CASES["graph metadata (two-byte tag)"] = _graph([oh.make_node("Relu", ["x"], ["a"], name="n"),
+                                                     oh.make_node("Relu", ["a"], ["y"])], [_typed("c", [1.0])])
+EDGE_CASES["graph metadata (two-byte tag)"].graph.metadata_props.add(key="k", value="v")
 EDGE_CASES["initializer annotations"].graph.initializer[0].doc_string = "a doc"
 EDGE_CASES["initializer annotations"].graph.initializer[1].raw_data = struct.pack("<f", 2.0)
 
