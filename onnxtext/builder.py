@@ -21,7 +21,7 @@ from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProt
 from . import dtypes
 # Literals, tensor data and field/attribute values live in their own modules; their names stay importable
 # from here (onnxtext.fastparse and onnxtext._fastlex use them as builder.X, with the children Lark passes).
-from .field_values import (ATTR_TYPE_NAMES, Pairs, Record, Ref, _ATTR_TYPES, _as_float, _kind_of,  # noqa: F401
+from .field_values import (ATTR_TYPE_NAMES, Pair, Pairs, Record, Ref, _ATTR_TYPES, _as_float, _kind_of,  # noqa: F401
                            _set_list_attr, _set_single_attr, apply_annotations, assign)
 from .literal_data import (Bits, TensorData, _err, _pos, _text, build_sparse, build_tensor,  # noqa: F401
                            decode_base64, decode_hex, literals_to_array, unescape)
@@ -104,7 +104,7 @@ class Builder(Transformer):
         return _opt(c)
 
     def pair(self, c):
-        return (c[0] if isinstance(c[0], bytes) else unescape(c[0]), c[1])
+        return Pair(c[0] if isinstance(c[0], bytes) else unescape(c[0]), c[1], c[0])
 
     def pairs(self, c):
         return Pairs(x for x in c if x is not None)

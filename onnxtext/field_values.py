@@ -25,6 +25,15 @@ class Pairs(list):
     """``["key": value, ...]``: a list of (key bytes, value) pairs."""
 
 
+class Pair(tuple):
+    """``"key": value``: a (key, value) pair that remembers its key token (errors point at the pair)."""
+
+    def __new__(cls, key, value, at=None):
+        self = super().__new__(cls, (key, value))
+        self.at = at
+        return self
+
+
 class Ref(str):
     """``@name``: a reference to an attribute of the enclosing function."""
 
@@ -84,17 +93,34 @@ def assign(msg, field: str, value, at=None) -> None:
 
 def _assign_pair(sub, item, field):
     key, value = item
+    at = getattr(item, "at", None) or field  # the pair's key token: values carry no position
     name = sub.DESCRIPTOR.name
     if name == "StringStringEntryProto":
         sub.key = _text(key)
-        sub.value = _text(value) if isinstance(value, (bytes, str)) else _bad(field, "string values")
+        if not isinstance(value, (bytes, str)):
+            raise _err(f"field {field!r} expects string values", at, hint="put the value in quotes")
+        sub.value = _text(value)
     elif name == "OperatorSetIdProto":
         sub.domain = _text(key)
         if not isinstance(value, int) or isinstance(value, bool):
-            _bad(field, "integer versions")
+            number = str(value).strip() if isinstance(value, str) and str(value).strip().isdigit() else "<version>"
+            raise _err(f"field {field!r} expects integer versions", at,
+                       hint=f"write {_quoted(key)}: {number} (a number, not {_shown(value)})")
         sub.version = value
     else:
         raise _err(f"field {field!r} does not take \"key\": value pairs", field)
+
+
+def _quoted(key) -> str:
+    from .literals import quote
+
+    return quote(key)
+
+
+def _shown(value) -> str:
+    if isinstance(value, (bytes, str)):
+        return "a string"
+    return "a list" if isinstance(value, list) else type(value).__name__
 
 
 def _bad(field, what):
