@@ -117,6 +117,15 @@ def from_numpy(dtype) -> DType:
     return BY_NP[dtype]
 
 
+def array_type_text(arr: np.ndarray) -> str:
+    """``float[2, 3]``: an array's element type (its onnxtext name, else numpy's) and shape."""
+    try:
+        name = from_numpy(arr.dtype).name
+    except KeyError:
+        name = str(arr.dtype)
+    return f"{name}[{', '.join(str(d) for d in arr.shape)}]"
+
+
 def np_dtype(enum: int) -> np.dtype:
     """numpy dtype for a TensorProto.DataType value."""
     return BY_ENUM[enum].np

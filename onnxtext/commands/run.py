@@ -176,12 +176,8 @@ def format_value(name: str, value) -> str:
     arr = np.asarray(value)
     from .. import dtypes
 
-    try:
-        elem = dtypes.from_numpy(arr.dtype).name
-    except KeyError:
-        elem = str(arr.dtype)
     body = np.array2string(arr, threshold=100, edgeitems=3, max_line_width=100)
-    return f"{name}: {elem}[{', '.join(str(d) for d in arr.shape)}]\n{body}"
+    return f"{name}: {dtypes.array_type_text(arr)}\n{body}"
 
 
 def save_outputs(directory: str, names, values) -> None:

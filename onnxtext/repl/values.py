@@ -99,12 +99,7 @@ def describe(value) -> str:
         return f"map of {len(value)}"
     if isinstance(value, (list, tuple)):
         return f"seq of {len(value)}"
-    arr = np.asarray(value)
-    try:
-        name = dtypes.from_numpy(arr.dtype).name
-    except KeyError:
-        name = str(arr.dtype)
-    return f"{name}[{', '.join(str(d) for d in arr.shape)}]"
+    return dtypes.array_type_text(np.asarray(value))
 
 
 def value_type(value) -> onnx.TypeProto | None:
