@@ -67,11 +67,13 @@ def _chain_nodes(chain, x, channels, rank, tensors):
     return nodes, x
 
 
-def _model(nodes, inputs, output, initializers):
+def _model(nodes, inputs, output, initializers, ints=None):
+    """ints: int64 initializers (Reshape targets), never fed as inputs."""
     graph = helper.make_graph(
         nodes, "g", [helper.make_tensor_value_info(n, F, list(v.shape)) for n, v in inputs.items()],
         [helper.make_tensor_value_info(output, F, None)],
-        [helper.make_tensor(n, F, v.shape, v.reshape(-1).tolist()) for n, v in initializers.items()])
+        [helper.make_tensor(n, F, v.shape, v.reshape(-1).tolist()) for n, v in initializers.items()] +
+        [helper.make_tensor(n, TensorProto.INT64, v.shape, v.reshape(-1).tolist()) for n, v in (ints or {}).items()])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
 
 
@@ -183,3 +185,40 @@ def test_conv_result_read_elsewhere_is_not_written_into_concat():
              helper.make_node("Concat", ["y", "v"], ["c"], axis=1), helper.make_node("Concat", ["c", "y"], ["z"], axis=1)]
     fused = _run_both(nodes, x, tensors, "z")
     assert len(fused._plan_for(None, ()).steps) == 3  # conv y stays a step of its own
+
+
+# Conv then Reshape -> Transpose -> Reshape: (input shape, weight shape, Conv attributes, first
+# Reshape target, Transpose perm, second Reshape target). A true channel shuffle is fused into the
+# Conv; any other chain must still give the chain's result.
+SHUFFLES = [
+    ((1, 8, 5, 5), (8, 2, 1, 1), {"group": 4}, [1, 4, 2, 5, 5], [0, 2, 1, 3, 4], [1, 8, 5, 5]),  # matmul writes
+    ((2, 8, 5, 5), (8, 2, 1, 1), {"group": 4}, [0, 4, -1, 5, 5], [0, 2, 1, 3, 4], [0, -1, 5, 5]),  # batch, 0/-1
+    ((1, 6, 6, 6), (6, 3, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}, [1, 2, 3, 6, 6], [0, 2, 1, 3, 4],
+     [1, 6, 6, 6]),  # im2col writes
+    ((1, 8, 5, 5), (8, 2, 1, 1), {"group": 4}, [1, 2, 4, 5, 5], [0, 2, 1, 3, 4], [1, 8, 5, 5]),  # g != group
+    ((1, 6, 7, 7), (6, 1, 3, 3), {"group": 6, "strides": [2, 2]}, [1, 3, 2, 3, 3], [0, 2, 1, 3, 4],
+     [1, 6, 3, 3]),  # depthwise: shuffled by a copy
+    ((1, 8, 5, 5), (8, 2, 1, 1), {"group": 4}, [1, 4, 2, 5, 5], [0, 1, 2, 4, 3], [1, 8, 5, 5]),  # not a shuffle
+    ((1, 8, 4, 4), (8, 2, 1, 1), {"group": 4}, [1, 4, 2, 16], [0, 2, 1, 3], [1, 8, 4, 4]),  # not a shuffle
+]
+
+
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("x_shape, w_shape, attrs, first, perm, second", SHUFFLES)
+def test_channel_shuffle_after_conv_matches_unfused(x_shape, w_shape, attrs, first, perm, second, relu):
+    x = RNG.standard_normal(x_shape).astype(np.float32)
+    tensors = {"W": RNG.standard_normal(w_shape).astype(np.float32),
+               "B": RNG.standard_normal(w_shape[0]).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["X", "W", "B"], ["y"], **attrs)]
+    if relu:
+        nodes.append(helper.make_node("Relu", ["y"], ["ry"]))
+    nodes += [helper.make_node("Reshape", ["ry" if relu else "y", "S1"], ["a"]),
+              helper.make_node("Transpose", ["a"], ["t"], perm=perm),
+              helper.make_node("Reshape", ["t", "S2"], ["z"])]
+    ints = {"S1": np.array(first, np.int64), "S2": np.array(second, np.int64)}
+    fused = Evaluator(_model(nodes, {"X": x}, "z", tensors, ints))
+    plain = Evaluator(_model(nodes, {"X": x, **tensors}, "z", {}, ints))
+    for xi in (x, x[:, :, ::-1].copy()):  # the second call reuses the prepared shape
+        np.testing.assert_allclose(fused.run(None, {"X": xi})[0], plain.run(None, {"X": xi, **tensors})[0],
+                                   rtol=1e-4, atol=1e-4)
+    assert len(fused._plan_for(None, ()).steps) == 1

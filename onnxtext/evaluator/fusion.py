@@ -13,6 +13,9 @@
 * Then every float Conv with constant weights (folded or not, with its fused Relu) becomes a
   :class:`~.kernels.conv_prepared.PreparedConv`, which works out geometry, views and buffers once
   per input shape instead of at every call.
+* A channel shuffle after a prepared Conv (Reshape to (N, g, C/g, ...), Transpose of axes 1 and 2,
+  Reshape back: ShuffleNet) becomes part of the Conv (:class:`~.kernels.conv_prepared.ShuffledConv`),
+  whose matmul writes the channels in shuffled order: no Transpose copy.
 * Finally a Concat along channels of prepared Conv results (SqueezeNet's fire modules, Inception's
   branches) computes those Convs itself, each writing straight into its slice of the Concat result
   (:class:`ConcatInto`): no separate Conv results, no copy.
@@ -58,6 +61,7 @@ def fuse_steps(raw_steps: list, constants: dict, const_names: set, keep: set) ->
         for n in step[2]:
             producer[n] = j
     steps = [_prepared_conv(s, known) for s in steps if s is not None]
+    steps = _shuffles_into_convs(steps, keep, known)
     return _convs_into_concat(steps, keep)
 
 
@@ -387,3 +391,100 @@ class ConcatInto:
             slices.append((slice(None), slice(c0, c0 + s[1])))
             c0 += s[1]
         return shapes[0][:1] + (c0,) + shapes[0][2:], dtype, slices
+
+
+# --------------------------------------------------------------------------- shuffles into convs
+def _shuffles_into_convs(steps, keep, known):
+    """PreparedConv -> Reshape -> Transpose -> Reshape chains (each value read only by the next
+    step) with constant shapes become one :class:`ShuffledConv` step; whether the chain really is a
+    channel shuffle is decided per input shape at run time (:class:`ChannelShuffle`)."""
+    from .kernels.conv_prepared import PreparedConv, ShuffledConv
+
+    readers = Counter(n for _, used in steps for n in used)
+    reader_of = {n: i for i, (_, used) in enumerate(steps) for n in used}
+    out = list(steps)
+    for i, (step, used) in enumerate(steps):
+        conv = step[0]
+        if type(conv) is not PreparedConv or out[i] is None:
+            continue
+        chain, name = [], step[2][0]
+        for op in ("Reshape", "Transpose", "Reshape"):
+            j = reader_of.get(name)
+            if readers[name] != 1 or name in keep or j is None or out[j] is None:
+                break
+            nxt = out[j][0]
+            fn, ins, outs, attrs, _, info, context = nxt
+            if info.node.op_type != op or info.domain or context or len(outs) != 1 or ins[0] != name:
+                break
+            if op == "Reshape" and (len(ins) != 2 or known.get(ins[1]) is None or ins[1] == name):
+                break
+            if op == "Transpose" and len(ins) != 1:
+                break
+            chain.append((j, fn, known.get(ins[1]) if op == "Reshape" else None, attrs))
+            name = outs[0]
+        if len(chain) != 3:
+            continue
+        shuffle = ChannelShuffle([c[1:] for c in chain])
+        fused = ShuffledConv(conv.w, conv.b, conv.attrs, conv.relu, shuffle)
+        out[i] = ((fused,) + step[1:2] + out[chain[-1][0]][0][2:3] + step[3:], used)
+        for j, *_ in chain:
+            out[j] = None
+    return [s for s in out if s is not None]
+
+
+class ChannelShuffle:
+    """Reshape -> Transpose -> Reshape, recognized per input shape as a channel shuffle.
+
+    ``chain`` is ``[(kernel, constant shape or None, attributes)]`` for the three steps: run as is
+    when the shapes do not make a shuffle.
+    """
+
+    __slots__ = ("chain", "_groups")
+
+    def __init__(self, chain):
+        self.chain = chain
+        self._groups = {}
+
+    def run(self, y):
+        for fn, shape, attrs in self.chain:
+            y = fn(y, shape, **attrs) if shape is not None else fn(y, **attrs)
+        return y
+
+    def groups(self, shape):
+        """g when the chain maps a value of ``shape`` (N, C, *S) to the same shape with channel
+        ``a * (C / g) + j`` moved to ``j * g + a``; None otherwise."""
+        shape = tuple(shape)
+        if shape not in self._groups:
+            self._groups[shape] = self._find_groups(shape)
+        return self._groups[shape]
+
+    def _find_groups(self, shape):
+        (_, first, a1), (_, _, at), (_, second, a2) = self.chain
+        split = _reshaped(shape, first, a1.get("allowzero", 0))
+        if split is None or len(split) != len(shape) + 1 or split[:1] != shape[:1] or split[3:] != shape[2:]:
+            return None
+        g, per = split[1], split[2]
+        perm = at.get("perm")
+        if perm is None or list(perm) != [0, 2, 1] + list(range(3, len(split))):
+            return None
+        merged = _reshaped((shape[0], per, g) + shape[2:], second, a2.get("allowzero", 0))
+        return g if merged == shape and g > 0 and per > 0 else None
+
+
+def _reshaped(shape, target, allowzero):
+    """The shape Reshape gives a value of ``shape`` for the constant ``target``, or None if invalid."""
+    try:
+        dims = [int(d) for d in np.asarray(target).reshape(-1)]
+    except (TypeError, ValueError):
+        return None
+    if not allowzero:
+        dims = [shape[i] if d == 0 and i < len(shape) else d for i, d in enumerate(dims)]
+    size = int(np.prod(shape))
+    if dims.count(-1) > 1 or any(d < -1 for d in dims):
+        return None
+    if -1 in dims:
+        known = int(np.prod([d for d in dims if d != -1]))
+        if known == 0 or size % known:
+            return None
+        dims[dims.index(-1)] = size // known
+    return tuple(dims) if int(np.prod(dims)) == size else None

@@ -90,8 +90,12 @@ class PreparedConv:
         return y
 
     # ------------------------------------------------------------------------------- preparation
-    def _prepare(self, shape):
-        """The data-moving closure for inputs of ``shape``, or None to use the general kernel."""
+    def _prepare(self, shape, shuffled=False):
+        """The data-moving closure for inputs of ``shape``, or None to use the general kernel.
+
+        ``shuffled``: the closure must write output channel ``i * (M / group) + j`` of the conv to
+        channel ``j * group + i`` of a fresh result (a channel shuffle, see :class:`ShuffledConv`);
+        only the single-matmul closures can, the others give None."""
         w, attrs = self.w, self.attrs
         if len(shape) < 3 or shape[1] % attrs["group"] or w.shape[0] % attrs["group"]:
             return None
@@ -113,6 +117,14 @@ class PreparedConv:
             wg = w.reshape(group, mg, cg)
             flat_in = (n, group, cg, p_size)
             flat_out = (n, group, mg, p_size)
+            shuffled_out = (n, mg, group, p_size)
+
+            if shuffled:
+                def pointwise_shuffled(x, out):
+                    y = np.empty(full_shape, w.dtype)
+                    np.matmul(wg, x.reshape(flat_in), out=y.reshape(shuffled_out).transpose(0, 2, 1, 3))
+                    return y
+                return pointwise_shuffled
 
             def pointwise(x, out):
                 if out is None:
@@ -126,6 +138,8 @@ class PreparedConv:
         padded_shape = (n, c) + tuple(d + b + e for d, b, e in zip(shape[2:], pb, pe))
         depthwise = cg == 1 and group > 1 and mg == 1
         if math.prod(padded_shape) > _OWNED_LIMIT:
+            return None
+        if shuffled and (depthwise or n > 1):
             return None
         if depthwise:  # blocked columns: no limit on their total size
             return prepare_depthwise(w, shape, pb, strides, dilations, out)
@@ -145,6 +159,17 @@ class PreparedConv:
         band = max(1, _BAND // (cg * k_size * rows_size))
         if n > 1 or band >= out[0]:
             flat_out = (n, group, mg, p_size)
+            shuffled_out = (n, mg, group, p_size)
+
+            if shuffled:
+                def im2col_shuffled(x, out):
+                    np.copyto(interior, x)
+                    cols = scratch(cols_shape, dtype)
+                    cols.reshape(window.shape)[...] = window
+                    y = np.empty(full_shape, dtype)
+                    np.matmul(wg, cols, out=y.reshape(shuffled_out).transpose(0, 2, 1, 3))
+                    return y
+                return im2col_shuffled
 
             def im2col_conv(x, out):
                 np.copyto(interior, x)
@@ -155,6 +180,8 @@ class PreparedConv:
                 np.matmul(wg, cols, out=out.reshape(flat_out, copy=False))
                 return out
             return im2col_conv
+        if shuffled:
+            return None
         # a large image: im2col and multiply one band of output rows at a time, so the band's columns
         # are still in cache when the matmul reads them (a whole im2col matrix would not fit in L2)
         nd = len(out)
@@ -176,3 +203,60 @@ class PreparedConv:
             return y
         return banded_conv
 
+
+
+class ShuffledConv(PreparedConv):
+    """A PreparedConv followed by a channel shuffle (ShuffleNet's Reshape to (N, g, C/g, ...),
+    Transpose of axes 1 and 2, Reshape back), fused by the plan.
+
+    ``shuffle`` (see ``fusion.ChannelShuffle``) tells, per result shape, the number of groups g when
+    the chain is exactly that shuffle, and runs the original chain otherwise. When g equals the
+    conv's own group count, the matmul writes each group's rows straight to their shuffled places
+    (a strided output, no copy); other cases compute the conv and then shuffle by one copy.
+    """
+
+    __slots__ = ("shuffle", "_runs")
+
+    def __init__(self, w, b, attrs: dict, relu: bool, shuffle):
+        super().__init__(w, b, attrs, relu)
+        self.shuffle = shuffle
+        self._runs: dict = {}
+
+    def __call__(self, x, out=None):
+        if threading.get_ident() != self._owner:
+            return self.shuffle.run(self._general(x))
+        run = self._runs.get(x.shape) if type(x) is np.ndarray and x.dtype == self.w.dtype else None
+        if run is None:
+            run = self._shuffled_run(x)
+            if type(x) is np.ndarray and x.dtype == self.w.dtype:
+                self._runs[x.shape] = run
+        return run(x)
+
+    def _shuffled_run(self, x):
+        unshuffled = super().__call__
+        shape = self.output_shape(x.shape) if type(x) is np.ndarray and x.ndim == self.w.ndim else None
+        g = self.shuffle.groups(shape) if shape is not None else None
+        if g is None:
+            return lambda x: self.shuffle.run(unshuffled(x))
+        n, m = shape[:2]
+        if g == self.attrs["group"] and x.dtype == self.w.dtype:
+            fast = self._prepare(x.shape, shuffled=True)
+            if fast is not None:
+                bias = None if self.b is None else self.b.reshape(g, m // g).T.reshape((-1,) + (1,) * (len(shape) - 2))
+                relu = self.relu
+
+                def direct(x):
+                    y = fast(x, None)
+                    if bias is not None:
+                        y += bias
+                    if relu:
+                        np.maximum(y, y.dtype.type(0), out=y)
+                    return y
+                return direct
+
+        def copied(x):
+            y = unshuffled(x)
+            result = np.empty_like(y)
+            result.reshape((n, m // g, g, -1))[...] = y.reshape((n, g, m // g, -1)).transpose(0, 2, 1, 3)
+            return result
+        return copied
