@@ -35,17 +35,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from onnx import AttributeProto, NodeProto
+
 from . import dtypes
 from .literals import _QUOTED_WORDS, _op_name, float_texts
 
 ENABLED = True
 MIN_ELEMENTS = 64
 _BIG_TENSOR = 1024  # bytes
-I_MAX, O_MAX = 6, 3  # inputs, outputs of a node the fast path prints
+I_MAX, O_MAX, A_MAX = 6, 3, 8  # inputs, outputs, attributes of a node the fast path prints
 D_MAX = 8  # dims of an initializer the fast path prints
 V_MAX = 31  # values of an initializer the fast path prints (one-byte length: 124 bytes)
 
 _F32 = dtypes.BY_NAME["float"]
+_MISSING = object()
+_GRAPH_KINDS = (AttributeProto.GRAPH, AttributeProto.GRAPHS)
 _I = np.int32  # positions, lengths and segments: a graph the fast path prints is under 1 GiB (checked)
 
 # byte -> class bits: 1 where a byte cannot appear unescaped in a quoted name (controls, non-ASCII, '"',
@@ -56,7 +60,8 @@ _ID_START = np.array([chr(b).isalpha() and b < 0x80 or b == 0x5F for b in range(
 
 # field tag byte -> rank in the canonical field order (0: a field the fast path does not print; 9: none)
 _NODE_CODE = np.zeros(256, np.int8)
-_NODE_CODE[[0, 0x0A, 0x12, 0x1A, 0x22, 0x3A]] = [9, 1, 2, 3, 4, 5]  # -, input, output, name, op_type, domain
+_NODE_CODE[[0, 0x0A, 0x12, 0x1A, 0x22, 0x2A, 0x3A]] = [9, 1, 2, 3, 4, 5, 6]  # -, input, output, name, op_type,
+# attribute, domain
 _INIT_CODE = np.zeros(256, np.int8)
 _INIT_CODE[[0, 0x08, 0x10, 0x22, 0x42, 0x4A]] = [9, 1, 2, 3, 4, 5]  # -, dims, data_type, float_data, name, raw
 
@@ -241,6 +246,7 @@ class _Bulk:
         self.node_recs, self.init_recs = recs
         self.pool = _Pool(len(data))
         self.pad = printer.ind * (level + 1)
+        self._attr_memo = {}
         # Prefix sums of the byte classes over the whole buffer (a field's counts are two lookups): the
         # non-plain count in the low byte, the non-identifier count in the high byte. uint16 wraps, but a
         # field has fewer than 128 bytes, so the difference of two sums modulo 2**16 is exact.
@@ -279,11 +285,12 @@ class _Bulk:
         printer, pool, pad = self.printer, self.pool, self.pad
         starts, ends = self.node_recs
         n = len(starts)
-        tags, pos, lens, ok = _fields(self.d, starts, ends, I_MAX + O_MAX + 3)
+        tags, pos, lens, ok = _fields(self.d, starts, ends, I_MAX + O_MAX + A_MAX + 3)
         code = _NODE_CODE[tags]
         ok &= (code != 0).all(1) & (np.diff(code, axis=1) >= 0).all(1)
         n_in, n_out = (code == 1).sum(1), (code == 2).sum(1)
-        has_name, n_op, has_dom = (code == 3).sum(1) == 1, (code == 4).sum(1), (code == 5).sum(1) == 1
+        has_name, n_op, n_attr = (code == 3).sum(1) == 1, (code == 4).sum(1), (code == 5).sum(1)
+        has_dom = (code == 6).sum(1) == 1
         ok &= (n_in <= I_MAX) & (n_out >= 1) & (n_out <= O_MAX) & (n_op == 1)
         # the name fields, in print order: name, outputs, inputs (absent ones have length 0, not printed)
         width = 1 + O_MAX + I_MAX
@@ -304,7 +311,12 @@ class _Bulk:
         op_col = n_in + n_out + has_name
         op_s, op_n = _column(pos, op_col), _column(lens, op_col)
         ok &= self._classes(op_s, op_n)[1]  # an identifier (keywords need no quotes after '=')
-        dom_s, dom_n = _column(pos, op_col + 1), np.where(has_dom, _column(lens, op_col + 1), 0)
+        attr_start = attr_len = np.zeros(n, _I)
+        if (n_attr > 0).any():
+            attr_start, attr_len, attr_ok = self._attributes(pos, lens, op_col, n_attr, ok)
+            ok &= attr_ok
+        dom_col = op_col + 1 + n_attr
+        dom_s, dom_n = _column(pos, dom_col), np.where(has_dom, _column(lens, dom_col), 0)
         dom_start = dom_len = np.zeros(n, _I)
         if (dom_n > 0).any():
             dom_start, dom_len, dom_ok = self._domains(dom_s, dom_n, ok)
@@ -326,11 +338,11 @@ class _Bulk:
         shown = present.copy()
         shown[:, 0] = named
         glue = core + 2 * pre + q
-        seg_start = np.zeros((n, 2 * width + 4), _I)
+        seg_start = np.zeros((n, 2 * width + 5), _I)
         seg_len = np.zeros_like(seg_start)
-        mid = 2 * (1 + O_MAX)  # the columns of " = ", domain, op_type
+        mid = 2 * (1 + O_MAX)  # the columns of " = ", domain, op_type, attributes
         for part, glue_cols, name_cols in ((slice(0, 1 + O_MAX), slice(0, mid, 2), slice(1, mid, 2)),
-                                            (slice(1 + O_MAX, width), slice(mid + 3, -1, 2), slice(mid + 4, -1, 2))):
+                                            (slice(1 + O_MAX, width), slice(mid + 4, -1, 2), slice(mid + 5, -1, 2))):
             seg_start[:, glue_cols] = g_start[glue[:, part]]
             seg_len[:, glue_cols] = np.where(shown[:, part], g_len[glue[:, part]], 0)
             seg_start[:, name_cols] = fs[:, part]
@@ -340,6 +352,7 @@ class _Bulk:
         seg_start[:, mid], seg_len[:, mid] = g_start[EQ + 2 * last_out], g_len[EQ + 2 * last_out]
         seg_start[:, mid + 1], seg_len[:, mid + 1] = dom_start, dom_len
         seg_start[:, mid + 2], seg_len[:, mid + 2] = op_s, op_n
+        seg_start[:, mid + 3], seg_len[:, mid + 3] = attr_start, attr_len
         end = np.where(n_in > 0, END + 2 * q[rows, O_MAX + np.clip(n_in, 1, I_MAX)], EMPTY_END)
         seg_start[:, -1], seg_len[:, -1] = g_start[end], g_len[end]
 
@@ -353,6 +366,44 @@ class _Bulk:
                 seg_start[i, 0], seg_len[i, 0] = pool.add(text)
         body = _gather(self._source(), seg_start.ravel(), seg_len.ravel())
         return "{\n" + body + printer.ind * self.level + "}"
+
+    def _attributes(self, pos, lens, op_col, n_attr, ok):
+        """(starts, lengths, ok) of each node's `` <attributes> `` text, printed by the reference methods once
+        per distinct run of attribute bytes (the text depends on nothing else). Nodes with graph
+        attributes, or whose attributes the reference cannot print, stay with the reference method."""
+        printer, data, level = self.printer, self.data, self.level + 1
+        first = op_col + 1
+        begin = _column(pos, first) - 2  # the first attribute's tag
+        last = first + np.maximum(n_attr, 1) - 1
+        end = _column(pos, last) + _column(lens, last)
+        start, length, good = np.zeros(len(ok), _I), np.zeros(len(ok), _I), np.ones(len(ok), bool)
+        memo = self._attr_memo
+        rows = np.flatnonzero((n_attr > 0) & ok)
+        for i, b, e in zip(rows.tolist(), begin[rows].tolist(), end[rows].tolist()):
+            key = data[b:e]
+            hit = memo.get(key, _MISSING)
+            if hit is _MISSING:
+                hit = memo[key] = self._attribute_text(key, level)
+            if hit is None:
+                good[i] = False
+            else:
+                start[i], length[i] = hit
+        return start, length, good
+
+    def _attribute_text(self, key: bytes, level: int):
+        """Pool segment of `` <...> `` for the attribute records ``key`` as ``Printer.print_node`` prints
+        them at ``level``, or None (graph attributes, or an error: the reference raises it in order)."""
+        printer = self.printer
+        try:
+            attrs = NodeProto.FromString(key).attribute
+            if any(a.type in _GRAPH_KINDS or a.HasField("g") or len(a.graphs) for a in attrs):
+                return None
+            items = [printer.print_attribute(a, level + 1) for a in attrs]
+            text = printer._list("<", items, ">", level, force_multiline=any("\n" in i for i in items) and
+                                 len(items) > 1)
+        except Exception:  # noqa: BLE001 - the reference method meets it again, in the reference order
+            return None
+        return self.pool.add(" " + text + " ")
 
     @staticmethod
     def _flat(matrix: np.ndarray, cols: np.ndarray) -> np.ndarray:
