@@ -13,8 +13,10 @@ once, in the way Python's json module pairs a fast scanner with a reference one:
 3. Plain records are recognized by vectorized tests (canonical field order, field counts, one-byte lengths,
    character classes of the names from prefix sums over the whole buffer, keywords through an 8-byte key):
 
-   * a NODE record whose body is only input/output/name/op_type/domain strings, at most ``I_MAX`` inputs
-     and ``O_MAX`` outputs, names of printable ASCII without quotes or backslashes, an identifier op_type;
+   * a NODE record whose body is only input/output/name/op_type/attribute/domain fields, at most
+     ``I_MAX`` inputs, ``O_MAX`` outputs and ``A_MAX`` attributes (none a graph), names of printable ASCII
+     without quotes or backslashes, an identifier op_type; the attributes' text is printed by the
+     reference methods once per distinct run of attribute bytes (it depends on nothing else);
    * an INITIALIZER record that is a ``float`` tensor with one-byte dims, a name and at most 31
      ``float_data`` values or ``raw_data`` of exactly that many values, none NaN, fitting one line.
 
