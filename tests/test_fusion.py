@@ -222,3 +222,41 @@ def test_channel_shuffle_after_conv_matches_unfused(x_shape, w_shape, attrs, fir
         np.testing.assert_allclose(fused.run(None, {"X": xi})[0], plain.run(None, {"X": xi, **tensors})[0],
                                    rtol=1e-4, atol=1e-4)
     assert len(fused._plan_for(None, ()).steps) == 1
+
+
+# Conv result + a residual: (op, conv result first?, residual shape or None for X itself, Relu after?)
+RESIDUALS = [
+    ("Add", True, None, True),  # ResNet: Conv -> BN -> Add(., shortcut) -> Relu
+    ("Add", False, None, False),
+    ("Sum", True, None, True),  # ShuffleNet
+    ("Sum", False, None, False),
+    ("Add", True, (1, 4, 1, 1), True),  # a constant that broadcasts: the original Add kernel
+    ("Add", False, (2, 1, 1, 6, 6), False),  # broadcast to a larger result
+]
+
+
+@pytest.mark.parametrize("op, conv_first, other_shape, relu", RESIDUALS)
+def test_residual_add_after_conv_matches_unfused(op, conv_first, other_shape, relu):
+    x = RNG.standard_normal((1, 4, 6, 6)).astype(np.float32)
+    tensors = {"W": RNG.standard_normal((4, 4, 3, 3)).astype(np.float32),
+               "B": RNG.standard_normal(4).astype(np.float32)}
+    nodes = [helper.make_node("Sigmoid", ["X"], ["s"])]  # the residual exists before the Conv runs
+    other = "s"
+    if other_shape is not None:
+        tensors["R"] = RNG.standard_normal(other_shape).astype(np.float32)
+        other = "R"
+    nodes.append(helper.make_node("Conv", ["X", "W", "B"], ["y"], pads=[1, 1, 1, 1]))
+    nodes.append(helper.make_node(op, ["y", other] if conv_first else [other, "y"], ["z"]))
+    if relu:
+        nodes.append(helper.make_node("Relu", ["z"], ["r"]))
+    fused = _run_both(nodes, x, tensors, "r" if relu else "z")
+    assert len(fused._plan_for(None, ()).steps) == 2  # the Sigmoid, and the Conv doing the Add (and Relu)
+
+
+def test_residual_computed_after_the_conv_is_not_fused():
+    x = RNG.standard_normal((1, 3, 5, 5)).astype(np.float32)
+    tensors = {"W": RNG.standard_normal((3, 3, 1, 1)).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["X", "W"], ["y"]), helper.make_node("Sigmoid", ["X"], ["s"]),
+             helper.make_node("Add", ["y", "s"], ["z"])]
+    fused = _run_both(nodes, x, tensors, "z")
+    assert len(fused._plan_for(None, ()).steps) == 3

@@ -16,6 +16,8 @@
 * A channel shuffle after a prepared Conv (Reshape to (N, g, C/g, ...), Transpose of axes 1 and 2,
   Reshape back: ShuffleNet) becomes part of the Conv (:class:`~.kernels.conv_prepared.ShuffledConv`),
   whose matmul writes the channels in shuffled order: no Transpose copy.
+* A residual Add/Sum of a prepared Conv's result and a value computed before the Conv (ResNet,
+  ShuffleNet), with its Relu, runs in place on the Conv's fresh result (:class:`ConvAdd`).
 * Finally a Concat along channels of prepared Conv results (SqueezeNet's fire modules, Inception's
   branches) computes those Convs itself, each writing straight into its slice of the Concat result
   (:class:`ConcatInto`): no separate Conv results, no copy.
@@ -62,6 +64,7 @@ def fuse_steps(raw_steps: list, constants: dict, const_names: set, keep: set) ->
             producer[n] = j
     steps = [_prepared_conv(s, known) for s in steps if s is not None]
     steps = _shuffles_into_convs(steps, keep, known)
+    steps = _residuals_into_convs(steps, keep)
     return _convs_into_concat(steps, keep)
 
 
@@ -488,3 +491,54 @@ def _reshaped(shape, target, allowzero):
             return None
         dims[dims.index(-1)] = size // known
     return tuple(dims) if int(np.prod(dims)) == size else None
+
+
+# ------------------------------------------------------------------------- residuals into convs
+def _residuals_into_convs(steps, keep):
+    """Add(conv result, r) / Sum of two (then maybe Relu) where the conv result has no other reader
+    and r exists before the Conv runs: one :class:`ConvAdd` step at the Conv's place."""
+    from .kernels.conv_prepared import PreparedConv
+
+    readers = Counter(n for _, used in steps for n in used)
+    reader_of = {n: i for i, (_, used) in enumerate(steps) for n in used}
+    producer = {n: i for i, (step, _) in enumerate(steps) for n in step[2]}
+    out = list(steps)
+    for i, (step, used) in enumerate(steps):
+        if not isinstance(step[0], PreparedConv) or out[i] is None:
+            continue
+        y = step[2][0]
+        j = reader_of.get(y)
+        if readers[y] != 1 or y in keep or j is None or out[j] is None:
+            continue
+        fn, ins, outs, attrs, _, info, context = out[j][0]
+        relu = isinstance(fn, _InPlaceRelu)
+        if info.node.op_type not in ("Add", "Sum") or info.domain or context or len(ins) != 2 or len(outs) != 1:
+            continue
+        other = ins[1] if ins[0] == y else ins[0]
+        if other == y or not other or producer.get(other, -1) >= i:
+            continue
+        fused = ConvAdd(step[0], fn.fn if relu else fn, attrs, relu, ins[0] == y)
+        out[i] = ((fused, (step[1][0], other), outs, {}, (), step[5], False), [step[1][0], other])
+        out[j] = None
+    return [s for s in out if s is not None]
+
+
+class ConvAdd:
+    """``conv(x) + other`` (then Relu), added in place into the conv's fresh result when ``other``
+    has its shape and dtype (float addition commutes, so the order of the operands does not matter);
+    otherwise the original Add/Sum kernel with the original operand order."""
+
+    __slots__ = ("conv", "add", "attrs", "relu", "conv_first")
+
+    def __init__(self, conv, add, attrs, relu, conv_first):
+        self.conv, self.add, self.attrs, self.relu, self.conv_first = conv, add, attrs, relu, conv_first
+
+    def __call__(self, x, other):
+        y = self.conv(x)
+        if type(other) is np.ndarray and other.shape == y.shape and other.dtype == y.dtype and y.flags.writeable:
+            np.add(y, other, out=y)
+            if self.relu:
+                np.maximum(y, y.dtype.type(0), out=y)
+            return y
+        y = self.add(y, other, **self.attrs) if self.conv_first else self.add(other, y, **self.attrs)
+        return np.asarray(np.maximum(y, np.zeros((), y.dtype))) if self.relu else y
