@@ -48,6 +48,7 @@ _BIG_TENSOR = 1024  # bytes
 I_MAX, O_MAX, A_MAX = 6, 3, 8  # inputs, outputs, attributes of a node the fast path prints
 D_MAX = 8  # dims of an initializer the fast path prints
 V_MAX = 31  # values of an initializer the fast path prints (one-byte length: 124 bytes)
+CHUNK = 1 << 15  # records decoded together (bounds the column matrices: about 10 MB)
 
 _F32 = dtypes.BY_NAME["float"]
 _MISSING = object()
@@ -284,8 +285,14 @@ class _Bulk:
 
     # ------------------------------------------------------------------ nodes
     def _nodes(self) -> str:
-        printer, pool, pad = self.printer, self.pool, self.pad
         starts, ends = self.node_recs
+        body = "".join(self._node_chunk(starts[a:a + CHUNK], ends[a:a + CHUNK], a)
+                       for a in range(0, len(starts), CHUNK))
+        return "{\n" + body + self.printer.ind * self.level + "}"
+
+    def _node_chunk(self, starts, ends, row0: int) -> str:
+        """The lines of the nodes ``row0...`` whose records are [starts, ends), each ending in a newline."""
+        printer, pool, pad = self.printer, self.pool, self.pad
         n = len(starts)
         tags, pos, lens, ok = _fields(self.d, starts, ends, I_MAX + O_MAX + A_MAX + 3)
         code = _NODE_CODE[tags]
@@ -363,11 +370,10 @@ class _Bulk:
             seg_len[slow] = 0
             nodes = self.g.node
             for i in slow.tolist():
-                text = printer.print_node(nodes[i], self.level + 1)
+                text = printer.print_node(nodes[row0 + i], self.level + 1)
                 text = pad + (_indent_first_lines(text, pad) if "\n" in text else text) + "\n"
                 seg_start[i, 0], seg_len[i, 0] = pool.add(text)
-        body = _gather(self._source(), seg_start.ravel(), seg_len.ravel())
-        return "{\n" + body + printer.ind * self.level + "}"
+        return self._text(starts, ends, seg_start, seg_len)
 
     def _attributes(self, pos, lens, op_col, n_attr, ok):
         """(starts, lengths, ok) of each node's `` <attributes> `` text, printed by the reference methods once
@@ -432,16 +438,27 @@ class _Bulk:
                 start[i], length[i] = hit
         return start, length, good
 
-    def _source(self) -> np.ndarray:
-        return np.frombuffer(self.data + b"".join(self.pool.parts), np.uint8)
+    def _text(self, starts, ends, seg_start, seg_len) -> str:
+        """The text of the segments of a chunk whose records are [starts, ends): gathered from the chunk's
+        bytes followed by the pool (not the whole buffer: a chunk copies only its own bytes)."""
+        lo, hi = int(starts[0]) - 2, int(ends[-1])  # the first record's tag: a record has 2+ header bytes
+        base = len(self.data)
+        source = np.frombuffer(self.data[lo:hi] + b"".join(self.pool.parts), np.uint8)
+        seg_start = np.where(seg_start >= base, seg_start - (base - (hi - lo)), seg_start - lo)
+        return _gather(source, seg_start.ravel(), seg_len.ravel())
 
     # ------------------------------------------------------------------ initializers
     def _initializers(self) -> list[str]:
-        printer, pool = self.printer, self.pool
         starts, ends = self.init_recs
+        out = []
+        for a in range(0, len(starts), CHUNK):
+            out += self._init_chunk(starts[a:a + CHUNK], ends[a:a + CHUNK], a)
+        return out
+
+    def _init_chunk(self, starts, ends, row0: int) -> list[str]:
+        """The texts of the initializers ``row0...`` whose records are [starts, ends)."""
+        printer, pool = self.printer, self.pool
         n = len(starts)
-        if n == 0:
-            return []
         tags, pos, lens, ok = _fields(self.d, starts, ends, D_MAX + 3)
         code = _INIT_CODE[tags]
         ok &= (code != 0).all(1) & (np.diff(code, axis=1) >= 0).all(1)
@@ -458,7 +475,7 @@ class _Bulk:
         val_s, val_n = _column(pos, val_col), _column(lens, val_col)
         dims = np.where(code == 1, lens, 0)
         count = np.where(code == 1, lens, 1).prod(1, dtype=np.int64)
-        ok &= val_n % 4 == 0
+        ok &= (val_n % 4 == 0) & (val_n <= 4 * V_MAX)
         nv = val_n // 4
         if printer.max_inline is not None:
             ok &= ~raw | (count <= printer.max_inline)
@@ -514,14 +531,14 @@ class _Bulk:
         seg_start[:, -1], seg_len[:, -1] = c_start[1], c_len[1]
         seg_len[~ok] = 0
 
-        fast = _gather(self._source(), seg_start.ravel(), seg_len.ravel()).split("\n")
+        fast = self._text(starts, ends, seg_start, seg_len).split("\n")
         out = [None] * n
         good = np.flatnonzero(ok).tolist()
         for i, text in zip(good, fast):
             out[i] = text
         inits = self.g.initializer
         for i in np.flatnonzero(~ok).tolist():
-            out[i] = printer.print_initializer(inits[i], self.level + 1)
+            out[i] = printer.print_initializer(inits[row0 + i], self.level + 1)
         return out
 
 

@@ -196,6 +196,18 @@ def test_edge_case_fast_equals_reference(model, options):
     assert fast == ref
 
 
+@pytest.mark.parametrize("chunk", [1, 2, 3])
+def test_chunked_fast_equals_reference(chunk, monkeypatch):
+    """Records are decoded in chunks of CHUNK: chunk boundaries change nothing (slow rows included)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+    from text_speed import chain_model
+
+    monkeypatch.setattr(fastprint, "CHUNK", chunk)
+    for model in [chain_model(20)] + [m for m in EDGE_CASES.values()]:
+        fast, ref = both(model)
+        assert fast == ref
+
+
 def test_subgraphs_fast_equals_reference():
     body = _graph([oh.make_node("Relu", ["x"], [f"v.{i}"], name=f"n{i}") for i in range(3)]
                   + [oh.make_node("Relu", ["v.2"], ["y"])], [_typed("k", [0.5])]).graph
