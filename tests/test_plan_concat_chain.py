@@ -100,3 +100,48 @@ def test_prefixes_share_the_buffer_after_the_first_run():
     c1, c3 = ev.run(None, {"x": x})
     assert np.shares_memory(c1, c3) and c1.flags.c_contiguous
     np.testing.assert_array_equal(c3[:, :c1.shape[1]], c1)
+
+
+def conv_reference(x, w, pad):
+    """Plain 2-D convolution (one image, zero padding, unit strides): a sum over kernel taps."""
+    m, c, kh, kw = w.shape
+    xp = np.pad(x[0].astype(np.float64), ((0, 0), (pad, pad), (pad, pad)))
+    h, wd = xp.shape[1] - kh + 1, xp.shape[2] - kw + 1
+    y = np.zeros((m, h, wd))
+    for i in range(kh):
+        for j in range(kw):
+            y += np.einsum("mc,chw->mhw", w[:, :, i, j], xp[:, i:i + h, j:j + wd])
+    return y[None]
+
+
+def conv_block(layers, growth, kernel):
+    """A DenseNet block: c_i = Concat(c_{i-1}, Conv_i(Relu(c_{i-1}))) with constant weights, so the
+    plan computes each Conv straight into the Concat (and the chain into one buffer)."""
+    rng = np.random.default_rng(2)
+    nodes, inits, weights, channels = [], [], [], 3
+    previous = "x"
+    for i in range(layers):
+        w = rng.standard_normal((growth, channels, kernel, kernel)).astype(np.float32)
+        weights.append(w)
+        inits.append(helper.make_tensor(f"w{i}", F, w.shape, w.reshape(-1).tolist()))
+        nodes.append(helper.make_node("Relu", [previous], [f"r{i}"]))
+        nodes.append(helper.make_node("Conv", [f"r{i}", f"w{i}"], [f"y{i}"], pads=[kernel // 2] * 4))
+        nodes.append(helper.make_node("Concat", [previous, f"y{i}"], [f"c{i}"], axis=1))
+        previous, channels = f"c{i}", channels + growth
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, None)],
+                              [helper.make_tensor_value_info(previous, F, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9), weights
+
+
+@pytest.mark.parametrize("layers,growth,kernel", [(4, 2, 1), (3, 4, 3), (5, 1, 3)])
+def test_chain_of_convs_written_into_the_buffer(layers, growth, kernel):
+    model, weights = conv_block(layers, growth, kernel)
+    ev = Evaluator(model)
+    rng = np.random.default_rng(3)
+    for shape in [(1, 3, 6, 5), (1, 3, 6, 5), (1, 3, 6, 5), (1, 3, 4, 4), (2, 3, 4, 4)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        want = x.astype(np.float64)
+        for w in weights:
+            parts = [conv_reference(np.maximum(want[n:n + 1], 0), w, kernel // 2) for n in range(len(want))]
+            want = np.concatenate([want, np.concatenate(parts)], axis=1)
+        np.testing.assert_allclose(ev.run(None, {"x": x})[0], want, rtol=1e-5, atol=1e-5)

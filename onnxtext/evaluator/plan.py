@@ -392,18 +392,33 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
 def _chain_concats(raw_steps: list) -> list:
     """Concat steps whose first input is the result of the previous such step (and of no other
     extending step) become the links of one :class:`~.kernels.shape.ConcatChain`, sharing a buffer
-    instead of copying the growing prefix at every step (DenseNet's dense blocks)."""
-    from .kernels.shape import ConcatChain, concat
+    instead of copying the growing prefix at every step (DenseNet's dense blocks). A step the fusion
+    pass made a :class:`~.fusion.ConcatInto` keeps computing its Convs straight into their slices."""
+    from .fusion import ConcatInto
+    from .kernels.shape import ConcatChain, ConcatLink, concat
 
-    chains = {}  # output name -> (chain id, position)
+    def candidate(step):
+        """(axis, parts) of a Concat step that can be a link, else None."""
+        fn, ins, outs, attrs, _, _, context = step
+        if context or len(ins) < 2 or len(outs) != 1 or outs[0] == UNUSED or not all(ins):
+            return None
+        if fn is concat:
+            return attrs.get("axis", 1), None
+        if type(fn) is ConcatInto and not fn.relu and fn.parts[0] is None and fn.concat is concat:
+            return fn.attrs.get("axis", 1), list(fn.parts)
+        return None
+
+    chains = {}  # output name -> (first step index, position)
     extended = set()
     members: dict[int, list[int]] = {}
+    found = {}
     for i, (step, _) in enumerate(raw_steps):
-        fn, ins, outs, attrs, _, info, context = step
-        if fn is not concat or context or len(ins) < 2 or len(outs) != 1 or outs[0] == UNUSED or not all(ins):
+        found[i] = c = candidate(step)
+        if c is None:
             continue
+        ins, outs = step[1], step[2]
         prev = chains.get(ins[0])
-        if prev is not None and ins[0] not in extended and raw_steps[members[prev[0]][0]][0][3] == attrs:
+        if prev is not None and ins[0] not in extended and found[prev[0]][0] == c[0]:
             extended.add(ins[0])
             chains[outs[0]] = (prev[0], prev[1] + 1)
             members[prev[0]].append(i)
@@ -411,13 +426,14 @@ def _chain_concats(raw_steps: list) -> list:
             chains[outs[0]] = (i, 0)
             members[i] = [i]
     raw_steps = list(raw_steps)
-    for indices in members.values():
+    for head, indices in members.items():
         if len(indices) < 2:
             continue  # a lone Concat gains nothing
-        chain = ConcatChain(raw_steps[indices[0]][0][3].get("axis", 1))
+        chain = ConcatChain(found[head][0])
         for position, i in enumerate(indices):
             step, used = raw_steps[i]
-            raw_steps[i] = ((chain.link(position), step[1], step[2], {}) + step[4:], used)
+            link = ConcatLink(chain, position, step[0], step[3], found[i][1])
+            raw_steps[i] = ((link, step[1], step[2], {}) + step[4:], used)
     return raw_steps
 
 

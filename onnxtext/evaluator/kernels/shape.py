@@ -124,11 +124,11 @@ class ConcatChain:
     ``c2 = Concat(c1, b)``...), sharing one buffer per run instead of copying ever longer prefixes.
 
     The first step of a run allocates the buffer at the final length seen on the previous run with
-    the same shapes and returns a view of its prefix; each following step copies only its new
+    the same shapes and returns a view of its prefix; each following step writes only its new
     inputs after that prefix and returns the longer prefix view. A prefix view along ``axis`` is
     contiguous when every dimension before ``axis`` is 1, the only case handled; anything else
     (first run, other shapes, a step extending a value that is not the latest prefix of the
-    current buffer) is a plain :func:`concat`, so results never depend on this sharing. Earlier
+    current buffer) runs the step's own kernel, so results never depend on this sharing. Earlier
     prefixes stay valid: later steps only write beyond them.
     """
 
@@ -141,17 +141,23 @@ class ConcatChain:
         self.filled = 0
         self.key = None
 
-    def link(self, position: int) -> ConcatLink:
-        return ConcatLink(self, position)
-
 
 class ConcatLink:
-    """The kernel of one Concat step of a :class:`ConcatChain` (``position`` 0 starts a run)."""
+    """The kernel of one Concat step of a :class:`ConcatChain` (``position`` 0 starts a run).
 
-    __slots__ = ("chain", "position")
+    ``parts`` (optional) gives per input either None (the input is a value, copied in) or a producer
+    computing the value straight into its slice: ``part(arg, out)``, with ``part.output_shape(shape)``
+    the shape it produces from an argument of ``shape`` (a prepared Conv whose only reader was the
+    Concat). ``fallback(*inputs, **attrs)`` is the step's own kernel, run when the buffer cannot be used.
+    """
 
-    def __init__(self, chain, position):
+    __slots__ = ("chain", "position", "parts", "fallback", "attrs", "_shapes")
+
+    def __init__(self, chain, position, fallback, attrs, parts=None):
         self.chain, self.position = chain, position
+        self.fallback, self.attrs = fallback, attrs
+        self.parts = parts if parts and any(p is not None for p in parts) else None
+        self._shapes: dict = {}
 
     def __call__(self, *inputs):
         chain = self.chain
@@ -159,40 +165,73 @@ class ConcatLink:
             return self._start(inputs)
         buf, first = chain.buffer, inputs[0]
         if buf is None or type(first) is not np.ndarray or first.base is not buf or \
-                first.shape[chain.axis] != chain.filled or first.ctypes.data != buf.ctypes.data:
+                first.shape[chain.axis] != chain.filled or first.ctypes.data != buf.ctypes.data or \
+                (self.parts and self.parts[0] is not None):
             return self._plain(inputs)
         axis = chain.axis
-        rest = inputs[1:]
-        if any(type(x) is not np.ndarray or x.dtype != buf.dtype or x.ndim != buf.ndim
-               or x.shape[:axis] != buf.shape[:axis] or x.shape[axis + 1:] != buf.shape[axis + 1:] for x in rest):
+        shapes = self._shapes_of(inputs, buf.dtype, 1)
+        if shapes is None or any(len(sh) != buf.ndim or sh[:axis] != buf.shape[:axis]
+                                 or sh[axis + 1:] != buf.shape[axis + 1:] for sh in shapes):
             return self._plain(inputs)
-        end = chain.filled + sum(x.shape[axis] for x in rest)
+        end = chain.filled + sum(sh[axis] for sh in shapes)
         if end > buf.shape[axis]:
             return self._plain(inputs)
-        lead = (slice(None),) * axis
-        at = chain.filled
-        for x in rest:
-            buf[lead + (slice(at, at + x.shape[axis]),)] = x
-            at += x.shape[axis]
+        self._write(buf, inputs, shapes, chain.filled, 1)
         chain.filled = end
         chain.capacity[chain.key] = max(chain.capacity.get(chain.key, 0), end)
-        return buf[lead + (slice(0, end),)]
+        return buf[(slice(None),) * axis + (slice(0, end),)]
+
+    def _shapes_of(self, inputs, dtype, start):
+        """Shapes of the values of ``inputs[start:]`` (None when one is not an array of ``dtype``)."""
+        shapes = []
+        for i in range(start, len(inputs)):
+            x = inputs[i]
+            if type(x) is not np.ndarray or x.dtype != dtype:
+                return None
+            part = self.parts[i] if self.parts else None
+            if part is None:
+                shapes.append(x.shape)
+                continue
+            key = (i, x.shape)
+            shape = self._shapes.get(key)
+            if shape is None:
+                shape = self._shapes[key] = part.output_shape(x.shape) or ()
+            if not shape:
+                return None
+            shapes.append(shape)
+        return shapes
+
+    def _write(self, buf, inputs, shapes, at, start):
+        lead = (slice(None),) * self.chain.axis
+        axis = self.chain.axis
+        for i, shape in zip(range(start, len(inputs)), shapes):
+            where = buf[lead + (slice(at, at + shape[axis]),)]
+            part = self.parts[i] if self.parts else None
+            if part is None:
+                where[...] = inputs[i]
+            else:
+                part(inputs[i], where)
+            at += shape[axis]
 
     def _start(self, inputs):
         chain = self.chain
         chain.buffer = chain.key = None
-        arrays = [np.asarray(x) for x in inputs]
-        first = arrays[0]
+        first = inputs[0]
+        if type(first) is not np.ndarray or first.ndim == 0 or (self.parts and self.parts[0] is not None):
+            return self._plain(inputs)
         axis = chain.axis = _axis(chain.axis, first.ndim)
-        if any(d != 1 for d in first.shape[:axis]) or any(x.dtype != first.dtype for x in arrays):
-            return np.concatenate(arrays, axis=axis)
-        length = sum(x.shape[axis] for x in arrays)
-        shape = first.shape[:axis] + (length,) + first.shape[axis + 1:]
+        shapes = self._shapes_of(inputs, first.dtype, 0)
+        if shapes is None or any(d != 1 for d in first.shape[:axis]) or \
+                any(len(sh) != first.ndim or sh[:axis] != first.shape[:axis]
+                    or sh[axis + 1:] != first.shape[axis + 1:] for sh in shapes):
+            return self._plain(inputs)
+        length = sum(sh[axis] for sh in shapes)
+        shape = shapes[0][:axis] + (length,) + shapes[0][axis + 1:]
         chain.key = (shape, first.dtype)
         capacity = chain.capacity.get(chain.key, 0)
         chain.capacity[chain.key] = max(capacity, length)
         if capacity <= length:
-            return np.concatenate(arrays, axis=axis)
+            return self._plain(inputs)
         full = shape[:axis] + (capacity,) + shape[axis + 1:]
         buf = chain.spare
         # the previous run's buffer is reused when no value refers to it any more (a view holds a
@@ -200,18 +239,17 @@ class ConcatLink:
         # mapped, while a fresh multi-megabyte buffer costs a page fault per 4 KiB on first write
         if buf is None or buf.shape != full or buf.dtype != first.dtype or sys.getrefcount(buf) > 3:
             buf = chain.spare = np.empty(full, first.dtype)
-        view = buf[(slice(None),) * axis + (slice(0, length),)]
-        np.concatenate(arrays, axis=axis, out=view)  # checks the other dimensions agree
+        self._write(buf, inputs, shapes, 0, 0)
         chain.buffer, chain.filled = buf, length
-        return view
+        return buf[(slice(None),) * axis + (slice(0, length),)]
 
     def _plain(self, inputs):
-        y = concat(*inputs, axis=self.chain.axis)
+        y = self.fallback(*inputs, **self.attrs)
         chain = self.chain
         key = chain.key
-        if key is not None and y.shape[:chain.axis] == key[0][:chain.axis] and \
+        if key is not None and type(y) is np.ndarray and y.shape[:chain.axis] == key[0][:chain.axis] and \
                 y.shape[chain.axis + 1:] == key[0][chain.axis + 1:]:
-            chain.capacity[chain.key] = max(chain.capacity.get(chain.key, 0), y.shape[chain.axis])
+            chain.capacity[key] = max(chain.capacity.get(key, 0), y.shape[chain.axis])
         return y
 
 
