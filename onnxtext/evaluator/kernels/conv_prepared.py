@@ -37,6 +37,12 @@ _OWNED_LIMIT = 1 << 20
 # Inception and VGG layers, smaller bands made the matmuls too thin, larger ones left the cache)
 _COLUMNS_LIMIT = 1 << 22
 _BAND = 1 << 20
+# largest band of results (elements), so the Relu finds them in cache (bands of 1 MiB and 256 KiB
+# measured slower than 4 MiB on SqueezeNet, ShuffleNet and ResNet first layers: thinner matmuls)
+_OUTPUT_BAND = 1 << 20
+# the bias is added by the matmul (a column of the weights times a row of ones in the columns) up
+# to this many weights per output; above, a separate pass costs less than the longer matmul rows
+_BIAS_COLUMN_MAX = 1024
 
 
 class PreparedConv:
@@ -63,12 +69,7 @@ class PreparedConv:
                 return self._general(x, out)
         if threading.get_ident() != self._owner:  # the owned buffers belong to the preparing thread
             return self._general(x, out)
-        y = run(x, out)
-        if self._bias is not None:
-            y += self._bias
-        if self.relu:
-            np.maximum(y, y.dtype.type(0), out=y)
-        return y
+        return run(x, out)
 
     def output_shape(self, shape):
         """Shape of the result for inputs of ``shape`` (None when the geometry is invalid)."""
@@ -91,11 +92,12 @@ class PreparedConv:
 
     # ------------------------------------------------------------------------------- preparation
     def _prepare(self, shape, shuffled=False):
-        """The data-moving closure for inputs of ``shape``, or None to use the general kernel.
+        """The closure ``(x, out) -> y`` for inputs of ``shape`` (bias and Relu included), or None
+        to use the general kernel.
 
         ``shuffled``: the closure must write output channel ``i * (M / group) + j`` of the conv to
         channel ``j * group + i`` of a fresh result (a channel shuffle, see :class:`ShuffledConv`);
-        only the single-matmul closures can, the others give None."""
+        only the matmul closures can, the others give None."""
         w, attrs = self.w, self.attrs
         if len(shape) < 3 or shape[1] % attrs["group"] or w.shape[0] % attrs["group"]:
             return None
@@ -110,27 +112,36 @@ class PreparedConv:
         cg, mg = c // group, m // group
         if w.shape[1] != cg:
             return None
+        dtype = w.dtype
         kshape = tuple(w.shape[2:])
         k_size, p_size = math.prod(kshape), math.prod(out)
         full_shape = (n, m) + tuple(out)
+        flat_out = (n, group, mg, p_size)
+        relu = self.relu
+        zero = dtype.type(0)
+
+        def destination(out):
+            """(result, its (N, group, M/group, P) view the matmuls write to)."""
+            if out is not None:
+                return out, out.reshape(flat_out, copy=False)
+            y = np.empty(full_shape, dtype)
+            if shuffled:
+                return y, y.reshape((n, mg, group, p_size)).transpose(0, 2, 1, 3)
+            return y, y.reshape(flat_out)
+
         if k_size == 1 and not any(pb) and not any(pe) and all(s == 1 for s in strides):
             wg = w.reshape(group, mg, cg)
             flat_in = (n, group, cg, p_size)
-            flat_out = (n, group, mg, p_size)
-            shuffled_out = (n, mg, group, p_size)
-
-            if shuffled:
-                def pointwise_shuffled(x, out):
-                    y = np.empty(full_shape, w.dtype)
-                    np.matmul(wg, x.reshape(flat_in), out=y.reshape(shuffled_out).transpose(0, 2, 1, 3))
-                    return y
-                return pointwise_shuffled
+            bias = None if self.b is None else self.b.reshape(group, mg, 1)
 
             def pointwise(x, out):
-                if out is None:
-                    return np.matmul(wg, x.reshape(flat_in)).reshape(full_shape)
-                np.matmul(wg, x.reshape(flat_in), out=out.reshape(flat_out, copy=False))
-                return out
+                y, flat = destination(out)
+                np.matmul(wg, x.reshape(flat_in), out=flat)
+                if bias is not None:
+                    flat += bias
+                if relu:
+                    np.maximum(y, zero, out=y)
+                return y
             return pointwise
         if group == 1 and all(s == 1 for s in strides) and mg <= _SHIFTED_MAX_OUTPUTS and \
                 m * _SHIFTED_MIN_RATIO <= c and out[0] * math.prod(shape[3:]) >= _SHIFTED_MIN_LENGTH:
@@ -139,15 +150,14 @@ class PreparedConv:
         depthwise = cg == 1 and group > 1 and mg == 1
         if math.prod(padded_shape) > _OWNED_LIMIT:
             return None
-        if shuffled and (depthwise or n > 1):
-            return None
         if depthwise:  # blocked columns: no limit on their total size
-            return prepare_depthwise(w, shape, pb, strides, dilations, out)
-        cols_shape = (n, group, cg * k_size, p_size)
-        if math.prod(cols_shape) > _COLUMNS_LIMIT:
+            return None if shuffled else _finished(prepare_depthwise(w, shape, pb, strides, dilations, out),
+                                                   self._bias, relu)
+        ones = self.b is not None and cg * k_size <= _BIAS_COLUMN_MAX
+        rows = cg * k_size + ones  # a row of ones multiplies the bias column
+        if n * group * rows * p_size > _COLUMNS_LIMIT and n > 1:
             return None
-        dtype = w.dtype
-        padded = np.zeros(padded_shape, w.dtype)
+        padded = np.zeros(padded_shape, dtype)
         interior = padded[(Ellipsis,) + tuple(slice(b, b + d) for b, d in zip(pb, shape[2:]))]
         st = padded.strides
         item_strides = st[2:]
@@ -155,54 +165,68 @@ class PreparedConv:
                             (st[0], st[1] * cg, st[1]) + tuple(s * d for s, d in zip(item_strides, dilations)) +
                             tuple(s * t for s, t in zip(item_strides, strides)), writeable=False)
         wg = w.reshape(group, mg, cg * k_size)
-        rows_size = p_size // out[0]  # output positions per index of the first output axis
-        band = max(1, _BAND // (cg * k_size * rows_size))
-        if n > 1 or band >= out[0]:
-            flat_out = (n, group, mg, p_size)
-            shuffled_out = (n, mg, group, p_size)
-
-            if shuffled:
-                def im2col_shuffled(x, out):
-                    np.copyto(interior, x)
-                    cols = scratch(cols_shape, dtype)
-                    cols.reshape(window.shape)[...] = window
-                    y = np.empty(full_shape, dtype)
-                    np.matmul(wg, cols, out=y.reshape(shuffled_out).transpose(0, 2, 1, 3))
-                    return y
-                return im2col_shuffled
+        if ones:  # the bias as one more weight column: the matmul adds it
+            wg = np.concatenate([wg, self.b.reshape(group, mg, 1)], axis=2)
+        bias = self.b.reshape(group, mg, 1) if self.b is not None and not ones else None
+        nd = len(out)
+        if n > 1:
+            cols_shape = (n, group, rows, p_size)
 
             def im2col_conv(x, out):
                 np.copyto(interior, x)
                 cols = scratch(cols_shape, dtype)
-                cols.reshape(window.shape)[...] = window
-                if out is None:
-                    return np.matmul(wg, cols).reshape(full_shape)
-                np.matmul(wg, cols, out=out.reshape(flat_out, copy=False))
-                return out
+                cols[:, :, :cg * k_size].reshape(window.shape, copy=False)[...] = window
+                cols[:, :, cg * k_size:] = 1
+                y, flat = destination(out)
+                np.matmul(wg, cols, out=flat)
+                if bias is not None:
+                    flat += bias
+                if relu:
+                    np.maximum(y, zero, out=y)
+                return y
             return im2col_conv
-        if shuffled:
-            return None
-        # a large image: im2col and multiply one band of output rows at a time, so the band's columns
-        # are still in cache when the matmul reads them (a whole im2col matrix would not fit in L2)
-        nd = len(out)
+        # im2col and multiply one band of output rows at a time, so that the band's columns are still
+        # in cache when the matmul reads them and its results when the Relu runs (whole matrices of
+        # large layers would not fit in L2); small layers are one band
+        rows_size = p_size // out[0]  # output positions per index of the first output axis
+        band = max(1, min(_BAND // (rows * rows_size), _OUTPUT_BAND // (m * rows_size)))
         bands = []
         for r0 in range(0, out[0], band):
             r1 = min(out[0], r0 + band)
             src = window[(0, slice(None), slice(None)) + (slice(None),) * nd + (slice(r0, r1),)]
-            bands.append((src, (group, cg * k_size, (r1 - r0) * rows_size), r0 * rows_size, r1 * rows_size))
-        out_shape = (group, mg, p_size)
+            bands.append((src, (group, rows, (r1 - r0) * rows_size), r0 * rows_size, r1 * rows_size))
+        if len(bands) == 1 and band >= out[0]:
+            bands[0] = (window[0], (group, rows, p_size), 0, p_size)
 
         def banded_conv(x, out):
             np.copyto(interior, x)
-            y = np.empty(full_shape, dtype) if out is None else out
-            flat_y = y.reshape(out_shape, copy=False)
-            for src, shape, p0, p1 in bands:
-                cols = scratch(shape, dtype)
-                cols.reshape(src.shape)[...] = src
-                np.matmul(wg, cols, out=flat_y[:, :, p0:p1])
+            y, flat = destination(out)
+            flat = flat[0]
+            for src, cols_shape, p0, p1 in bands:
+                cols = scratch(cols_shape, dtype)
+                cols[:, :cg * k_size].reshape(src.shape, copy=False)[...] = src
+                if ones:
+                    cols[:, cg * k_size] = 1
+                part = flat[:, :, p0:p1]
+                np.matmul(wg, cols, out=part)
+                if bias is not None:
+                    part += bias
+                if relu:
+                    np.maximum(part, zero, out=part)
             return y
         return banded_conv
 
+
+def _finished(run, bias, relu):
+    """``run`` followed by the bias and the Relu, in place."""
+    def finished(x, out):
+        y = run(x, out)
+        if bias is not None:
+            y += bias
+        if relu:
+            np.maximum(y, y.dtype.type(0), out=y)
+        return y
+    return finished
 
 
 class ShuffledConv(PreparedConv):
@@ -242,17 +266,7 @@ class ShuffledConv(PreparedConv):
         if g == self.attrs["group"] and x.dtype == self.w.dtype:
             fast = self._prepare(x.shape, shuffled=True)
             if fast is not None:
-                bias = None if self.b is None else self.b.reshape(g, m // g).T.reshape((-1,) + (1,) * (len(shape) - 2))
-                relu = self.relu
-
-                def direct(x):
-                    y = fast(x, None)
-                    if bias is not None:
-                        y += bias
-                    if relu:
-                        np.maximum(y, y.dtype.type(0), out=y)
-                    return y
-                return direct
+                return lambda x: fast(x, None)
 
         def copied(x):
             y = unshuffled(x)
