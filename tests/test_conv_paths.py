@@ -18,6 +18,7 @@ import pytest
 from onnxtext.evaluator.kernels import conv_depthwise
 from onnxtext.evaluator.kernels.conv import conv
 from onnxtext.evaluator.kernels.conv_prepared import PreparedConv
+from onnxtext.evaluator.kernels.conv_relu import relu_inplace
 
 RNG = np.random.default_rng(7)
 
@@ -134,3 +135,16 @@ def test_prepared_conv_writes_into_a_channel_slice(geometry):
         assert np.shares_memory(result, buffer)
         np.testing.assert_allclose(buffer[:, 2:2 + m], np.maximum(expected, 0), rtol=1e-4, atol=1e-4)
         assert (buffer[:, :2] == 7).all() and (buffer[:, 2 + m:] == 7).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("view", ["whole", "channel slice", "transposed"])
+def test_relu_inplace_is_maximum_with_zero(dtype, view):
+    values = np.array([np.nan, -np.inf, -1.5, -0.0, 0.0, 2.5, np.inf], dtype)
+    y = RNG.choice(values, size=(3, 5, 4, 6)).astype(dtype)
+    y = {"whole": y, "channel slice": y[:, 1:4], "transposed": y.transpose(0, 2, 1, 3)}[view]
+    expected = np.maximum(y, dtype(0))
+    result = relu_inplace(y)
+    assert result is y
+    np.testing.assert_array_equal(y, expected)  # NaN stays NaN
+    np.testing.assert_array_equal(np.signbit(y), np.signbit(expected))  # the sign of zeros too

@@ -35,6 +35,16 @@ from collections import Counter
 import numpy as np
 
 
+def relu_inplace(y):
+    """kernels.conv_relu.relu_inplace, imported on first use (the kernels package imports the plan,
+    which imports this module): the first call rebinds this name to it."""
+    global relu_inplace
+    from .kernels.conv_relu import relu_inplace as fn
+
+    relu_inplace = fn
+    return fn(y)
+
+
 #: ops whose kernel always returns a newly allocated, writeable array (never an input or a view of
 #: one): their output can be overwritten in place when nothing else reads it
 _FRESH = {"Conv", "Add", "Sub", "Mul", "Div", "Concat", "Gemm", "MatMul", "BatchNormalization"}
@@ -224,7 +234,7 @@ class _InPlaceRelu:
     def __call__(self, *args, **attrs):
         y = self.fn(*args, **attrs)
         if type(y) is np.ndarray and y.ndim and y.flags.writeable:
-            return np.maximum(y, y.dtype.type(0), out=y)
+            return relu_inplace(y)
         return np.asarray(np.maximum(y, np.zeros((), y.dtype)))
 
 
@@ -270,7 +280,7 @@ class FusedAffine:
         y = np.multiply(x, consts[0])
         y += consts[1]
         if self.relu:
-            np.maximum(y, x.dtype.type(0), out=y)
+            relu_inplace(y)
         return y
 
     def _one_by_one(self, x):
@@ -360,7 +370,7 @@ class ConcatInto:
         if layout is False:
             values = [p(a) if p is not None else a for p, a in zip(self.parts, args)]
             y = self.concat(*values, **self.attrs)
-            return np.maximum(y, y.dtype.type(0), out=y) if self.relu else y
+            return relu_inplace(y) if self.relu else y
         shape, dtype, slices = layout
         y = np.empty(shape, dtype)
         for p, a, where in zip(self.parts, args, slices):
@@ -369,7 +379,7 @@ class ConcatInto:
             else:
                 p(a, y[where])
         if self.relu:
-            np.maximum(y, dtype.type(0), out=y)
+            relu_inplace(y)
         return y
 
     def _layout(self, args):
@@ -538,7 +548,7 @@ class ConvAdd:
         if type(other) is np.ndarray and other.shape == y.shape and other.dtype == y.dtype and y.flags.writeable:
             np.add(y, other, out=y)
             if self.relu:
-                np.maximum(y, y.dtype.type(0), out=y)
+                relu_inplace(y)
             return y
         y = self.add(y, other, **self.attrs) if self.conv_first else self.add(other, y, **self.attrs)
         return np.asarray(np.maximum(y, np.zeros((), y.dtype))) if self.relu else y

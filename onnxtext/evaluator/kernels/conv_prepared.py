@@ -28,6 +28,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from .conv import _SHIFTED_MAX_OUTPUTS, _SHIFTED_MIN_LENGTH, _SHIFTED_MIN_RATIO, _conv_geometry, conv, scratch
 from .conv_depthwise import prepare_depthwise
+from .conv_relu import relu_inplace
 
 # largest padded input (elements) a prepared conv keeps its own buffer for: beyond it, the general
 # kernel's blocked im2col is as fast, and per-layer buffers would cost real memory
@@ -84,7 +85,7 @@ class PreparedConv:
     def _general(self, x, out=None):
         y = conv(x, self.w, self.b, **self.attrs)
         if self.relu:
-            y = np.maximum(y, y.dtype.type(0), out=y) if y.flags.writeable else np.maximum(y, 0)
+            y = relu_inplace(y) if y.flags.writeable else np.maximum(y, 0)
         if out is not None:
             np.copyto(out, y)
             return out
@@ -118,7 +119,6 @@ class PreparedConv:
         full_shape = (n, m) + tuple(out)
         flat_out = (n, group, mg, p_size)
         relu = self.relu
-        zero = dtype.type(0)
 
         def destination(out):
             """(result, its (N, group, M/group, P) view the matmuls write to)."""
@@ -140,7 +140,7 @@ class PreparedConv:
                 if bias is not None:
                     flat += bias
                 if relu:
-                    np.maximum(y, zero, out=y)
+                    relu_inplace(y)
                 return y
             return pointwise
         if group == 1 and all(s == 1 for s in strides) and mg <= _SHIFTED_MAX_OUTPUTS and \
@@ -182,7 +182,7 @@ class PreparedConv:
                 if bias is not None:
                     flat += bias
                 if relu:
-                    np.maximum(y, zero, out=y)
+                    relu_inplace(y)
                 return y
             return im2col_conv
         # im2col and multiply one band of output rows at a time, so that the band's columns are still
@@ -212,7 +212,7 @@ class PreparedConv:
                 if bias is not None:
                     part += bias
                 if relu:
-                    np.maximum(part, zero, out=part)
+                    relu_inplace(part)
             return y
         return banded_conv
 
@@ -224,7 +224,7 @@ def _finished(run, bias, relu):
         if bias is not None:
             y += bias
         if relu:
-            np.maximum(y, y.dtype.type(0), out=y)
+            relu_inplace(y)
         return y
     return finished
 
