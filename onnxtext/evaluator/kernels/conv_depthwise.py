@@ -38,7 +38,7 @@ from .conv import scratch
 BLOCK = 1 << 17
 
 
-def prepare_depthwise(w, shape, pads_begin, strides, dilations, out):
+def prepare_depthwise(w, shape, pads_begin, strides, dilations, out, bias=None):
     """Closure computing the depthwise conv (no bias) of inputs of ``shape`` by ``w`` (M, 1, *K), M = C.
 
     ``out`` is the output spatial shape; padding at the end is implied by it (positions beyond the
@@ -122,6 +122,7 @@ def prepare_depthwise(w, shape, pads_begin, strides, dilations, out):
     crop = (Ellipsis,) + tuple(slice(0, o) for o in out)
     exact = tuple(phase_shape[1:]) == tuple(out[1:])
     result_shape = (n, m) + tuple(out)
+    channel_bias = None if bias is None else bias.reshape((m,) + (1,) * nd)
 
     def depthwise(x, dest):
         for dst, src in fills:
@@ -134,9 +135,15 @@ def prepare_depthwise(w, shape, pads_begin, strides, dilations, out):
                 np.copyto(dst, src)
             np.matmul(wb, part, out=y[where])
         if direct:
-            return y.reshape(result_shape)
+            y = y.reshape(result_shape)
+            if channel_bias is not None:
+                y += channel_bias
+            return y
         result = np.empty(result_shape, dtype) if dest is None else dest
-        np.copyto(result, y.reshape(computed)[crop])
+        if channel_bias is None:
+            np.copyto(result, y.reshape(computed)[crop])
+        else:  # the crop copy adds the bias: one pass instead of two
+            np.add(y.reshape(computed)[crop], channel_bias, out=result)
         return result
     return depthwise
 

@@ -151,8 +151,8 @@ class PreparedConv:
         if math.prod(padded_shape) > _OWNED_LIMIT:
             return None
         if depthwise:  # blocked columns: no limit on their total size
-            return None if shuffled else _finished(prepare_depthwise(w, shape, pb, strides, dilations, out),
-                                                   self._bias, relu)
+            return None if shuffled else _finished(prepare_depthwise(w, shape, pb, strides, dilations, out, self.b),
+                                                   relu)
         ones = self.b is not None and cg * k_size <= _BIAS_COLUMN_MAX
         rows = cg * k_size + ones  # a row of ones multiplies the bias column
         if n * group * rows * p_size > _COLUMNS_LIMIT and n > 1:
@@ -217,15 +217,13 @@ class PreparedConv:
         return banded_conv
 
 
-def _finished(run, bias, relu):
-    """``run`` followed by the bias and the Relu, in place."""
+def _finished(run, relu):
+    """``run`` followed by the Relu, in place (or ``run`` itself)."""
+    if not relu:
+        return run
+
     def finished(x, out):
-        y = run(x, out)
-        if bias is not None:
-            y += bias
-        if relu:
-            relu_inplace(y)
-        return y
+        return relu_inplace(run(x, out))
     return finished
 
 
