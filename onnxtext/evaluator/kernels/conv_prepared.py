@@ -3,19 +3,21 @@
 The Conv kernel (:mod:`.conv`) works out geometry, strategy, views and reshapes at every call: tens
 of microseconds of Python per node, which on ShuffleNet/SqueezeNet-sized layers costs as much as the
 arithmetic. :class:`PreparedConv` does that work once per input shape and keeps, per shape, a small
-closure that only moves data and calls BLAS:
+closure that only moves data and calls BLAS, and finishes the result (bias, fused Relu) itself:
 
 * 1x1, unit strides, no padding: one (batched over groups) matmul on the input itself;
+* depthwise layers (one input channel per group): cache-blocked columns, see :mod:`.conv_depthwise`;
 * every other small layer: the zero-padded input lives in a buffer owned by the prepared conv (its
   border is zeroed once), the im2col window view over it is built once, and each call copies the
-  input into the buffer's interior, the window view into a scratch column matrix, and multiplies.
-  Depthwise layers (one input channel per group) use the same columns with per-channel
-  (1 x K) @ (K x P) products;
+  input into the buffer's interior and the window view into a scratch column matrix (a band of
+  output rows at a time for large layers), and multiplies. For short columns the bias is one more
+  weight column times a row of ones, so the matmul adds it;
 * larger layers (buffers above :data:`_OWNED_LIMIT` elements), layers the general kernel runs as
   shifted matmuls without im2col (few outputs from many channels), other dtypes and calls from
   another thread than the one that prepared the shape go through the general kernel.
 
-Bias and a fused Relu are applied in place on the fresh result.
+A call may pass ``out``, a channel slice of a Concat buffer, to write the result in place (see
+``fusion.ConcatInto``); :class:`ShuffledConv` writes its channels in channel-shuffled order.
 """
 
 from __future__ import annotations
