@@ -4,7 +4,7 @@ A box-window max or sum is separable: it is reduced one spatial axis at a time (
 instead of K1 * K2 for a 2-D window), each pass a ufunc call per tap over strided views covering
 every output position at once. No padded copy is made: a tap only combines the positions where it
 falls inside the input (the same as reading -inf or 0 padding). When the axis length is the stride
-times the output length, a tap is one view over the whole array (see :func:`_axis_flat`), so small
+times the output length, a tap is one view over the whole array (see :func:`_flat_pass`), so small
 images do not cost one loop per row. MaxPool's Indices output needs the winning tap, so it keeps a
 loop over the kernel taps on a padded copy. The divisor of an average is a per-axis count of the
 taps inside the counted region.
@@ -26,14 +26,19 @@ from .conv import crop_spatial, pad_input, scratch, spatial_geometry
 
 def _geometry(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):
     """Strides, dilations, pads and output shape; the end padding is grown to hold ceil-mode windows."""
+    return _geometry_of(x.shape[2:], tuple(kernel_shape), tuple(strides or ()), tuple(dilations or ()),
+                        tuple(pads or ()), auto_pad, bool(ceil_mode))
+
+
+@functools.lru_cache(maxsize=256)
+def _geometry_of(in_shape, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):
     nd = len(kernel_shape)
-    strides = list(strides) if strides else [1] * nd
-    dilations = list(dilations) if dilations else [1] * nd
-    in_shape = x.shape[2:]
+    strides = strides or (1,) * nd
+    dilations = dilations or (1,) * nd
     begin, end, out = spatial_geometry(in_shape, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
-    end_full = [max(e, (o - 1) * s + (k - 1) * d + 1 - i - b)
-                for e, o, s, k, d, i, b in zip(end, out, strides, kernel_shape, dilations, in_shape, begin)]
-    return strides, dilations, begin, end, end_full, out
+    end_full = tuple(max(e, (o - 1) * s + (k - 1) * d + 1 - i - b)
+                     for e, o, s, k, d, i, b in zip(end, out, strides, kernel_shape, dilations, in_shape, begin))
+    return strides, dilations, tuple(begin), tuple(end), end_full, tuple(out)
 
 
 def _taps(xp, kernel_shape, strides, dilations, out_shape):
@@ -51,22 +56,16 @@ def _window_reduce(x, ufunc, identity, kernel_shape, strides, dilations, begin, 
     of the next axis of that result... (K1 + K2 passes instead of K1 * K2). No padded copy of the
     input is made: a tap only combines the output positions where it falls inside the input, which
     for a max (padding is -inf) and a sum (padding is 0) is the same as reading the padding.
-    Intermediate passes go to scratch buffers, the last one to the fresh result.
+    Intermediate passes go to scratch buffers, the last one to the fresh result. The passes, their
+    views and the positions to redo are worked out once per geometry (:func:`_passes`).
     """
-    nd = len(kernel_shape)
+    passes = _passes(x.shape, x.flags.c_contiguous, tuple(kernel_shape), tuple(strides), tuple(dilations),
+                     tuple(begin), tuple(out_shape))
     current = x
-    for i in range(nd):
-        axis = x.ndim - nd + i
-        k, s, d, b, o = kernel_shape[i], strides[i], dilations[i], begin[i], out_shape[i]
-        n = current.shape[axis]
-        if k == 1 and s == 1 and b == 0 and o == n and (i < nd - 1 or current is not x):
-            continue  # an identity pass (1-wide window); the last pass still copies x into a fresh result
-        shape = current.shape[:axis] + (o,) + current.shape[axis + 1:]
-        dst = np.empty(shape, current.dtype) if i == nd - 1 else scratch(shape, current.dtype, _SLOTS[i % 2])
-        if current.flags.c_contiguous and _flat_pays(n, o, k, s, d, b):
-            _axis_flat(current, dst, axis, k, s, d, b, ufunc, identity)
-        else:
-            _axis_strided(current, dst, axis, k, s, d, b, ufunc, identity)
+    last = len(passes) - 1
+    for i, (run, shape, args) in enumerate(passes):
+        dst = np.empty(shape, x.dtype) if i == last else scratch(shape, x.dtype, _SLOTS[i % 2])
+        run(current, dst, ufunc, identity, *args)
         current = dst
     return current.copy() if current is x else current  # (no spatial axis at all)
 
@@ -74,18 +73,43 @@ def _window_reduce(x, ufunc, identity, kernel_shape, strides, dilations, begin, 
 _SLOTS = ("pool_a", "pool_b")
 
 
+@functools.lru_cache(maxsize=256)
+def _passes(shape, contiguous, kernel_shape, strides, dilations, begin, out_shape):
+    """``[(run, result shape, run's arguments)]``: one pass per spatial axis whose window is not 1 wide
+    (at least one, so the result is always a fresh array)."""
+    nd = len(kernel_shape)
+    geometry = list(zip(kernel_shape, strides, dilations, begin, out_shape))
+    todo = [i for i, (k, s, d, b, o) in enumerate(geometry)
+            if not (k == 1 and s == 1 and b == 0 and o == shape[len(shape) - nd + i])]
+    if not todo and nd:
+        todo = [nd - 1]
+    passes = []
+    for i in todo:
+        axis = len(shape) - nd + i
+        k, s, d, b, o = geometry[i]
+        n = shape[axis]
+        dst_shape = shape[:axis] + (o,) + shape[axis + 1:]
+        if (contiguous or passes) and n == o * s and 2 * len(_bad_positions(n, o, k, s, d, b)) <= o + 1:
+            passes.append((_run_flat, dst_shape, _flat_pass(shape, axis, k, s, d, b, o)))
+        else:
+            passes.append((_run_strided, dst_shape, _strided_pass(shape, axis, k, s, d, b, o)))
+        shape = dst_shape
+    return tuple(passes)
+
+
 def _tap_offsets(k, d, b):
     return [t * d - b for t in range(k)]
 
 
-def _axis_strided(src, dst, axis, k, s, d, b, ufunc, identity):
+def _strided_pass(shape, axis, k, s, d, b, o):
     """``dst[.., o, ..] = ufunc`` over the taps ``src[.., o * s + t * d - b, ..]`` inside ``src``.
 
     Each tap is one strided view covering the output positions where it is inside the input; taps
     inside for every position go first (the first two straight into ``dst``), the others update
-    their sub-range in place.
+    their sub-range in place. Returns (source indices of the first taps, (destination, source)
+    indices of the updates).
     """
-    n, o = src.shape[axis], dst.shape[axis]
+    n = shape[axis]
     lead = (slice(None),) * axis
     full, partial = [], []
     for off in _tap_offsets(k, d, b):
@@ -94,17 +118,20 @@ def _axis_strided(src, dst, axis, k, s, d, b, ufunc, identity):
         if hi <= lo:
             continue
         start = lo * s + off
-        view = src[lead + (slice(start, start + (hi - lo - 1) * s + 1, s),)]
-        (full if lo == 0 and hi == o else partial).append((lo, hi, view))
-    if full:
-        _combine(ufunc, [v for _, _, v in full[:2]], dst)
-        rest = full[2:] + partial
+        index = lead + (slice(start, start + (hi - lo - 1) * s + 1, s),)
+        (full if lo == 0 and hi == o else partial).append((lead + (slice(lo, hi),), index))
+    first = tuple(index for _, index in full[:2])
+    return first, tuple(full[2:] + partial)
+
+
+def _run_strided(src, dst, ufunc, identity, first, updates):
+    if first:
+        _combine(ufunc, [src[index] for index in first], dst)
     else:  # every window reaches outside the input: start from the padding value
         dst.fill(identity)
-        rest = partial
-    for lo, hi, view in rest:
-        target = dst[lead + (slice(lo, hi),)]
-        ufunc(target, view, out=target)
+    for where, index in updates:
+        target = dst[where]
+        ufunc(target, src[index], out=target)
 
 
 @functools.lru_cache(maxsize=256)
@@ -119,38 +146,40 @@ def _bad_positions(n, o, k, s, d, b):
     return tuple(bad)
 
 
-def _flat_pays(n, o, k, s, d, b):
-    """Whether the flat pass (below) applies (``n == o * s``) and leaves at most about half of the
-    output positions to redo (each is one call over all images and channels)."""
-    return n == o * s and 2 * len(_bad_positions(n, o, k, s, d, b)) <= o + 1
-
-
-def _axis_flat(src, dst, axis, k, s, d, b, ufunc, identity):
-    """:func:`_axis_strided` as a few long calls when the axis length is ``stride * outputs``.
+def _flat_pass(shape, axis, k, s, d, b, o):
+    """The pass of :func:`_strided_pass` as a few long calls when the axis length is ``s * o``.
 
     With ``row`` the flat stride of ``axis`` and ``n == o * s``, output position ``q`` (counting the
     axis and every axis before it as one index) reads the block ``q * s + off`` of ``row`` elements
     for tap offset ``off``: each tap is one view over (nearly) the whole array, whatever the other
     dimensions (small 14x14 or 7x7 images would otherwise mean thousands of short rows). Positions
     whose window leaves the input along ``axis`` read a neighbouring row or image, or are not
-    covered: they are recomputed afterwards from their in-range taps only.
+    covered: they are recomputed afterwards from their in-range taps only. Returns the arguments
+    of :func:`_run_flat`.
     """
-    n, o = src.shape[axis], dst.shape[axis]
-    row = math.prod(src.shape[axis + 1:])
+    n = shape[axis]
+    row = math.prod(shape[axis + 1:])
     offsets = _tap_offsets(k, d, b)
-    blocks = src.size // (row * s)  # output positions, the axis and the ones before it merged
+    blocks = math.prod(shape[:axis]) * o  # output positions, the axis and the ones before it merged
     lo = max(0, max(-(off // s) for off in offsets))  # first position whose taps all lie in the array
     hi = min(blocks, min((blocks * s - 1 - off) // s for off in offsets) + 1)
-    if hi > lo:
-        # blocks of row elements (plain 1-D views when row == 1: one long loop, not many of length 1)
-        rows = src.reshape(-1) if row == 1 else src.reshape(-1, row)
-        views = [rows[lo * s + off:(hi - 1) * s + off + 1:s] for off in offsets]
-        _combine(ufunc, views, (dst.reshape(-1) if row == 1 else dst.reshape(blocks, row))[lo:hi])
+    # blocks of row elements (plain 1-D views when row == 1: one long loop, not many of length 1)
+    src_rows, dst_rows = ((-1,), (-1,)) if row == 1 else ((-1, row), (blocks, row))
+    taps = tuple(slice(lo * s + off, (hi - 1) * s + off + 1, s) for off in offsets)
     lead = (slice(None),) * axis
-    for j, inside in _bad_positions(n, o, k, s, d, b):
-        target = dst[lead + (j,)]
+    fixes = tuple((lead + (j,), tuple(lead + (j * s + off,) for off in inside))
+                  for j, inside in _bad_positions(n, o, k, s, d, b))
+    return src_rows, dst_rows, lo, hi, taps, fixes
+
+
+def _run_flat(src, dst, ufunc, identity, src_rows, dst_rows, lo, hi, taps, fixes):
+    if hi > lo:
+        rows = src.reshape(src_rows)
+        _combine(ufunc, [rows[tap] for tap in taps], dst.reshape(dst_rows)[lo:hi])
+    for where, inside in fixes:
+        target = dst[where]
         if inside:
-            _combine(ufunc, [src[lead + (j * s + off,)] for off in inside], target)
+            _combine(ufunc, [src[index] for index in inside], target)
         else:
             target.fill(identity)
 
@@ -263,8 +292,8 @@ def average_pool(X, *, auto_pad, ceil_mode=0, count_include_pad=0, dilations=Non
         axes = tuple(range(2, X.ndim))
         return X.astype(ct, copy=False).mean(axis=axes, keepdims=True, dtype=ct).astype(X.dtype, copy=False)
     y = _window_reduce(X.astype(ct, copy=False), np.add, 0, kernel_shape, strides, dilations, begin, out)
-    y *= _divisor(X.shape[:2], X.shape[2:], tuple(kernel_shape), tuple(strides), tuple(dilations), tuple(begin),
-                  tuple(end), tuple(out), bool(count_include_pad), ct)
+    y *= _divisor(X.shape[:2], X.shape[2:], tuple(kernel_shape), strides, dilations, begin, end, out,
+                  bool(count_include_pad), ct)
     return y.astype(X.dtype, copy=False)
 
 
