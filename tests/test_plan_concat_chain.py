@@ -145,3 +145,25 @@ def test_chain_of_convs_written_into_the_buffer(layers, growth, kernel):
             parts = [conv_reference(np.maximum(want[n:n + 1], 0), w, kernel // 2) for n in range(len(want))]
             want = np.concatenate([want, np.concatenate(parts)], axis=1)
         np.testing.assert_allclose(ev.run(None, {"x": x})[0], want, rtol=1e-5, atol=1e-5)
+
+
+def test_runs_in_several_threads_share_nothing():
+    import threading
+
+    ev = Evaluator(dense_block(6))
+    ev.run(None, {"x": np.zeros((1, 3, 4, 4), np.float32)})  # learn the final length
+    failures = []
+
+    def worker(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(40):
+            x = rng.standard_normal((1, 3, 4, 4)).astype(np.float32)
+            if not np.array_equal(ev.run(None, {"x": x})[0], expected(x, 6)[0]):
+                failures.append(seed)
+
+    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures

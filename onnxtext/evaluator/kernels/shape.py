@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 
 import numpy as np
 
@@ -132,14 +133,21 @@ class ConcatChain:
     prefixes stay valid: later steps only write beyond them.
     """
 
-    __slots__ = ("axis", "capacity", "buffer", "filled", "key", "spare")
+    __slots__ = ("axis", "capacity", "_local")
 
     def __init__(self, axis):
         self.axis = axis
         self.capacity: dict[tuple, int] = {}  # shape of the first result -> final length along axis
-        self.buffer = self.spare = None
-        self.filled = 0
-        self.key = None
+        self._local = threading.local()
+
+    def state(self):
+        """This thread's run state (buffer, filled length, key, spare buffer): runs of one plan in
+        several threads each have their own."""
+        local = self._local
+        if not hasattr(local, "buffer"):
+            local.buffer = local.spare = local.key = None
+            local.filled = 0
+        return local
 
 
 class ConcatLink:
@@ -161,24 +169,25 @@ class ConcatLink:
 
     def __call__(self, *inputs):
         chain = self.chain
+        state = chain.state()
         if self.position == 0:
-            return self._start(inputs)
-        buf, first = chain.buffer, inputs[0]
+            return self._start(inputs, state)
+        buf, first = state.buffer, inputs[0]
         if buf is None or type(first) is not np.ndarray or first.base is not buf or \
-                first.shape[chain.axis] != chain.filled or first.ctypes.data != buf.ctypes.data or \
+                first.shape[chain.axis] != state.filled or first.ctypes.data != buf.ctypes.data or \
                 (self.parts and self.parts[0] is not None):
-            return self._plain(inputs)
+            return self._plain(inputs, state)
         axis = chain.axis
         shapes = self._shapes_of(inputs, buf.dtype, 1)
         if shapes is None or any(len(sh) != buf.ndim or sh[:axis] != buf.shape[:axis]
                                  or sh[axis + 1:] != buf.shape[axis + 1:] for sh in shapes):
-            return self._plain(inputs)
-        end = chain.filled + sum(sh[axis] for sh in shapes)
+            return self._plain(inputs, state)
+        end = state.filled + sum(sh[axis] for sh in shapes)
         if end > buf.shape[axis]:
-            return self._plain(inputs)
-        self._write(buf, inputs, shapes, chain.filled, 1)
-        chain.filled = end
-        chain.capacity[chain.key] = max(chain.capacity.get(chain.key, 0), end)
+            return self._plain(inputs, state)
+        self._write(buf, inputs, shapes, state.filled, 1)
+        state.filled = end
+        chain.capacity[state.key] = max(chain.capacity.get(state.key, 0), end)
         return buf[(slice(None),) * axis + (slice(0, end),)]
 
     def _shapes_of(self, inputs, dtype, start):
@@ -213,40 +222,40 @@ class ConcatLink:
                 part(inputs[i], where)
             at += shape[axis]
 
-    def _start(self, inputs):
+    def _start(self, inputs, state):
         chain = self.chain
-        chain.buffer = chain.key = None
+        state.buffer = state.key = None
         first = inputs[0]
         if type(first) is not np.ndarray or first.ndim == 0 or (self.parts and self.parts[0] is not None):
-            return self._plain(inputs)
+            return self._plain(inputs, state)
         axis = chain.axis = _axis(chain.axis, first.ndim)
         shapes = self._shapes_of(inputs, first.dtype, 0)
         if shapes is None or any(d != 1 for d in first.shape[:axis]) or \
                 any(len(sh) != first.ndim or sh[:axis] != first.shape[:axis]
                     or sh[axis + 1:] != first.shape[axis + 1:] for sh in shapes):
-            return self._plain(inputs)
+            return self._plain(inputs, state)
         length = sum(sh[axis] for sh in shapes)
-        shape = shapes[0][:axis] + (length,) + shapes[0][axis + 1:]
-        chain.key = (shape, first.dtype)
-        capacity = chain.capacity.get(chain.key, 0)
-        chain.capacity[chain.key] = max(capacity, length)
+        shape = first.shape[:axis] + (length,) + first.shape[axis + 1:]
+        state.key = (shape, first.dtype)
+        capacity = chain.capacity.get(state.key, 0)
+        chain.capacity[state.key] = max(capacity, length)
         if capacity <= length:
-            return self._plain(inputs)
+            return self._plain(inputs, state)
         full = shape[:axis] + (capacity,) + shape[axis + 1:]
-        buf = chain.spare
+        buf = state.spare
         # the previous run's buffer is reused when no value refers to it any more (a view holds a
-        # reference to its base; here only the chain and this function do): its pages are already
+        # reference to its base; here only the state and this function do): its pages are already
         # mapped, while a fresh multi-megabyte buffer costs a page fault per 4 KiB on first write
         if buf is None or buf.shape != full or buf.dtype != first.dtype or sys.getrefcount(buf) > 3:
-            buf = chain.spare = np.empty(full, first.dtype)
+            buf = state.spare = np.empty(full, first.dtype)
         self._write(buf, inputs, shapes, 0, 0)
-        chain.buffer, chain.filled = buf, length
+        state.buffer, state.filled = buf, length
         return buf[(slice(None),) * axis + (slice(0, length),)]
 
-    def _plain(self, inputs):
+    def _plain(self, inputs, state):
         y = self.fallback(*inputs, **self.attrs)
         chain = self.chain
-        key = chain.key
+        key = state.key
         if key is not None and type(y) is np.ndarray and y.shape[:chain.axis] == key[0][:chain.axis] and \
                 y.shape[chain.axis + 1:] == key[0][chain.axis + 1:]:
             chain.capacity[key] = max(chain.capacity.get(key, 0), y.shape[chain.axis])
