@@ -135,6 +135,23 @@ class PreparedConv:
             wg = w.reshape(group, mg, cg)
             flat_in = (n, group, cg, p_size)
             bias = None if self.b is None else self.b.reshape(group, mg, 1)
+            if bias is not None and mg >= cg:
+                # at least as many outputs as inputs: copying the input under a row of ones, so the
+                # matmul adds the bias, costs less than a pass over the output (measured on
+                # ShuffleNet/SqueezeNet/ResNet 1x1 layers: 0.56-0.98x; more inputs than outputs: 1.0-1.2x)
+                wb = np.concatenate([wg, bias], axis=2)
+                aug_shape = (n, group, cg + 1, p_size)
+
+                def pointwise_ones(x, out):
+                    cols = scratch(aug_shape, dtype, slot="pointwise")
+                    cols[:, :, :cg] = x.reshape(flat_in)
+                    cols[:, :, cg] = 1
+                    y, flat = destination(out)
+                    np.matmul(wb, cols, out=flat)
+                    if relu:
+                        relu_inplace(y)
+                    return y
+                return pointwise_ones
 
             def pointwise(x, out):
                 y, flat = destination(out)
