@@ -260,3 +260,35 @@ def test_residual_computed_after_the_conv_is_not_fused():
              helper.make_node("Add", ["y", "s"], ["z"])]
     fused = _run_both(nodes, x, tensors, "z")
     assert len(fused._plan_for(None, ()).steps) == 3
+
+
+# Relu then MaxPool: (producer, MaxPool attributes, whether the Relu moves after the pool)
+RELU_POOLS = [
+    ("conv", {"kernel_shape": [3, 3], "strides": [2, 2]}, True),
+    ("conv", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1}, True),
+    ("conv", {"kernel_shape": [2, 2], "auto_pad": "SAME_UPPER"}, True),
+    ("conv", {"kernel_shape": [2, 2], "pads": [2, 2, 2, 2]}, False),  # windows all padding: -inf stays
+    ("concat", {"kernel_shape": [3, 3], "strides": [2, 2]}, True),  # SqueezeNet's fire module
+    ("add", {"kernel_shape": [2, 2], "strides": [1, 1]}, True),  # an in-place Relu of another step
+]
+
+
+@pytest.mark.parametrize("producer, pool_attrs, moved", RELU_POOLS)
+def test_relu_moves_after_max_pool(producer, pool_attrs, moved):
+    from onnxtext.evaluator.fusion import _InPlaceRelu
+
+    x = RNG.standard_normal((1, 3, 9, 9)).astype(np.float32)
+    tensors = {"W": RNG.standard_normal((4, 3, 3, 3)).astype(np.float32),
+               "V": RNG.standard_normal((2, 3, 1, 1)).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["X", "W"], ["a"], pads=[1, 1, 1, 1])]
+    if producer == "concat":
+        nodes += [helper.make_node("Relu", ["a"], ["ra"]), helper.make_node("Conv", ["X", "V"], ["b"]),
+                  helper.make_node("Relu", ["b"], ["rb"]), helper.make_node("Concat", ["ra", "rb"], ["r"], axis=1)]
+    elif producer == "add":
+        nodes += [helper.make_node("Add", ["a", "a"], ["s"]), helper.make_node("Relu", ["s"], ["r"])]
+    else:
+        nodes.append(helper.make_node("Relu", ["a"], ["r"]))
+    nodes.append(helper.make_node("MaxPool", ["r"], ["p"], **pool_attrs))
+    fused = _run_both(nodes, x, tensors, "p")
+    pool_step = fused._plan_for(None, ()).steps[-1]
+    assert isinstance(pool_step[0], _InPlaceRelu) == moved

@@ -18,9 +18,11 @@
   whose matmul writes the channels in shuffled order: no Transpose copy.
 * A residual Add/Sum of a prepared Conv's result and a value computed before the Conv (ResNet,
   ShuffleNet), with its Relu, runs in place on the Conv's fresh result (:class:`ConvAdd`).
-* Finally a Concat along channels of prepared Conv results (SqueezeNet's fire modules, Inception's
+* A Concat along channels of prepared Conv results (SqueezeNet's fire modules, Inception's
   branches) computes those Convs itself, each writing straight into its slice of the Concat result
   (:class:`ConcatInto`): no separate Conv results, no copy.
+* Finally a Relu fused into a step whose result only a MaxPool reads moves after the MaxPool
+  (``max`` and ``relu`` commute): it then runs on the pooled result, a quarter of the elements.
 
 A fold only applies when the intermediate value has exactly one reader and is not an output (nor a
 value kept for a subgraph), and when the operands it folds are constants. A fused step keeps the
@@ -75,7 +77,8 @@ def fuse_steps(raw_steps: list, constants: dict, const_names: set, keep: set) ->
     steps = [_prepared_conv(s, known) for s in steps if s is not None]
     steps = _shuffles_into_convs(steps, keep, known)
     steps = _residuals_into_convs(steps, keep)
-    return _convs_into_concat(steps, keep)
+    steps = _convs_into_concat(steps, keep)
+    return _relus_after_max_pools(steps, keep)
 
 
 def _prepared_conv(entry, known):
@@ -552,3 +555,49 @@ class ConvAdd:
             return y
         y = self.add(y, other, **self.attrs) if self.conv_first else self.add(other, y, **self.attrs)
         return np.asarray(np.maximum(y, np.zeros((), y.dtype))) if self.relu else y
+
+
+# ---------------------------------------------------------------------- relus after max pools
+def _relus_after_max_pools(steps, keep):
+    """Move the Relu fused into a producer after the MaxPool that is its only reader."""
+    from .kernels.conv_prepared import PreparedConv
+    from .kernels.pool import max_pool
+
+    readers = Counter(n for _, used in steps for n in used)
+    reader_of = {n: i for i, (_, used) in enumerate(steps) for n in used}
+    out = list(steps)
+    for i, (step, used) in enumerate(steps):
+        fn = step[0]
+        if len(step[2]) != 1 or step[2][0] in keep or readers[step[2][0]] != 1:
+            continue
+        j = reader_of.get(step[2][0])
+        pool = out[j][0] if j is not None else None
+        if pool is None or pool[0] is not max_pool or pool[5].domain or len(pool[2]) != 1 or \
+                not _pool_windows_touch_input(pool[3]):
+            continue
+        if isinstance(fn, PreparedConv) and fn.relu:
+            fn.relu = False  # not called yet: its closures read the flag when first prepared
+        elif isinstance(fn, ConcatInto) and (fn.relu or (all(isinstance(p, PreparedConv) and p.relu
+                                                             for p in fn.parts))):
+            fn.relu = False
+            for p in fn.parts:
+                p.relu = False
+        elif isinstance(fn, _InPlaceRelu):
+            out[i] = ((fn.fn,) + step[1:], used)
+        else:
+            continue
+        out[j] = ((_InPlaceRelu(pool[0]),) + pool[1:], out[j][1])
+    return out
+
+
+def _pool_windows_touch_input(attrs):
+    """True when every pooling window holds at least one input element (padding narrower than
+    the window): then the Relu of the max is the max of the Relus."""
+    pads, kernel = attrs.get("pads"), attrs.get("kernel_shape")
+    if not pads or attrs.get("auto_pad", "NOTSET") != "NOTSET":
+        return True
+    if not kernel:
+        return False
+    dilations = attrs.get("dilations") or [1] * len(kernel)
+    extents = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    return all(p < e for p, e in zip(pads, extents + extents))
