@@ -21,8 +21,6 @@ Subgraphs read outer-scope values: a plan lists the names it takes from the encl
 
 from __future__ import annotations
 
-from collections import Counter
-
 import numpy as np
 from onnx import AttributeProto, defs
 
@@ -377,8 +375,11 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
         raw_steps.append((step, used))
 
     keep_set = set(output_names) | set(keep)
-    raw_steps = _chain_concats(_pools_before_pointwise_convs(fuse_steps(raw_steps, constants, const_names, keep_set),
-                                                             keep_set))
+    from .kernels.pool import pools_after_pointwise_maps, pools_before_pointwise_convs
+
+    raw_steps = pools_after_pointwise_maps(raw_steps, keep_set, _Known(constants, const_names))
+    raw_steps = pools_before_pointwise_convs(fuse_steps(raw_steps, constants, const_names, keep_set), keep_set)
+    raw_steps = _chain_concats(raw_steps)
     last_use: dict[str, int] = {}
     for i, (step, used) in enumerate(raw_steps):
         for n in used:
@@ -394,50 +395,6 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
         if n and n not in defined and n not in free_names:
             free_names.append(n)
     return GraphPlan(graph.name, input_names, output_names, constants, tuple(free_names), steps, keep_set)
-
-
-def _pools_before_pointwise_convs(raw_steps: list, keep: set) -> list:
-    """``AveragePool(Conv(x))`` runs as ``Conv(AveragePool(x))`` when the Conv is pointwise (1x1
-    kernel, unit strides, no padding, no fused Relu: a per-pixel linear map) and every pooling
-    window is whole (no padding, no ceil mode, no dilation): averaging commutes with a per-pixel
-    linear map, bias included, and the Conv then runs on the pooled, smaller image (DenseNet's
-    transition layers: 4x fewer multiply-adds for a 2x2 pool)."""
-    from .kernels.conv_prepared import PreparedConv
-    from .kernels.pool import average_pool
-
-    readers = Counter(n for _, used in raw_steps for n in used)
-    producer = {n: i for i, (step, _) in enumerate(raw_steps) for n in step[2]}
-    steps = list(raw_steps)
-    for j, (pool, _) in enumerate(raw_steps):
-        fn, ins, outs, attrs, _, _, context = pool
-        if fn is not average_pool or context or len(ins) != 1 or len(outs) != 1 or not _whole_windows(attrs):
-            continue
-        i = producer.get(ins[0])
-        if i is None or readers[ins[0]] != 1 or ins[0] in keep:
-            continue
-        conv = steps[i][0]
-        if type(conv[0]) is not PreparedConv or not _pointwise(conv[0]) or len(conv[1]) != 1:
-            continue
-        pooled = ins[0] + "\x00pooled"
-        steps[i] = ((fn, conv[1], (pooled,), attrs, (), pool[5], False), [conv[1][0]])
-        steps[j] = ((conv[0], (pooled,), outs, {}, (), conv[5], False), [pooled])
-        producer[pooled] = i
-    return steps
-
-
-def _whole_windows(attrs) -> bool:
-    """Whether every AveragePool window lies inside the image whatever its size."""
-    return attrs.get("auto_pad", "NOTSET") in ("NOTSET", "VALID") and not any(attrs.get("pads") or ()) and \
-        not attrs.get("ceil_mode", 0) and all(d == 1 for d in attrs.get("dilations") or ()) and \
-        bool(attrs.get("kernel_shape"))
-
-
-def _pointwise(conv) -> bool:
-    """Whether a PreparedConv is a per-pixel linear map (1x1 kernel, unit strides, no padding, no Relu)."""
-    attrs = conv.attrs
-    return not conv.relu and conv.w.ndim >= 3 and all(k == 1 for k in conv.w.shape[2:]) and \
-        all(s == 1 for s in attrs.get("strides") or ()) and not any(attrs.get("pads") or ()) and \
-        attrs.get("auto_pad", "NOTSET") in ("NOTSET", "VALID")
 
 
 def _chain_concats(raw_steps: list) -> list:
@@ -486,6 +443,16 @@ def _chain_concats(raw_steps: list) -> list:
             link = ConcatLink(chain, position, step[0], step[3], found[i][1])
             raw_steps[i] = ((link, step[1], step[2], {}) + step[4:], used)
     return raw_steps
+
+
+class _Known:
+    """The true constants while preparing (initializers a feed may override are not)."""
+
+    def __init__(self, constants, names):
+        self.constants, self.names = constants, names
+
+    def get(self, name):
+        return self.constants.get(name) if name in self.names else None
 
 
 def _needed_nodes(nodes, wanted: set) -> list:

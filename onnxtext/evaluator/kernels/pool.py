@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections import Counter
 
 import numpy as np
 
@@ -424,3 +425,138 @@ def max_unpool(X, I, output_shape=None, *, kernel_shape=None, pads=None, strides
         if target != shape:
             y = np.ascontiguousarray(crop_spatial(y, [0] * nd, target[2:]))
     return y
+
+
+# ------------------------------------------------------------------------ plan-time pool moves
+# Rewrites of a plan's step list (see evaluator.plan): averaging commutes with per-pixel linear maps,
+# so an AveragePool can run on whichever side of them has the smaller image or fewer channels.
+
+
+def pools_before_pointwise_convs(raw_steps: list, keep: set) -> list:
+    """``AveragePool(Conv(x))`` runs as ``Conv(AveragePool(x))`` when the Conv is pointwise (1x1
+    kernel, unit strides, no padding, no fused Relu: a per-pixel linear map) and every pooling
+    window is whole (no padding, no ceil mode, no dilation): averaging commutes with a per-pixel
+    linear map, bias included, and the Conv then runs on the pooled, smaller image (DenseNet's
+    transition layers: 4x fewer multiply-adds for a 2x2 pool). Only strided pools: they shrink the
+    image."""
+    from .conv_prepared import PreparedConv
+
+    readers = Counter(n for _, used in raw_steps for n in used)
+    producer = {n: i for i, (step, _) in enumerate(raw_steps) for n in step[2]}
+    steps = list(raw_steps)
+    for j, (pool, _) in enumerate(raw_steps):
+        fn, ins, outs, attrs, _, _, context = pool
+        if fn is not average_pool or context or len(ins) != 1 or len(outs) != 1 or not _whole_windows(attrs) or \
+                all(s == 1 for s in attrs.get("strides") or ()):
+            continue  # (a pool that does not shrink the image goes the other way: pools_after_pointwise_maps)
+        i = producer.get(ins[0])
+        if i is None or readers[ins[0]] != 1 or ins[0] in keep:
+            continue
+        conv = steps[i][0]
+        if type(conv[0]) is not PreparedConv or not _pointwise(conv[0]) or len(conv[1]) != 1:
+            continue
+        pooled = ins[0] + "\x00pooled"
+        steps[i] = ((fn, conv[1], (pooled,), attrs, (), pool[5], False), [conv[1][0]])
+        steps[j] = ((conv[0], (pooled,), outs, {}, (), conv[5], False), [pooled])
+        producer[pooled] = i
+    return steps
+
+
+def _whole_windows(attrs) -> bool:
+    """Whether every AveragePool window lies inside the image whatever its size."""
+    return attrs.get("auto_pad", "NOTSET") in ("NOTSET", "VALID") and not any(attrs.get("pads") or ()) and \
+        not attrs.get("ceil_mode", 0) and all(d == 1 for d in attrs.get("dilations") or ()) and \
+        bool(attrs.get("kernel_shape"))
+
+
+def _pointwise(conv) -> bool:
+    """Whether a PreparedConv is a per-pixel linear map (1x1 kernel, unit strides, no padding, no Relu)."""
+    attrs = conv.attrs
+    return not conv.relu and conv.w.ndim >= 3 and all(k == 1 for k in conv.w.shape[2:]) and \
+        all(s == 1 for s in attrs.get("strides") or ()) and not any(attrs.get("pads") or ()) and \
+        attrs.get("auto_pad", "NOTSET") in ("NOTSET", "VALID")
+
+
+def pools_after_pointwise_maps(raw_steps: list, keep: set, known) -> list:
+    """``AveragePool`` with unit strides followed by per-pixel linear steps that narrow the channels
+    runs after them.
+
+    The steps: pointwise Convs with constant weights (1x1 kernel, unit strides, no padding),
+    inference BatchNormalization, Mul/Add by a constant that is the same at every pixel (per
+    channel or scalar), each the only reader of the previous result (Inception's pool projections:
+    a 3x3 average of 576 channels, a 1x1 Conv to 128, its BatchNormalization). Averaging commutes
+    with them when each window is divided by the number of taps it sums (``count_include_pad`` 0,
+    or no padding), a per-channel shift included, so the pool averages the narrower result; the
+    Conv, now reading the pool's input, still gets its BatchNormalization folded in by the fusion
+    pass, which runs afterwards. ``raw_steps`` is the ``(step, used names)`` list before fusion.
+    """
+    readers = Counter(n for _, used in raw_steps for n in used)
+    reader_of = {}
+    for i, (_, used) in enumerate(raw_steps):
+        for n in used:
+            reader_of.setdefault(n, i)
+    steps = list(raw_steps)
+    after: dict[int, tuple] = {}  # index of a chain's last step -> the moved pool step
+    for j, (pool, _) in enumerate(raw_steps):
+        fn, ins, outs, attrs, _, info, context = pool
+        if fn is not average_pool or context or len(ins) != 1 or len(outs) != 1 or steps[j] is None or \
+                not attrs.get("kernel_shape") or any(s != 1 for s in attrs.get("strides") or ()) or \
+                (attrs.get("count_include_pad", 0) and not _whole_windows(attrs)):
+            continue  # (a strided pool goes the other way: pools_before_pointwise_convs)
+        chain, name, channels = [], outs[0], None
+        while readers[name] == 1 and name not in keep and reader_of.get(name, -1) > j:
+            k = reader_of[name]
+            if steps[k] is None or k in after:
+                break
+            change = _linear_step(steps[k][0], name, known, len(attrs["kernel_shape"]))
+            if change is None:
+                break
+            if change != (None, None):  # a Conv: channels before the first one, after the last one
+                channels = (change[0] if channels is None else channels[0], change[1])
+            chain.append(k)
+            name = steps[k][0][2][0]
+        if not chain or channels is None or channels[1] >= channels[0]:
+            continue  # nothing gained: the pool would average as many channels or more
+        first, last = chain[0], chain[-1]
+        step, used = steps[first]
+        step = (step[0], tuple(ins[0] if n == outs[0] else n for n in step[1])) + step[2:]
+        steps[first] = (step, [ins[0] if n == outs[0] else n for n in used])
+        final = steps[last][0][2][0]
+        unpooled = final + "\x00unpooled"
+        steps[last] = (steps[last][0][:2] + ((unpooled,),) + steps[last][0][3:], steps[last][1])
+        after[last] = ((fn, (unpooled,), (final,), attrs, (), info, context), [unpooled])
+        steps[j] = None
+    result = []
+    for i, entry in enumerate(steps):
+        if entry is not None:
+            result.append(entry)
+        if i in after:
+            result.append(after[i])
+    return result
+
+
+def _linear_step(step, data, known, nd):
+    """How a step reading ``data`` is a per-pixel linear map: ``(in, out)`` channels of a pointwise
+    Conv, ``(None, None)`` for a per-channel affine step; None when it is neither."""
+    fn, ins, outs, attrs, _, info, context = step
+    op = info.node.op_type
+    if info.domain or len(outs) != 1 or not ins or ins[0] != data and op not in ("Mul", "Add"):
+        return None
+    if op == "BatchNormalization":  # (a context kernel: it reads how many outputs the node has)
+        return (None, None) if not attrs.get("training_mode", 0) and len(info.node.output) == 1 else None
+    if context:
+        return None
+    if op == "Conv":
+        w = known.get(ins[1]) if len(ins) > 1 else None
+        bias_ok = len(ins) < 3 or not ins[2] or known.get(ins[2]) is not None
+        if w is None or w.dtype not in (np.float32, np.float64) or w.ndim != nd + 2 or not bias_ok or \
+                any(k != 1 for k in w.shape[2:]) or any(s != 1 for s in attrs.get("strides") or ()) or \
+                any(attrs.get("pads") or ()) or attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+            return None
+        return w.shape[1] * attrs.get("group", 1), w.shape[0]
+    if op in ("Mul", "Add") and len(ins) == 2 and data in ins and not attrs.get("broadcast", 0):
+        c = known.get(ins[1] if ins[0] == data else ins[0])
+        if isinstance(c, np.ndarray) and c.dtype.kind == "f" and c.ndim <= nd + 2 and \
+                (c.size == 1 or (c.ndim > nd and all(d == 1 for d in c.shape[c.ndim - nd:]))):
+            return None, None
+    return None
