@@ -4,10 +4,11 @@ A :class:`GraphPlan` is built once per graph (main graph, subgraph of If/Loop/Sc
 and run many times. Preparing a plan resolves each node's kernel for the imported opset, converts its
 attributes and fills schema defaults, decodes initializers, folds nodes that depend only on constants
 (initializers, Constant nodes and what is computed from them), and computes for each value the step
-after which it is no longer needed, so intermediates are released as early as possible. After the
-fusion pass (:mod:`.fusion`), two rewrites of the step list: an AveragePool over whole windows after
-a pointwise Conv runs before it (the Conv then runs on the smaller image), and chains of Concat steps
-each extending the previous result (DenseNet blocks) share one buffer per run
+after which it is no longer needed, so intermediates are released as early as possible. Around the
+fusion pass (:mod:`.fusion`), rewrites of the step list: AveragePools move across pointwise Convs to
+the side with less data (:func:`~.kernels.pool.pools_after_pointwise_maps`, before fusion, and
+:func:`~.kernels.pool.pools_before_pointwise_convs`, after it), and chains of Concat steps each
+extending the previous result (DenseNet blocks) share one buffer per run
 (:class:`~.kernels.shape.ConcatChain`) instead of copying the growing prefix at every step.
 
 Running a plan is a tight loop over prepared steps; a step is a plain tuple
