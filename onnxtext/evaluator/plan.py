@@ -413,8 +413,12 @@ def _chain_concats(raw_steps: list) -> list:
             return None
         if fn is concat:
             return attrs.get("axis", 1), None
-        if type(fn) is ConcatInto and not fn.relu and fn.parts[0] is None and fn.concat is concat:
-            return fn.attrs.get("axis", 1), list(fn.parts)
+        # (read defensively: a ConcatInto without these attributes simply stays what it is)
+        parts, fn_attrs = getattr(fn, "parts", None), getattr(fn, "attrs", None)
+        if type(fn) is ConcatInto and getattr(fn, "relu", True) is False and getattr(fn, "concat", None) is concat \
+                and parts and parts[0] is None and isinstance(fn_attrs, dict) and \
+                all(p is None or callable(getattr(p, "output_shape", None)) for p in parts):
+            return fn_attrs.get("axis", 1), list(parts)
         return None
 
     chains = {}  # output name -> (first step index, position)
