@@ -471,8 +471,10 @@ def _whole_windows(attrs) -> bool:
 
 def _pointwise(conv) -> bool:
     """Whether a PreparedConv is a per-pixel linear map (1x1 kernel, unit strides, no padding, no Relu)."""
-    attrs = conv.attrs
-    return not conv.relu and conv.w.ndim >= 3 and all(k == 1 for k in conv.w.shape[2:]) and \
+    attrs, w = getattr(conv, "attrs", None), getattr(conv, "w", None)
+    if not isinstance(attrs, dict) or not isinstance(w, np.ndarray) or getattr(conv, "relu", True) is not False:
+        return False
+    return w.ndim >= 3 and all(k == 1 for k in w.shape[2:]) and \
         all(s == 1 for s in attrs.get("strides") or ()) and not any(attrs.get("pads") or ()) and \
         attrs.get("auto_pad", "NOTSET") in ("NOTSET", "VALID")
 
