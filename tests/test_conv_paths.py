@@ -149,3 +149,25 @@ def test_relu_inplace_is_maximum_with_zero(dtype, view):
     assert result is y
     np.testing.assert_array_equal(y, expected)  # NaN stays NaN
     np.testing.assert_array_equal(np.signbit(y), np.signbit(expected))  # the sign of zeros too
+
+
+def test_shuffled_conv_writes_into_a_channel_slice():
+    """A ShuffledConv given ``out`` (as a Concat chain may) fills it with the shuffled result."""
+    from onnxtext.evaluator.kernels.conv_prepared import ShuffledConv
+
+    class Shuffle:  # a channel shuffle of 2 groups, whatever the shape
+        def groups(self, shape):
+            return 2
+
+        def run(self, y):
+            raise AssertionError("the shuffle applies")
+
+    x = RNG.standard_normal((1, 4, 5, 5)).astype(np.float32)
+    w = RNG.standard_normal((6, 2, 1, 1)).astype(np.float32)
+    attrs = {"auto_pad": "NOTSET", "group": 2, "kernel_shape": [1, 1]}
+    expected = reference_conv(x, w, None, 2, [1, 1], [1, 1], [0, 0, 0, 0])
+    expected = expected.reshape(1, 2, 3, 5, 5).transpose(0, 2, 1, 3, 4).reshape(1, 6, 5, 5)
+    buffer = np.zeros((1, 8, 5, 5), np.float32)
+    ShuffledConv(w, None, attrs, False, Shuffle())(x, buffer[:, 1:7])
+    np.testing.assert_allclose(buffer[:, 1:7], expected, rtol=1e-4, atol=1e-4)
+    assert (buffer[:, 0] == 0).all() and (buffer[:, 7] == 0).all()

@@ -339,7 +339,7 @@ def _convs_into_concat(steps, keep):
         for name in ins:
             k = producer.get(name)
             conv = out[k][0][0] if k is not None and out[k] is not None else None
-            if isinstance(conv, PreparedConv) and readers[name] == 1 and name not in keep and \
+            if type(conv) is PreparedConv and readers[name] == 1 and name not in keep and \
                     attrs.get("axis") in (1, 1 - conv.w.ndim):
                 parts.append(conv)
                 args.append(out[k][0][1][0])

@@ -265,13 +265,18 @@ class ShuffledConv(PreparedConv):
 
     def __call__(self, x, out=None):
         if threading.get_ident() != self._owner:
-            return self.shuffle.run(self._general(x))
-        run = self._runs.get(x.shape) if type(x) is np.ndarray and x.dtype == self.w.dtype else None
-        if run is None:
-            run = self._shuffled_run(x)
-            if type(x) is np.ndarray and x.dtype == self.w.dtype:
-                self._runs[x.shape] = run
-        return run(x)
+            y = self.shuffle.run(self._general(x))
+        else:
+            run = self._runs.get(x.shape) if type(x) is np.ndarray and x.dtype == self.w.dtype else None
+            if run is None:
+                run = self._shuffled_run(x)
+                if type(x) is np.ndarray and x.dtype == self.w.dtype:
+                    self._runs[x.shape] = run
+            y = run(x)
+        if out is None:
+            return y
+        np.copyto(out, y)  # a Concat slice (fusion only makes plain PreparedConvs write there)
+        return out
 
     def _shuffled_run(self, x):
         unshuffled = super().__call__
