@@ -174,7 +174,10 @@ def test_convs_written_into_concat_match_unfused(x_shape, parts, axis, relu):
     fused = _run_both(nodes, x, tensors, out)
     steps = fused._plan_for(None, ()).steps
     assert len(steps) == 1 + parts.count("value")  # the Convs run inside the Concat step
-    fused.run(None, {"X": x[:, :, ::-1].copy()})  # a second call reuses the prepared slices
+    x2 = x[:, :, ::-1].copy()  # a second call reuses the prepared slices
+    plain = Evaluator(_model(nodes, {"X": x, **tensors}, out, {}))
+    np.testing.assert_allclose(fused.run(None, {"X": x2})[0], plain.run(None, {"X": x2, **tensors})[0],
+                               rtol=1e-4, atol=1e-4)
 
 
 def test_conv_result_read_elsewhere_is_not_written_into_concat():
