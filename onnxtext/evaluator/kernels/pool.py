@@ -298,7 +298,7 @@ def average_pool(X, *, auto_pad, ceil_mode=0, count_include_pad=0, dilations=Non
     return y.astype(X.dtype, copy=False)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=32)
 def _divisor(lead, in_shape, kernel_shape, strides, dilations, begin, end, out, count_include_pad, dtype):
     """What the window sums are multiplied by: ``1 / kernel size`` when every window counts all its
     taps, else the reciprocal counts (a window with none gives 0), broadcast to the whole output
@@ -308,7 +308,7 @@ def _divisor(lead, in_shape, kernel_shape, strides, dilations, begin, end, out, 
     if np.all(counts == full):
         return dtype.type(1.0 / full)
     inverse = (1.0 / np.maximum(counts, 1)).astype(dtype)
-    if math.prod(lead) * inverse.size <= 1 << 20:
+    if math.prod(lead) * inverse.size <= 1 << 18:  # (at most 1 MiB of float32 per cached geometry)
         inverse = np.broadcast_to(inverse, lead + tuple(out)).copy()
     inverse.flags.writeable = False
     return inverse
