@@ -171,3 +171,20 @@ def test_shuffled_conv_writes_into_a_channel_slice():
     ShuffledConv(w, None, attrs, False, Shuffle())(x, buffer[:, 1:7])
     np.testing.assert_allclose(buffer[:, 1:7], expected, rtol=1e-4, atol=1e-4)
     assert (buffer[:, 0] == 0).all() and (buffer[:, 7] == 0).all()
+
+
+def test_depthwise_layers_sharing_a_geometry_but_not_a_kernel():
+    """Layers of the same input geometry share padded images; a different kernel (longer reads past
+    the image) must get a buffer of its own size, not one sized for another kernel."""
+    key = ((1, 4, 9, 9), (1, 1), (1, 1), ((0, 0),), (11, 11))
+    first = conv_depthwise._shared_image((1, 4, 1, 145), np.float32, key)
+    second = conv_depthwise._shared_image((1, 4, 1, 169), np.float32, key)
+    assert first.shape == (1, 4, 1, 145) and second.shape == (1, 4, 1, 169) and not second.any()
+    assert conv_depthwise._shared_image((1, 4, 1, 145), np.float32, key) is first
+    x = RNG.standard_normal((1, 4, 9, 9)).astype(np.float32)
+    for ws, dilations, pads in [((4, 1, 3, 3), [1, 1], [1, 1, 1, 1]), ((4, 1, 3, 3), [2, 2], [1, 1, 1, 1]),
+                                ((4, 1, 5, 5), [1, 1], [1, 1, 1, 1])]:
+        w = RNG.standard_normal(ws).astype(np.float32)
+        attrs = {"auto_pad": "NOTSET", "group": 4, "strides": [1, 1], "dilations": dilations, "pads": pads}
+        expected = reference_conv(x, w, None, 4, [1, 1], dilations, pads)
+        np.testing.assert_allclose(PreparedConv(w, None, attrs)(x), expected, rtol=1e-4, atol=1e-4)

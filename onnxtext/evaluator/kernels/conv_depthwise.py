@@ -158,7 +158,7 @@ def _shared_image(shape, dtype, key):
     images = getattr(_IMAGES, "images", None)
     if images is None:
         images = _IMAGES.images = {}
-    key = key + (np.dtype(dtype).str,)
+    key = key + (tuple(shape), np.dtype(dtype).str)  # the shape too: the tail depends on the kernel
     buf = images.get(key)
     if buf is None:
         buf = images[key] = np.zeros(shape, dtype)
