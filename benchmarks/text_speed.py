@@ -6,7 +6,8 @@ Three workloads (issue 7), each measured against its peer in the same run (media
 
 * ``node``: a chain of ``--nodes`` (50,000) Add/Mul/Relu nodes with node names, quoted value names
   (``"v.12"``) and a tiny ``float[1]`` initializer per Add/Mul. Rows: onnxtext parse vs
-  ``onnx.parser.parse_model`` (each on its own printer's text), onnxtext print vs ``onnx.printer.to_text``.
+  ``onnx.parser.parse_model`` (each on its own printer's text), onnxtext print vs ``onnx.printer.to_text``,
+  and print of the same model after onnx shape inference (a value_info entry per value; no bar).
   ``--lark`` adds one run of the Lark-only parse (``parse_model(text, fast=False)``) for reference.
 * ``weight``: resnet50 built from ``light_resnet50.onnx`` with its ConstantOfShape-generated weights
   replaced by seeded random float32 initializers (about 100 MB). Rows: print, parse and print+parse
@@ -111,6 +112,10 @@ def bench_node(args, table):
     t_print = median_time(lambda: onnxtext.to_text(m), args.runs)
     t_onnx_print = median_time(lambda: onnx.printer.to_text(m), args.runs)
     row(table, f"node print ({args.nodes} nodes)", t_print, t_onnx_print, bar=BARS["node print"])
+    inferred = onnx.shape_inference.infer_shapes(m)  # a value_info entry per intermediate value
+    t_print = median_time(lambda: onnxtext.to_text(inferred), args.runs)
+    t_onnx_print = median_time(lambda: onnx.printer.to_text(inferred), args.runs)
+    row(table, "node print, shape-inferred (+value_info)", t_print, t_onnx_print)
     if args.lark:
         t_lark = median_time(lambda: onnxtext.parse_model(ours_text, fast=False), 1)
         row(table, "node parse, Lark only (1 run)", t_lark, t_onnx_parse)

@@ -1,4 +1,4 @@
-"""A fast path for the printer's two hot lists: a graph's nodes and its initializers, decoded in bulk.
+"""A fast path for the printer's hot lists: a graph's nodes, initializers and value_info, decoded in bulk.
 
 On a graph of many small nodes the printer's cost is per element: every field read through the protobuf
 Python API is a C call that builds a new object, and even a lean loop over the serialized records costs
@@ -18,15 +18,18 @@ once, in the way Python's json module pairs a fast scanner with a reference one:
      without quotes or backslashes, an identifier op_type; the attributes' text is printed by the
      reference methods once per distinct run of attribute bytes (it depends on nothing else);
    * an INITIALIZER record that is a ``float`` tensor with one-byte dims, a name and at most 31
-     ``float_data`` values or ``raw_data`` of exactly that many values, none NaN, fitting one line.
+     ``float_data`` values or ``raw_data`` of exactly that many values, none NaN, fitting one line;
+   * a VALUE_INFO record of a name and a type (no doc string or metadata), the type's text printed by the
+     reference once per distinct type bytes.
 
 4. The output is assembled as a list of segments (start, length) into one pool holding the wire bytes and
    the literal texts (separators with their quotes, shapes, float texts), and gathered by one numpy
    fancy-index: name bytes are copied straight from the wire, never decoded one by one.
 
 Every other record is printed by the reference method (``Printer.print_node`` /
-``Printer.print_initializer``) on the proto element itself, in the reference order (initializers when the
-graph asks for them, nodes when the block is asked for), so even the first error raised is the same. The
+``print_initializer`` / ``print_value_info``) on the proto element itself, in the reference order
+(value_info and initializers when the graph asks for them, nodes when the block is asked for), so even the
+first error raised is the same. The
 output is the reference printer's, byte for byte (``tests/test_printer_fastpath.py`` proves it over the
 corpus, generated models and edge cases). ``ENABLED = False`` turns the path off; graphs with fewer than
 ``MIN_ELEMENTS`` nodes + initializers do not use it (its fixed cost exceeds the saving), nor do graphs
@@ -37,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from onnx import AttributeProto, NodeProto
+from onnx import AttributeProto, NodeProto, TypeProto
 
 from . import dtypes
 from .literals import _QUOTED_WORDS, _op_name, float_texts
@@ -65,6 +68,8 @@ _ID_START = np.array([chr(b).isalpha() and b < 0x80 or b == 0x5F for b in range(
 _NODE_CODE = np.zeros(256, np.int8)
 _NODE_CODE[[0, 0x0A, 0x12, 0x1A, 0x22, 0x2A, 0x3A]] = [9, 1, 2, 3, 4, 5, 6]  # -, input, output, name, op_type,
 # attribute, domain
+_VI_CODE = np.zeros(256, np.int8)
+_VI_CODE[[0, 0x0A, 0x12]] = [9, 1, 2]  # -, name, type
 _INIT_CODE = np.zeros(256, np.int8)
 _INIT_CODE[[0, 0x08, 0x10, 0x22, 0x42, 0x4A]] = [9, 1, 2, 3, 4, 5]  # -, dims, data_type, float_data, name, raw
 
@@ -76,10 +81,11 @@ for _w in _QUOTED_WORDS:
 
 
 def graph_parts(printer, g, level: int):
-    """(initializer texts, a function returning the nodes block) of ``g`` as ``Printer.print_graph`` lays
-    them out, or None when the fast path does not apply (disabled, small graph, unexpected wire data)."""
-    nn, ni = len(g.node), len(g.initializer)
-    if not ENABLED or nn + ni < MIN_ELEMENTS or nn == 0:
+    """(value_info texts, initializer texts, a function returning the nodes block) of ``g`` as
+    ``Printer.print_graph`` lays them out, or None when the fast path does not apply (disabled, small
+    graph, unexpected wire data)."""
+    nn, ni, nv = len(g.node), len(g.initializer), len(g.value_info)
+    if not ENABLED or nn + ni + nv < MIN_ELEMENTS or nn == 0:
         return None
     # Plain initializer records are under 130 bytes; a graph holding big weights would only cost a copy of
     # them in memory. A sample of initializers tells (ByteSize encodes: on the whole graph it costs as much
@@ -91,7 +97,7 @@ def graph_parts(printer, g, level: int):
     if len(data) >= 1 << 30:
         return None
     recs = _records(data)
-    if recs is None or len(recs[0][0]) != nn or len(recs[1][0]) != ni:
+    if recs is None or len(recs[0][0]) != nn or len(recs[1][0]) != ni or len(recs[2][0]) != nv:
         return None
     return _Bulk(printer, g, level, data, recs).parts()
 
@@ -171,8 +177,7 @@ def _split(data: bytes, found):
         tags, starts, ends = tags[order], starts[order], ends[order]
     if np.any(tags & 7 != 2):
         return None
-    node, init = tags == 0x0A, tags == 0x2A
-    return (starts[node], ends[node]), (starts[init], ends[init])
+    return tuple((starts[tags == t], ends[tags == t]) for t in (0x0A, 0x2A, 0x6A))  # node, initializer, value_info
 
 
 def _fields(d: np.ndarray, starts: np.ndarray, ends: np.ndarray, k: int):
@@ -246,10 +251,10 @@ class _Bulk:
     def __init__(self, printer, g, level, data: bytes, recs):
         self.printer, self.g, self.level, self.data = printer, g, level, data
         self.d = np.frombuffer(data, np.uint8)
-        self.node_recs, self.init_recs = recs
+        self.node_recs, self.init_recs, self.vi_recs = recs
         self.pool = _Pool(len(data))
         self.pad = printer.ind * (level + 1)
-        self._attr_memo = {}
+        self._attr_memo, self._type_memo = {}, {}
         # Prefix sums of the byte classes over the whole buffer (a field's counts are two lookups): the
         # non-plain count in the low byte, the non-identifier count in the high byte. uint16 wraps, but a
         # field has fewer than 128 bytes, so the difference of two sums modulo 2**16 is exact.
@@ -280,8 +285,62 @@ class _Bulk:
         return plain, ~ident | keyword
 
     def parts(self):
-        inits = self._initializers()
-        return inits, self._nodes
+        value_infos = self._chunked(self.vi_recs, self._vi_chunk)  # the reference order: value_info,
+        inits = self._chunked(self.init_recs, self._init_chunk)  # initializers, then nodes when asked
+        return value_infos, inits, self._nodes
+
+    @staticmethod
+    def _chunked(recs, chunk_fn) -> list[str]:
+        starts, ends = recs
+        out = []
+        for a in range(0, len(starts), CHUNK):
+            out += chunk_fn(starts[a:a + CHUNK], ends[a:a + CHUNK], a)
+        return out
+
+    # ------------------------------------------------------------------ value_info
+    def _vi_chunk(self, starts, ends, row0: int) -> list[str]:
+        """The texts of the value_info entries ``row0...`` whose records are [starts, ends): a name and a
+        type, the type's text printed by the reference once per distinct type bytes."""
+        printer, pool = self.printer, self.pool
+        n = len(starts)
+        tags, pos, lens, ok = _fields(self.d, starts, ends, 3)
+        code = _VI_CODE[tags]
+        ok &= (code != 0).all(1) & (np.diff(code, axis=1) >= 0).all(1)
+        has_name, has_type = (code == 1).sum(1), (code == 2).sum(1)
+        ok &= (has_name <= 1) & (has_type <= 1)
+        name_s, name_n = pos[:, 0], np.where(has_name == 1, lens[:, 0], 0)
+        type_s, type_n = _column(pos, has_name), _column(lens, has_name)
+        plain, quoted = self._names(name_s, name_n)
+        ok &= plain
+        type_start, type_len = np.zeros(n, _I), np.zeros(n, _I)
+        memo = self._type_memo
+        rows = np.flatnonzero(ok & (has_type == 1))
+        for i, s, k in zip(rows.tolist(), type_s[rows].tolist(), type_n[rows].tolist()):
+            key = self.data[s:s + k]
+            hit = memo.get(key, _MISSING)
+            if hit is _MISSING:
+                try:
+                    hit = pool.add(printer.print_type(TypeProto.FromString(key)) + " ")
+                except Exception:  # noqa: BLE001 - the reference method meets it again, in the reference order
+                    hit = None
+                memo[key] = hit
+            if hit is None:
+                ok[i] = False
+            else:
+                type_start[i], type_len[i] = hit
+        q_start, q_len = pool.table(["", '"', "\n", '"\n'])
+        q = quoted.astype(np.int64)
+        seg_start = np.stack([type_start, q_start[q], name_s, q_start[2 + q]], 1).astype(_I)
+        seg_len = np.stack([type_len, q_len[q], name_n, q_len[2 + q]], 1).astype(_I)
+        seg_len[~ok] = 0
+        fast = self._text(starts, ends, seg_start, seg_len).split("\n")
+        out = [None] * n
+        for i, text in zip(np.flatnonzero(ok).tolist(), fast):
+            out[i] = text
+        infos = self.g.value_info
+        for i in np.flatnonzero(~ok).tolist():
+            out[i] = printer.print_value_info(infos[row0 + i], self.level + 1)
+        return out
 
     # ------------------------------------------------------------------ nodes
     def _nodes(self) -> str:
@@ -448,13 +507,6 @@ class _Bulk:
         return _gather(source, seg_start.ravel(), seg_len.ravel())
 
     # ------------------------------------------------------------------ initializers
-    def _initializers(self) -> list[str]:
-        starts, ends = self.init_recs
-        out = []
-        for a in range(0, len(starts), CHUNK):
-            out += self._init_chunk(starts[a:a + CHUNK], ends[a:a + CHUNK], a)
-        return out
-
     def _init_chunk(self, starts, ends, row0: int) -> list[str]:
         """The texts of the initializers ``row0...`` whose records are [starts, ends)."""
         printer, pool = self.printer, self.pool

@@ -205,9 +205,12 @@ class Printer:
                                                 "input", "output", "value_info"))
         ins = [self.print_value_info(v, level + 1) for v in g.input]
         outs = [self.print_value_info(v, level + 1) for v in g.output]
-        values = [self.print_value_info(v, level + 1) for v in g.value_info]
         fast = fastprint.graph_parts(self, g, level)  # None: the reference methods below
-        values += fast[0] if fast else [self.print_initializer(t, level + 1) for t in g.initializer]
+        if fast:
+            values = fast[0] + fast[1]
+        else:
+            values = [self.print_value_info(v, level + 1) for v in g.value_info]
+            values += [self.print_initializer(t, level + 1) for t in g.initializer]
         values += [self.print_sparse_initializer(s, level + 1) for s in g.sparse_initializer]
         multiline_io = any("\n" in x for x in ins + outs)
         sig = (name(g.name) + " " + self._list("(", ins, ")", level, multiline_io) + " => " +
@@ -216,7 +219,7 @@ class Printer:
         if values:
             lines.append(self._list("<", values, ">", level, force_multiline=len(values) > 1 or any(
                 "\n" in v for v in values)))
-        return _block(lines, fast[1]() if fast else self.print_nodes(g.node, level), self.ind * level, bool(values))
+        return _block(lines, fast[2]() if fast else self.print_nodes(g.node, level), self.ind * level, bool(values))
 
     def print_nodes(self, nodes, level: int) -> str:
         if not nodes:

@@ -168,6 +168,7 @@ EDGE_CASES = {
     "initializer dims": _graph([oh.make_node("Relu", ["x"], ["y"])], [
         _typed("d8", [1.0], [1] * 8), _typed("d9", [1.0], [1] * 9), _raw("r127", [0.5] * 127, [127]),
         _raw("z", [], [0, 5]), _typed("nd", [1.0, 2.0], [2, 1, 1])]),
+    "value_info": _graph([oh.make_node("Relu", ["x"], ["a"]), oh.make_node("Relu", ["a"], ["y"])]),
     "graph metadata (two-byte tag)": None,  # filled below
     "non-UTF-8 names": None,  # filled below (helper cannot build them)
 }
@@ -185,6 +186,17 @@ EDGE_CASES["non-UTF-8 names"] = _non_utf8()
 EDGE_CASES["graph metadata (two-byte tag)"] = _graph([oh.make_node("Relu", ["x"], ["a"], name="n"),
                                                      oh.make_node("Relu", ["a"], ["y"])], [_typed("c", [1.0])])
 EDGE_CASES["graph metadata (two-byte tag)"].graph.metadata_props.add(key="k", value="v")
+_vi = EDGE_CASES["value_info"].graph.value_info
+_vi.extend([oh.make_tensor_value_info("a", 1, ["N", 3]), oh.make_tensor_value_info("v.1", 7, [2, "a b"]),
+            oh.make_tensor_value_info("float", 10, None), oh.make_tensor_value_info("", 1, [1]),
+            oh.make_tensor_value_info("long", 1, [f"dim{i}" for i in range(40)]),
+            oh.make_value_info("s", oh.make_sequence_type_proto(oh.make_tensor_type_proto(1, [1]))),
+            oh.make_tensor_value_info("é", 1, [1]),
+            oh.make_tensor_value_info("doc", 1, [1], doc_string="a doc"),
+            oh.make_sparse_tensor_value_info("sp", 1, [4, 4]), onnx.ValueInfoProto(name="untyped"),
+            oh.make_tensor_value_info("den", 1, [1])])
+_vi[-1].type.denotation = "TENSOR"
+_vi.add(name="bad").type.tensor_type.elem_type = 99
 EDGE_CASES["initializer annotations"].graph.initializer[0].doc_string = "a doc"
 EDGE_CASES["initializer annotations"].graph.initializer[1].raw_data = struct.pack("<f", 2.0)
 
