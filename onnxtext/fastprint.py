@@ -42,6 +42,7 @@ import numpy as np
 
 from onnx import AttributeProto, NodeProto, TypeProto
 
+from . import _wirecolumns as _wire
 from . import dtypes
 from .literals import _QUOTED_WORDS, _op_name, float_texts
 
@@ -56,7 +57,7 @@ CHUNK = 1 << 15  # records decoded together (bounds the column matrices: about 1
 _F32 = dtypes.BY_NAME["float"]
 _MISSING = object()
 _GRAPH_KINDS = (AttributeProto.GRAPH, AttributeProto.GRAPHS)
-_I = np.int32  # positions, lengths and segments: a graph the fast path prints is under 1 GiB (checked)
+_I = _wire.I  # a graph the fast path prints is under 1 GiB (checked)
 
 # byte -> class bits: 1 where a byte cannot appear unescaped in a quoted name (controls, non-ASCII, '"',
 # '\'), 2 where it cannot continue an ASCII identifier
@@ -96,153 +97,10 @@ def graph_parts(printer, g, level: int):
     data = g.SerializeToString()
     if len(data) >= 1 << 30:
         return None
-    recs = _records(data)
+    recs = _wire.records(data)
     if recs is None or len(recs[0][0]) != nn or len(recs[1][0]) != ni or len(recs[2][0]) != nv:
         return None
     return _Bulk(printer, g, level, data, recs).parts()
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    """(value, next position) of the varint at ``pos``."""
-    value = shift = 0
-    while True:
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, pos
-        shift += 7
-
-
-def _records(data: bytes):
-    """((body starts, body ends) of the node records, the same of the initializer records), or None when a
-    top-level field is not length-delimited (every GraphProto field is: unknown wire data)."""
-    try:
-        return _split(data, _positions_short(data))
-    except _Long:
-        return _split(data, _positions(data))
-
-
-class _Long(Exception):
-    """A record with a tag or length of more than one byte: the careful loop finds the records."""
-
-
-def _positions_short(data: bytes):
-    """Record positions when every tag and length takes one byte: the common case, and the only
-    sequential step of the fast path, so kept to three bytecode lines per record."""
-    at = []
-    ap = at.append
-    pos, total = 0, len(data)
-    try:
-        while pos < total:
-            ap(pos)
-            pos += data[pos + 1] + 2
-    except IndexError:
-        raise _Long from None
-    if pos != total:
-        raise _Long
-    at = np.array(at, _I)
-    d = np.frombuffer(data, np.uint8)
-    if len(at) and (np.any(d[at] >= 0x80) or np.any(d[at + 1] >= 0x80)):
-        raise _Long
-    return at, None
-
-
-def _positions(data: bytes):
-    """Record positions and (tag, body start, body end) of those with multi-byte tags or lengths."""
-    short, long_ = [], []
-    pos, total = 0, len(data)
-    while pos < total:
-        length = data[pos + 1]
-        if length < 0x80 and data[pos] < 0x80:
-            short.append(pos)
-            pos += length + 2
-            continue
-        tag, start = _varint(data, pos)
-        length, start = _varint(data, start)
-        long_.append((tag, start, start + length))
-        pos = start + length
-    return np.array(short, _I), long_
-
-
-def _split(data: bytes, found):
-    at, long_ = found
-    d = np.frombuffer(data, np.uint8)
-    tags, starts = d[at].astype(_I), at + 2
-    ends = starts + d[at + 1]
-    if long_:  # merge, in position order
-        lt, ls, le = (np.array(c, _I) for c in zip(*long_))
-        tags, starts, ends = np.concatenate([tags, lt]), np.concatenate([starts, ls]), np.concatenate([ends, le])
-        order = np.argsort(starts, kind="stable")
-        tags, starts, ends = tags[order], starts[order], ends[order]
-    if np.any(tags & 7 != 2):
-        return None
-    return tuple((starts[tags == t], ends[tags == t]) for t in (0x0A, 0x2A, 0x6A))  # node, initializer, value_info
-
-
-def _fields(d: np.ndarray, starts: np.ndarray, ends: np.ndarray, k: int):
-    """The first ``k`` fields of each record [starts, ends), walked in lock-step: (tags [n, k] (0: none),
-    content starts [n, k], lengths or varint values [n, k], ok [n]). A record is not ok when a tag, length
-    or varint takes more than one byte, or when its fields do not end exactly at its end."""
-    n = len(starts)
-    tags = np.zeros((n, k), np.uint8)
-    pos = np.zeros((n, k), _I)
-    lens = np.zeros((n, k), _I)
-    q = starts.copy()
-    ok = np.ones(n, bool)
-    last = len(d) - 2
-    for j in range(k):
-        act = q < ends
-        if not act.any():
-            break
-        qa = np.minimum(q, last)
-        t, length = d[qa], d[qa + 1].astype(_I)
-        ok &= ~act | ((t < 0x80) & (length < 0x80))
-        tags[:, j] = np.where(act, t, 0)
-        pos[:, j] = qa + 2
-        lens[:, j] = np.where(act, length, 0)
-        q = np.where(act, q + 2 + np.where(t & 7 == 2, length, 0), q)  # varints: the value byte only
-    return tags, pos, lens, ok & (q == ends)
-
-
-def _column(matrix: np.ndarray, col: np.ndarray) -> np.ndarray:
-    """matrix[i, col[i]] for each row (col clipped into range: callers mask the rows where it is absent)."""
-    n, k = matrix.shape
-    return matrix.ravel()[np.arange(0, n * k, k) + np.clip(col, 0, k - 1)]
-
-
-class _Pool:
-    """Literal texts appended after the wire bytes: the segments' second source."""
-
-    def __init__(self, base: int):
-        self.base, self.parts, self.size, self.index = base, [], 0, {}
-
-    def add(self, text: str) -> tuple[int, int]:
-        """(start, length) of ``text`` in the pool (each distinct text stored once)."""
-        hit = self.index.get(text)
-        if hit is None:
-            b = text.encode("utf-8")
-            hit = self.index[text] = (self.base + self.size, len(b))
-            self.parts.append(b)
-            self.size += len(b)
-        return hit
-
-    def table(self, texts) -> tuple[np.ndarray, np.ndarray]:
-        """(starts, lengths) arrays of ``texts``."""
-        pairs = np.array([self.add(t) for t in texts], _I).reshape(-1, 2)
-        return pairs[:, 0], pairs[:, 1]
-
-
-def _gather(source: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> str:
-    """The concatenation of source[start:start + length] over the segments, decoded."""
-    keep = lengths > 0
-    starts, lengths = starts[keep], lengths[keep]
-    if not len(lengths):
-        return ""
-    ends = np.cumsum(lengths, dtype=_I)
-    idx = np.repeat(starts - (ends - lengths), lengths)
-    idx += np.arange(int(ends[-1]), dtype=_I)
-    return source[idx].tobytes().decode("utf-8")
 
 
 class _Bulk:
@@ -252,7 +110,7 @@ class _Bulk:
         self.printer, self.g, self.level, self.data = printer, g, level, data
         self.d = np.frombuffer(data, np.uint8)
         self.node_recs, self.init_recs, self.vi_recs = recs
-        self.pool = _Pool(len(data))
+        self.pool = _wire.Pool(len(data))
         self.pad = printer.ind * (level + 1)
         self._attr_memo, self._type_memo = {}, {}
         # Prefix sums of the byte classes over the whole buffer (a field's counts are two lookups): the
@@ -303,13 +161,13 @@ class _Bulk:
         type, the type's text printed by the reference once per distinct type bytes."""
         printer, pool = self.printer, self.pool
         n = len(starts)
-        tags, pos, lens, ok = _fields(self.d, starts, ends, 3)
+        tags, pos, lens, ok = _wire.fields(self.d, starts, ends, 3)
         code = _VI_CODE[tags]
         ok &= (code != 0).all(1) & (np.diff(code, axis=1) >= 0).all(1)
         has_name, has_type = (code == 1).sum(1), (code == 2).sum(1)
         ok &= (has_name <= 1) & (has_type <= 1)
         name_s, name_n = pos[:, 0], np.where(has_name == 1, lens[:, 0], 0)
-        type_s, type_n = _column(pos, has_name), _column(lens, has_name)
+        type_s, type_n = _wire.column(pos, has_name), _wire.column(lens, has_name)
         plain, quoted = self._names(name_s, name_n)
         ok &= plain
         type_start, type_len = np.zeros(n, _I), np.zeros(n, _I)
@@ -353,7 +211,7 @@ class _Bulk:
         """The lines of the nodes ``row0...`` whose records are [starts, ends), each ending in a newline."""
         printer, pool, pad = self.printer, self.pool, self.pad
         n = len(starts)
-        tags, pos, lens, ok = _fields(self.d, starts, ends, I_MAX + O_MAX + A_MAX + 3)
+        tags, pos, lens, ok = _wire.fields(self.d, starts, ends, I_MAX + O_MAX + A_MAX + 3)
         code = _NODE_CODE[tags]
         ok &= (code != 0).all(1) & (np.diff(code, axis=1) >= 0).all(1)
         n_in, n_out = (code == 1).sum(1), (code == 2).sum(1)
@@ -377,14 +235,14 @@ class _Bulk:
         q = (quoted.reshape(n, -1) & present).astype(_I)
         named = has_name & (fl[:, 0] > 0)  # an empty name prints no brackets
         op_col = n_in + n_out + has_name
-        op_s, op_n = _column(pos, op_col), _column(lens, op_col)
+        op_s, op_n = _wire.column(pos, op_col), _wire.column(lens, op_col)
         ok &= self._classes(op_s, op_n)[1]  # an identifier (keywords need no quotes after '=')
         attr_start = attr_len = np.zeros(n, _I)
         if (n_attr > 0).any():
             attr_start, attr_len, attr_ok = self._attributes(pos, lens, op_col, n_attr, ok)
             ok &= attr_ok
         dom_col = op_col + 1 + n_attr
-        dom_s, dom_n = _column(pos, dom_col), np.where(has_dom, _column(lens, dom_col), 0)
+        dom_s, dom_n = _wire.column(pos, dom_col), np.where(has_dom, _wire.column(lens, dom_col), 0)
         dom_start = dom_len = np.zeros(n, _I)
         if (dom_n > 0).any():
             dom_start, dom_len, dom_ok = self._domains(dom_s, dom_n, ok)
@@ -440,9 +298,9 @@ class _Bulk:
         attributes, or whose attributes the reference cannot print, stay with the reference method."""
         printer, data, level = self.printer, self.data, self.level + 1
         first = op_col + 1
-        begin = _column(pos, first) - 2  # the first attribute's tag
+        begin = _wire.column(pos, first) - 2  # the first attribute's tag
         last = first + np.maximum(n_attr, 1) - 1
-        end = _column(pos, last) + _column(lens, last)
+        end = _wire.column(pos, last) + _wire.column(lens, last)
         start, length, good = np.zeros(len(ok), _I), np.zeros(len(ok), _I), np.ones(len(ok), bool)
         memo = self._attr_memo
         rows = np.flatnonzero((n_attr > 0) & ok)
@@ -504,27 +362,27 @@ class _Bulk:
         base = len(self.data)
         source = np.frombuffer(self.data[lo:hi] + b"".join(self.pool.parts), np.uint8)
         seg_start = np.where(seg_start >= base, seg_start - (base - (hi - lo)), seg_start - lo)
-        return _gather(source, seg_start.ravel(), seg_len.ravel())
+        return _wire.gather(source, seg_start.ravel(), seg_len.ravel())
 
     # ------------------------------------------------------------------ initializers
     def _init_chunk(self, starts, ends, row0: int) -> list[str]:
         """The texts of the initializers ``row0...`` whose records are [starts, ends)."""
         printer, pool = self.printer, self.pool
         n = len(starts)
-        tags, pos, lens, ok = _fields(self.d, starts, ends, D_MAX + 3)
+        tags, pos, lens, ok = _wire.fields(self.d, starts, ends, D_MAX + 3)
         code = _INIT_CODE[tags]
         ok &= (code != 0).all(1) & (np.diff(code, axis=1) >= 0).all(1)
         if printer.onnx_style or printer.elide:
             ok[:] = False
         nd = (code == 1).sum(1)
         n_fd, n_raw = (code == 3).sum(1), (code == 5).sum(1)
-        ok &= ((code == 2).sum(1) == 1) & (_column(lens, nd) == 1)  # data_type 1: float
+        ok &= ((code == 2).sum(1) == 1) & (_wire.column(lens, nd) == 1)  # data_type 1: float
         ok &= ((code == 4).sum(1) == 1) & (n_fd + n_raw == 1)
         raw = n_raw == 1
         name_col = nd + 1 + (~raw)
         val_col = np.where(raw, nd + 2, nd + 1)
-        name_s, name_n = _column(pos, name_col), _column(lens, name_col)
-        val_s, val_n = _column(pos, val_col), _column(lens, val_col)
+        name_s, name_n = _wire.column(pos, name_col), _wire.column(lens, name_col)
+        val_s, val_n = _wire.column(pos, val_col), _wire.column(lens, val_col)
         dims = np.where(code == 1, lens, 0)
         count = np.where(code == 1, lens, 1).prod(1, dtype=np.int64)
         ok &= (val_n % 4 == 0) & (val_n <= 4 * V_MAX)
