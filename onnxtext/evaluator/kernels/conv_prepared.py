@@ -7,6 +7,8 @@ closure that only moves data and calls BLAS, and finishes the result (bias, fuse
 
 * 1x1, unit strides, no padding: one (batched over groups) matmul on the input itself;
 * depthwise layers (one input channel per group): cache-blocked columns, see :mod:`.conv_depthwise`;
+* 3x3 layers with many channels (unit strides, one group, float32): Winograd F(2x2, 3x3), see
+  :mod:`.conv_winograd`;
 * every other small layer: the zero-padded input lives in a buffer owned by the prepared conv (its
   border is zeroed once), the im2col window view over it is built once, and each call copies the
   input into the buffer's interior and the window view into a scratch column matrix (a band of
@@ -31,6 +33,7 @@ from numpy.lib.stride_tricks import as_strided
 from .conv import _SHIFTED_MAX_OUTPUTS, _SHIFTED_MIN_LENGTH, _SHIFTED_MIN_RATIO, _conv_geometry, conv, scratch
 from .conv_depthwise import prepare_depthwise
 from .conv_relu import relu_inplace
+from .conv_winograd import prepare_winograd, use_winograd
 
 # largest padded input (elements) a prepared conv keeps its own buffer for: beyond it, the general
 # kernel's blocked im2col is as fast, and per-layer buffers would cost real memory
@@ -162,6 +165,9 @@ class PreparedConv:
                     relu_inplace(y)
                 return y
             return pointwise
+        if group == 1 and kshape == (3, 3) and dtype == np.float32 and not shuffled and \
+                all(s == 1 for s in strides) and all(d == 1 for d in dilations) and use_winograd(c, m, out):
+            return prepare_winograd(w, self.b, shape, pb, out, relu=relu)
         if group == 1 and all(s == 1 for s in strides) and mg <= _SHIFTED_MAX_OUTPUTS and \
                 m * _SHIFTED_MIN_RATIO <= c and out[0] * math.prod(shape[3:]) >= _SHIFTED_MIN_LENGTH:
             return None  # few outputs from many channels: the general kernel's shifted matmuls win
