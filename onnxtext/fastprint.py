@@ -17,8 +17,9 @@ once, in the way Python's json module pairs a fast scanner with a reference one:
      ``I_MAX`` inputs, ``O_MAX`` outputs and ``A_MAX`` attributes (none a graph), names of printable ASCII
      without quotes or backslashes, an identifier op_type; the attributes' text is printed by the
      reference methods once per distinct run of attribute bytes (it depends on nothing else);
-   * an INITIALIZER record that is a ``float`` tensor with one-byte dims, a name and at most 31
-     ``float_data`` values or ``raw_data`` of exactly that many values, none NaN, fitting one line;
+   * an INITIALIZER record with one-byte dims, a name and at most 124 bytes of values: ``float_data``, or
+     ``raw_data`` of exactly the shape's element count of float, double, int32 or int64 (shape constants),
+     no NaN, fitting one line; each distinct value is formatted once;
    * a VALUE_INFO record of a name and a type (no doc string or metadata), the type's text printed by the
      reference once per distinct type bytes.
 
@@ -44,7 +45,7 @@ from onnx import AttributeProto, NodeProto, TypeProto
 
 from . import _wirecolumns as _wire
 from . import dtypes
-from .literals import _QUOTED_WORDS, _op_name, float_texts
+from .literals import _QUOTED_WORDS, _op_name, format_values
 
 ENABLED = True
 MIN_ELEMENTS = 64
@@ -71,6 +72,12 @@ _NODE_CODE[[0, 0x0A, 0x12, 0x1A, 0x22, 0x2A, 0x3A]] = [9, 1, 2, 3, 4, 5, 6]  # -
 # attribute, domain
 _VI_CODE = np.zeros(256, np.int8)
 _VI_CODE[[0, 0x0A, 0x12]] = [9, 1, 2]  # -, name, type
+# data_type -> bytes per element of the types whose raw_data the fast path prints (0: the reference prints)
+_RAW_TYPES = [dtypes.BY_NAME[t] for t in ("float", "double", "int32", "int64")]
+_ITEMSIZE = np.zeros(32, np.int64)
+_TYPE_SLOT = np.zeros(32, np.int64)  # data_type -> index in _RAW_TYPES (a 2-bit part of the head key)
+for _i, _dt in enumerate(_RAW_TYPES):
+    _ITEMSIZE[_dt.enum], _TYPE_SLOT[_dt.enum] = _dt.bits // 8, _i
 _INIT_CODE = np.zeros(256, np.int8)
 _INIT_CODE[[0, 0x08, 0x10, 0x22, 0x42, 0x4A]] = [9, 1, 2, 3, 4, 5]  # -, dims, data_type, float_data, name, raw
 
@@ -376,38 +383,45 @@ class _Bulk:
             ok[:] = False
         nd = (code == 1).sum(1)
         n_fd, n_raw = (code == 3).sum(1), (code == 5).sum(1)
-        ok &= ((code == 2).sum(1) == 1) & (_wire.column(lens, nd) == 1)  # data_type 1: float
-        ok &= ((code == 4).sum(1) == 1) & (n_fd + n_raw == 1)
+        ok &= ((code == 2).sum(1) == 1) & ((code == 4).sum(1) == 1) & (n_fd + n_raw == 1)
         raw = n_raw == 1
+        dtype = np.minimum(_wire.column(lens, nd), len(_ITEMSIZE) - 1)  # the data_type field's value
+        size = _ITEMSIZE[dtype]
+        ok &= (size > 0) & (raw | (dtype == _F32.enum))  # typed values: float_data only
+        size = np.maximum(size, 1)
         name_col = nd + 1 + (~raw)
         val_col = np.where(raw, nd + 2, nd + 1)
         name_s, name_n = _wire.column(pos, name_col), _wire.column(lens, name_col)
         val_s, val_n = _wire.column(pos, val_col), _wire.column(lens, val_col)
         dims = np.where(code == 1, lens, 0)
         count = np.where(code == 1, lens, 1).prod(1, dtype=np.int64)
-        ok &= (val_n % 4 == 0) & (val_n <= 4 * V_MAX)
-        nv = val_n // 4
+        ok &= (val_n % size == 0) & (val_n <= 4 * V_MAX)
+        nv = val_n // size
         if printer.max_inline is not None:
             ok &= ~raw | (count <= printer.max_inline)
         ok &= ~raw | (nv == count)
         plain, quoted = self._names(name_s, name_n)
         ok &= plain
 
-        # the values: one float32 per 4 bytes, each distinct bit pattern formatted once
+        # the values, element type by element type: each distinct bit pattern formatted once
         nv = np.where(ok, nv, 0)
         total = int(nv.sum())
         first = np.cumsum(nv) - nv
-        at = np.repeat(val_s - 4 * first, nv) + 4 * np.arange(total)
-        bits = self.d[at[:, None] + np.arange(4)].view("<u4")[:, 0] if total else np.zeros(0, np.uint32)
-        values = bits.view(np.float32)
-        nan_rows = np.repeat(np.arange(n), nv)[np.isnan(values)]
-        ok[nan_rows] = False
-        uniq, inverse = np.unique(bits, return_inverse=True)
-        texts = float_texts(uniq.view(np.float32).astype(np.float64).tolist(), _F32) if len(uniq) else []
-        if texts is None:  # a NaN left (the rows are slow already): format the others
-            texts = [float_texts([v], _F32)[0] if v == v else "" for v in uniq.view(np.float32).tolist()]
-        t_start, t_len = pool.table(texts)
-        v_start, v_len = t_start[inverse.ravel()], t_len[inverse.ravel()]
+        rows = np.repeat(np.arange(n), nv)
+        k = np.arange(total) - np.repeat(first, nv)
+        at = val_s[rows] + size[rows] * k
+        v_start, v_len = np.zeros(total, _I), np.zeros(total, _I)
+        for enum in np.unique(dtype[rows]).tolist():
+            dt = dtypes.BY_ENUM[enum]
+            sel = np.flatnonzero(dtype[rows] == enum)
+            bits = self.d[at[sel, None] + np.arange(dt.bits // 8)].view(dt.uint_view)[:, 0]
+            if dt.kind == "float":
+                nan = np.isnan(bits.view(dt.np))
+                ok[rows[sel[nan]]] = False  # NaN payloads: the reference prints their bits
+                bits = np.where(nan, 0, bits)
+            uniq, inverse = np.unique(bits, return_inverse=True)
+            t_start, t_len = pool.table(format_values(uniq.view(dt.np), dt))
+            v_start[sel], v_len[sel] = t_start[inverse.ravel()], t_len[inverse.ravel()]
 
         # one line each; longer ones wrap in the reference
         csum = np.concatenate([[0], np.cumsum(v_len)])
@@ -416,12 +430,16 @@ class _Bulk:
         ok &= body_len <= printer.width - len(printer.ind) * (self.level + 1)
 
         # segments: head with quote, name, " = {" with quote, values with separators, "}\n"
-        key = np.where(ok, nd, 0) + (np.where(ok[:, None], dims[:, :D_MAX], 0).astype(np.int64) << (7 * np.arange(D_MAX) + 4)).sum(1)
+        # the head "type[dims] ", per distinct (data_type, dims): 4 bits of rank, 7 bits a dim, 2 the type
+        shifts = 7 * np.arange(D_MAX) + 4
+        key = np.where(ok, nd + (_TYPE_SLOT[dtype] << 60), 0) + (
+            np.where(ok[:, None], dims[:, :D_MAX], 0).astype(np.int64) << shifts).sum(1)
         heads, head_of = np.unique(key, return_inverse=True)
         head_texts = []
-        for k in heads.tolist():
-            ds = [(k >> (7 * j + 4)) & 0x7F for j in range(k & 0xF)]
-            head_texts.append("float[" + ", ".join(map(str, ds)) + "] " if ds else "float ")
+        for h in heads.tolist():
+            ds = [(h >> int(j)) & 0x7F for j in shifts[:h & 0xF]]
+            tname = _RAW_TYPES[h >> 60].name
+            head_texts.append(tname + "[" + ", ".join(map(str, ds)) + "] " if ds else tname + " ")
         h_start, h_len = pool.table([h + q for h in head_texts for q in ("", '"')])
         hq = 2 * head_of.ravel() + quoted
         e_start, e_len = pool.table([q + " = " + o for o in ("{", "raw {") for q in ("", '"')])
@@ -433,8 +451,6 @@ class _Bulk:
         seg_start[:, 0], seg_len[:, 0] = h_start[hq], h_len[hq]
         seg_start[:, 1], seg_len[:, 1] = name_s, name_n
         seg_start[:, 2], seg_len[:, 2] = e_start[eq], e_len[eq]
-        rows = np.repeat(np.arange(n), nv)
-        k = np.arange(total) - np.repeat(first, nv)
         seg_start[rows, 3 + 2 * k], seg_len[rows, 3 + 2 * k] = v_start, v_len
         sep = k > 0
         seg_start[rows[sep], 2 + 2 * k[sep]], seg_len[rows[sep], 2 + 2 * k[sep]] = c_start[0], c_len[0]

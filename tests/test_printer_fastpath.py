@@ -117,6 +117,15 @@ def _raw(name, values, dims=None, dtype=np.float32):
     return t
 
 
+def _rawt(name, arr):
+    """A raw_data initializer of any numpy array (its element type and shape)."""
+    from onnxtext import dtypes
+
+    t = onnx.TensorProto(name=name, data_type=dtypes.from_numpy(arr.dtype).enum, raw_data=arr.tobytes())
+    t.dims.extend(arr.shape)
+    return t
+
+
 def _typed(name, values, dims=None):
     return oh.make_tensor(name, onnx.TensorProto.FLOAT, [len(values)] if dims is None else dims, values)
 
@@ -168,6 +177,13 @@ EDGE_CASES = {
     "initializer dims": _graph([oh.make_node("Relu", ["x"], ["y"])], [
         _typed("d8", [1.0], [1] * 8), _typed("d9", [1.0], [1] * 9), _raw("r127", [0.5] * 127, [127]),
         _raw("z", [], [0, 5]), _typed("nd", [1.0, 2.0], [2, 1, 1])]),
+    "raw int and double initializers": _graph([oh.make_node("Relu", ["x"], ["y"])], [
+        _rawt("i64", np.array([1, -1, 2**62, -2**63], np.int64)), _rawt("i32", np.array([[0, -7], [3, 2**31 - 1]], np.int32)),
+        _rawt("f64", np.array([0.1, -0.0, 1e300, 5e-324], np.float64)), _rawt("f64nan", np.array([np.nan, 1.0])),
+        _rawt("shape", np.array([1, 3, 224, 224], np.int64)), _rawt("same", np.array([1, 3, 224, 224], np.int32)),
+        _rawt("i64s", np.array(7, np.int64)), _rawt("many", np.arange(15, dtype=np.int64)),
+        _rawt("toomany", np.arange(16, dtype=np.int64)), _rawt("u8", np.array([1, 2], np.uint8)),
+        _rawt("f16", np.array([1.5], np.float16)), oh.make_tensor("typed64", onnx.TensorProto.INT64, [2], [5, -5])]),
     "value_info": _graph([oh.make_node("Relu", ["x"], ["a"]), oh.make_node("Relu", ["a"], ["y"])]),
     "graph metadata (two-byte tag)": None,  # filled below
     "non-UTF-8 names": None,  # filled below (helper cannot build them)
