@@ -26,13 +26,14 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def records(data: bytes):
-    """((body starts, body ends) of the node records, the same of the initializer records), or None when a
-    top-level field is not length-delimited (every GraphProto field is: unknown wire data)."""
+def records(data: bytes, tags):
+    """For each tag of ``tags`` (one-byte tags of length-delimited fields), (body starts, body ends) of the
+    top-level records with that tag; None when a top-level field is not length-delimited (in a message
+    whose fields all are, such as GraphProto: unknown wire data)."""
     try:
-        return _split(data, _positions_short(data))
+        return _split(data, _positions_short(data), tags)
     except _Long:
-        return _split(data, _positions(data))
+        return _split(data, _positions(data), tags)
 
 
 class _Long(Exception):
@@ -77,7 +78,7 @@ def _positions(data: bytes):
     return np.array(short, I), long_
 
 
-def _split(data: bytes, found):
+def _split(data: bytes, found, wanted):
     at, long_ = found
     d = np.frombuffer(data, np.uint8)
     tags, starts = d[at].astype(I), at + 2
@@ -89,7 +90,7 @@ def _split(data: bytes, found):
         tags, starts, ends = tags[order], starts[order], ends[order]
     if np.any(tags & 7 != 2):
         return None
-    return tuple((starts[tags == t], ends[tags == t]) for t in (0x0A, 0x2A, 0x6A))  # node, initializer, value_info
+    return tuple((starts[tags == t], ends[tags == t]) for t in wanted)
 
 
 def fields(d: np.ndarray, starts: np.ndarray, ends: np.ndarray, k: int):

@@ -1,4 +1,4 @@
-"""A fast path for the printer's hot lists: a graph's nodes, initializers and value_info, decoded in bulk.
+"""A fast path for the printer's hot lists: a graph's nodes, initializers and value infos, decoded in bulk.
 
 On a graph of many small nodes the printer's cost is per element: every field read through the protobuf
 Python API is a C call that builds a new object, and even a lean loop over the serialized records costs
@@ -20,8 +20,8 @@ once, in the way Python's json module pairs a fast scanner with a reference one:
    * an INITIALIZER record with one-byte dims, a name and at most 124 bytes of values: ``float_data``, or
      ``raw_data`` of exactly the shape's element count of float, double, int32 or int64 (shape constants),
      no NaN, fitting one line; each distinct value is formatted once;
-   * a VALUE_INFO record of a name and a type (no doc string or metadata), the type's text printed by the
-     reference once per distinct type bytes.
+   * an INPUT, OUTPUT or VALUE_INFO record of a name and a type (no doc string or metadata), the type's
+     text printed by the reference once per distinct type bytes.
 
 4. The output is assembled as a list of segments (start, length) into one pool holding the wire bytes and
    the literal texts (separators with their quotes, shapes, float texts), and gathered by one numpy
@@ -89,11 +89,11 @@ for _w in _QUOTED_WORDS:
 
 
 def graph_parts(printer, g, level: int):
-    """(value_info texts, initializer texts, a function returning the nodes block) of ``g`` as
-    ``Printer.print_graph`` lays them out, or None when the fast path does not apply (disabled, small
+    """(input texts, output texts, value_info texts, initializer texts, a function returning the nodes
+    block) of ``g`` as ``Printer.print_graph`` lays them out, or None when the fast path does not apply (disabled, small
     graph, unexpected wire data)."""
     nn, ni, nv = len(g.node), len(g.initializer), len(g.value_info)
-    if not ENABLED or nn + ni + nv < MIN_ELEMENTS or nn == 0:
+    if not ENABLED or nn + ni + nv + len(g.input) < MIN_ELEMENTS or nn == 0:
         return None
     # Plain initializer records are under 130 bytes; a graph holding big weights would only cost a copy of
     # them in memory. A sample of initializers tells (ByteSize encodes: on the whole graph it costs as much
@@ -104,8 +104,9 @@ def graph_parts(printer, g, level: int):
     data = g.SerializeToString()
     if len(data) >= 1 << 30:
         return None
-    recs = _wire.records(data)
-    if recs is None or len(recs[0][0]) != nn or len(recs[1][0]) != ni or len(recs[2][0]) != nv:
+    recs = _wire.records(data, (0x0A, 0x2A, 0x6A, 0x5A, 0x62))  # node, initializer, value_info, input, output
+    counts = (nn, ni, nv, len(g.input), len(g.output))
+    if recs is None or any(len(r[0]) != c for r, c in zip(recs, counts)):
         return None
     return _Bulk(printer, g, level, data, recs).parts()
 
@@ -116,7 +117,7 @@ class _Bulk:
     def __init__(self, printer, g, level, data: bytes, recs):
         self.printer, self.g, self.level, self.data = printer, g, level, data
         self.d = np.frombuffer(data, np.uint8)
-        self.node_recs, self.init_recs, self.vi_recs = recs
+        self.node_recs, self.init_recs, self.vi_recs, self.in_recs, self.out_recs = recs
         self.pool = _wire.Pool(len(data))
         self.pad = printer.ind * (level + 1)
         self._attr_memo, self._type_memo = {}, {}
@@ -150,9 +151,13 @@ class _Bulk:
         return plain, ~ident | keyword
 
     def parts(self):
-        value_infos = self._chunked(self.vi_recs, self._vi_chunk)  # the reference order: value_info,
-        inits = self._chunked(self.init_recs, self._init_chunk)  # initializers, then nodes when asked
-        return value_infos, inits, self._nodes
+        g, vi = self.g, self._vi_chunk
+        # the reference order: inputs, outputs, value_info, initializers, then nodes when asked
+        ins = self._chunked(self.in_recs, lambda s, e, r: vi(s, e, r, g.input))
+        outs = self._chunked(self.out_recs, lambda s, e, r: vi(s, e, r, g.output))
+        value_infos = self._chunked(self.vi_recs, lambda s, e, r: vi(s, e, r, g.value_info))
+        inits = self._chunked(self.init_recs, self._init_chunk)
+        return ins, outs, value_infos, inits, self._nodes
 
     @staticmethod
     def _chunked(recs, chunk_fn) -> list[str]:
@@ -163,9 +168,10 @@ class _Bulk:
         return out
 
     # ------------------------------------------------------------------ value_info
-    def _vi_chunk(self, starts, ends, row0: int) -> list[str]:
-        """The texts of the value_info entries ``row0...`` whose records are [starts, ends): a name and a
-        type, the type's text printed by the reference once per distinct type bytes."""
+    def _vi_chunk(self, starts, ends, row0: int, infos) -> list[str]:
+        """The texts of the ValueInfoProto entries ``infos[row0...]`` (graph inputs, outputs or value_info)
+        whose records are [starts, ends): a name and a type, the type's text printed by the reference once
+        per distinct type bytes."""
         printer, pool = self.printer, self.pool
         n = len(starts)
         tags, pos, lens, ok = _wire.fields(self.d, starts, ends, 3)
@@ -202,7 +208,6 @@ class _Bulk:
         out = [None] * n
         for i, text in zip(np.flatnonzero(ok).tolist(), fast):
             out[i] = text
-        infos = self.g.value_info
         for i in np.flatnonzero(~ok).tolist():
             out[i] = printer.print_value_info(infos[row0 + i], self.level + 1)
         return out

@@ -203,12 +203,12 @@ class Printer:
     def print_graph(self, g: GraphProto, level: int = 0) -> str:
         ann = self._annotations(g, level, skip=("doc_string", "node", "name", "initializer", "sparse_initializer",
                                                 "input", "output", "value_info"))
-        ins = [self.print_value_info(v, level + 1) for v in g.input]
-        outs = [self.print_value_info(v, level + 1) for v in g.output]
         fast = fastprint.graph_parts(self, g, level)  # None: the reference methods below
         if fast:
-            values = fast[0] + fast[1]
+            ins, outs, values = fast[0], fast[1], fast[2] + fast[3]
         else:
+            ins = [self.print_value_info(v, level + 1) for v in g.input]
+            outs = [self.print_value_info(v, level + 1) for v in g.output]
             values = [self.print_value_info(v, level + 1) for v in g.value_info]
             values += [self.print_initializer(t, level + 1) for t in g.initializer]
         values += [self.print_sparse_initializer(s, level + 1) for s in g.sparse_initializer]
@@ -219,7 +219,7 @@ class Printer:
         if values:
             lines.append(self._list("<", values, ">", level, force_multiline=len(values) > 1 or any(
                 "\n" in v for v in values)))
-        return _block(lines, fast[2]() if fast else self.print_nodes(g.node, level), self.ind * level, bool(values))
+        return _block(lines, fast[4]() if fast else self.print_nodes(g.node, level), self.ind * level, bool(values))
 
     def print_nodes(self, nodes, level: int) -> str:
         if not nodes:

@@ -213,6 +213,9 @@ _vi.extend([oh.make_tensor_value_info("a", 1, ["N", 3]), oh.make_tensor_value_in
             oh.make_tensor_value_info("den", 1, [1])])
 _vi[-1].type.denotation = "TENSOR"
 _vi.add(name="bad").type.tensor_type.elem_type = 99
+EDGE_CASES["graph inputs and outputs"] = _graph([oh.make_node("Relu", ["x"], ["y"])])
+EDGE_CASES["graph inputs and outputs"].graph.input.extend(list(_vi)[:-1])  # all but the bad type
+EDGE_CASES["graph inputs and outputs"].graph.output.extend(list(_vi)[:3] + [_vi[-1]])  # the bad type last
 EDGE_CASES["initializer annotations"].graph.initializer[0].doc_string = "a doc"
 EDGE_CASES["initializer annotations"].graph.initializer[1].raw_data = struct.pack("<f", 2.0)
 
