@@ -82,9 +82,9 @@ def test_winograd_writes_into_a_channel_slice(case):
 
 def test_prepared_conv_takes_winograd_for_wide_layers():
     """A layer the rule picks goes through Winograd inside PreparedConv, bias, Relu and ``out`` included."""
-    case = (1, 128, 256, 16, 16, (1, 1, 1, 1), True, True)
+    case = (1, 256, 256, 16, 16, (1, 1, 1, 1), True, True)
     x, w, b, ref = make(case, seed=2)
-    assert use_winograd(128, 256, (16, 16))
+    assert use_winograd(256, 256, (16, 16))
     attrs = dict(auto_pad="NOTSET", group=1, pads=[1, 1, 1, 1], strides=None, dilations=None, kernel_shape=[3, 3])
     conv = PreparedConv(w, b, attrs, relu=True)
     assert relative_error(conv(x), ref) < TOLERANCE[2]
@@ -97,7 +97,8 @@ def test_prepared_conv_takes_winograd_for_wide_layers():
 
 @pytest.mark.parametrize("c, m, out, expected", [
     (64, 64, (56, 56), False),  # few channels: the transforms cost more than the matmul saves
-    (128, 256, (56, 56), True),
+    (256, 256, (56, 56), True),
+    (192, 192, (14, 14), False),  # as fast as im2col
     (512, 512, (14, 14), True),
     (512, 512, (7, 7), False),  # too few tiles
 ])

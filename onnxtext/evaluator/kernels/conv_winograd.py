@@ -45,11 +45,12 @@ _BAND = 1 << 19
 
 
 # F(2x2, 3x3) pays only where the matmuls dominate the numpy transforms: measured per layer against
-# PreparedConv's im2col on VGG19/ResNet50 layers, one thread (Winograd/im2col time): C x M = 128 x 256
-# at 56: 0.82, 256 x 256 at 56: 0.73, 512 x 512 at 28: 0.60, at 14: 0.70, 256 x 256 at 14: 0.85-0.96;
-# but 64 x 64 at 56: 1.1-1.7, 128 x 128 at 28: 0.9-1.2, 512 x 512 at 7: 0.84-1.06 (too few tiles).
-# F(4x4) lost everywhere (its 36 transforms cost more than the matmul work they save).
-_MIN_CHANNEL_PRODUCT = 128 * 256
+# PreparedConv's im2col on VGG19/ResNet50/Inception-v2 layers, one thread (Winograd/im2col time):
+# C x M = 256 x 256 at 56: 0.73, at 28: 0.86, at 14: 0.85-0.96; 512 x 512 at 28: 0.60, at 14: 0.70-0.84;
+# but 128 x 256 at 28: 1.04 (0.82 at 56), 192 x 192 and 192 x 256 at 14: 1.00, 64 x 64 at 56: 1.1-1.7,
+# 512 x 512 at 7: 0.84-1.06 (too few tiles). F(4x4) lost everywhere (1.0-6.6x: its 36 transforms
+# cost more than the matmul work they save).
+_MIN_CHANNEL_PRODUCT = 256 * 256
 _MIN_OUTPUTS = 14 * 14
 
 
