@@ -23,6 +23,8 @@
 * A Concat along channels of prepared Conv results (SqueezeNet's fire modules, Inception's
   branches) computes those Convs itself, each writing straight into its slice of the Concat result
   (``kernels.conv_fused.ConcatInto``): no separate Conv results, no copy.
+* An inference Dropout whose mask nobody reads passes its input on (its kernel would build the
+  mask anyway).
 * Finally a Relu fused into a step whose result only a MaxPool reads moves after the MaxPool
   (``max`` and ``relu`` commute): it then runs on the pooled result, a quarter of the elements.
 
@@ -91,7 +93,9 @@ def fuse_steps(raw_steps: list, constants: dict, const_names: set, keep: set) ->
     steps = _shuffles_into_convs(steps, keep, known)
     steps = _residuals_into_convs(steps, keep)
     steps = _convs_into_concat(steps, keep)
-    return _relus_after_max_pools(steps, keep)
+    steps = _relus_after_max_pools(steps, keep)
+    readers = Counter(n for _, used in steps for n in used)
+    return [_inference_dropout(s, readers, keep) for s in steps]
 
 
 def _prepared_conv(entry, known):
@@ -521,3 +525,24 @@ def _pool_windows_touch_input(attrs):
     dilations = attrs.get("dilations") or [1] * len(kernel)
     extents = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
     return all(p < e for p, e in zip(pads, extents + extents))
+
+
+# ------------------------------------------------------------------------------ inference dropout
+def _passthrough(data, *rest, **attrs):
+    """An inference Dropout without its mask: the output is the input (what the kernel returns too)."""
+    return data
+
+
+def _inference_dropout(entry, readers, keep):
+    """A Dropout step of opset 7 to 11 (inference only), or of 12+ without a ``training_mode`` input,
+    whose mask output is absent or read by nothing: :func:`_passthrough`, not the kernel that also
+    builds a mask."""
+    from .kernels.normalization import dropout_v7, dropout_v12
+
+    step, used = entry
+    fn, ins, outs, attrs, free, info, context = step
+    if info.domain or info.node.op_type != "Dropout" or not outs or not outs[0] or \
+            any(n and (readers[n] or n in keep) for n in outs[1:]) or \
+            not (fn is dropout_v7 or (fn is dropout_v12 and (len(ins) < 3 or not ins[2]))):
+        return entry
+    return (_passthrough, ins[:1], outs[:1], {}, free, info, False), [ins[0]]
