@@ -15,6 +15,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from onnxtext.evaluator import Evaluator
+from onnxtext.evaluator.kernels.conv_fused import DepthwisePointwise
 from onnxtext.evaluator.kernels.conv_prepared import PreparedConv
 
 F = TensorProto.FLOAT
@@ -77,7 +78,14 @@ def _model(x_shape, w1, b1, attrs, w2, b2, group, relu, batchnorm, second_attrs)
 
 
 def _prepared(ev):
-    return [s[0] for s in ev._plan_for(None, ()).steps if isinstance(s[0], PreparedConv)]
+    """The plan's prepared Convs in order (a fused depthwise + pointwise pair counts as both)."""
+    convs = []
+    for step in ev._plan_for(None, ()).steps:
+        if isinstance(step[0], DepthwisePointwise):
+            convs.append(step[0].depthwise)
+        if isinstance(step[0], PreparedConv):
+            convs.append(step[0])
+    return convs
 
 
 @pytest.mark.parametrize("relu", [False, True])

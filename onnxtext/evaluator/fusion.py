@@ -15,6 +15,8 @@
   per input shape instead of at every call.
 * A prepared Conv without Relu read only by a pointwise prepared Conv hands its bias to it
   (``W2 (y + b1) + b2 = W2 y + (W2 b1 + b2)``): ShuffleNet's depthwise Convs then add no bias.
+* A depthwise prepared Conv (then without bias) read only by a pointwise prepared Conv writes its
+  result straight into that Conv's column buffer (``kernels.conv_fused.DepthwisePointwise``).
 * A channel shuffle after a prepared Conv (Reshape to (N, g, C/g, ...), Transpose of axes 1 and 2,
   Reshape back: ShuffleNet) becomes part of the Conv (:class:`~.kernels.conv_prepared.ShuffledConv`),
   whose matmul writes the channels in shuffled order: no Transpose copy.
@@ -90,6 +92,7 @@ def fuse_steps(raw_steps: list, constants: dict, const_names: set, keep: set) ->
             producer[n] = j
     steps = [_prepared_conv(s, known) for s in steps if s is not None]
     steps = _biases_into_pointwise_convs(steps, keep)
+    steps = _depthwise_into_pointwise_convs(steps, keep)
     steps = _shuffles_into_convs(steps, keep, known)
     steps = _residuals_into_convs(steps, keep)
     steps = _convs_into_concat(steps, keep)
@@ -330,7 +333,7 @@ def _convs_into_concat(steps, keep):
     become :class:`ConcatInto` steps that run those Convs (the Conv steps are removed). The Convs
     run later than before, at the Concat, which is safe: their inputs are still there (values are
     released after their last reader, computed after fusion) and nothing else reads their results."""
-    from .kernels.conv_fused import ConcatInto
+    from .kernels.conv_fused import ConcatInto, DepthwisePointwise
     from .kernels.conv_prepared import PreparedConv
 
     readers = Counter(n for _, used in steps for n in used)
@@ -346,7 +349,7 @@ def _convs_into_concat(steps, keep):
         for name in ins:
             k = producer.get(name)
             conv = out[k][0][0] if k is not None and out[k] is not None else None
-            if type(conv) is PreparedConv and readers[name] == 1 and name not in keep and \
+            if type(conv) in (PreparedConv, DepthwisePointwise) and readers[name] == 1 and name not in keep and \
                     attrs.get("axis") in (1, 1 - conv.w.ndim):
                 parts.append(conv)
                 args.append(out[k][0][1][0])
@@ -407,6 +410,35 @@ def _biases_into_pointwise_convs(steps, keep):
         out[i] = ((PreparedConv(first.w, None, first.attrs),) + out[i][0][1:], out[i][1])
         out[j] = ((PreparedConv(w2, b2.astype(w2.dtype), second.attrs, second.relu),) + out[j][0][1:], out[j][1])
     return out
+
+
+def _depthwise_into_pointwise_convs(steps, keep):
+    """A depthwise prepared Conv without bias or Relu (one input channel per group, as many outputs
+    as inputs) whose only reader is a pointwise prepared Conv becomes, with it, one
+    :class:`~.kernels.conv_fused.DepthwisePointwise` step at the pointwise Conv's place."""
+    from .kernels.conv_fused import DepthwisePointwise
+    from .kernels.conv_prepared import PreparedConv
+    from .kernels.pool import _pointwise
+
+    readers = Counter(n for _, used in steps for n in used)
+    reader_of = {n: i for i, (_, used) in enumerate(steps) for n in used}
+    out = list(steps)
+    for i, (step, used) in enumerate(steps):
+        dw = step[0]
+        if type(dw) is not PreparedConv or dw.relu or dw.b is not None or dw.w.ndim < 3 or \
+                dw.w.shape[1] != 1 or dw.attrs.get("group", 1) != dw.w.shape[0] or dw.w.shape[0] < 2:
+            continue
+        name = step[2][0]
+        j = reader_of.get(name)
+        if readers[name] != 1 or name in keep or j is None or j <= i or out[j] is None:
+            continue
+        pw = out[j][0][0]
+        if type(pw) is not PreparedConv or out[j][0][1] != (name,) or pw.w.dtype != dw.w.dtype or \
+                pw.w.ndim != dw.w.ndim or not _pointwise(PreparedConv(pw.w, None, pw.attrs)):
+            continue
+        out[j] = ((DepthwisePointwise(dw, pw), step[1]) + out[j][0][2:], list(used))
+        out[i] = None
+    return [s for s in out if s is not None]
 
 
 # --------------------------------------------------------------------------- shuffles into convs

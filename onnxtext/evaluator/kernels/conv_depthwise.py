@@ -39,11 +39,13 @@ BLOCK = 1 << 17
 
 
 def prepare_depthwise(w, shape, pads_begin, strides, dilations, out, bias=None):
-    """Closure computing the depthwise conv (no bias) of inputs of ``shape`` by ``w`` (M, 1, *K), M = C.
+    """Closure computing the depthwise conv of inputs of ``shape`` by ``w`` (M, 1, *K), M = C.
 
     ``out`` is the output spatial shape; padding at the end is implied by it (positions beyond the
-    input are zeros). Returns a function ``(x, dest) -> y``: y is ``dest`` (a view of the result's shape,
-    written) or, when ``dest`` is None, a fresh contiguous array of shape (N, M, *out).
+    input are zeros). Returns a function ``(x, dest) -> y``: y is ``dest`` (written), or, when ``dest``
+    is None, a fresh contiguous array of shape (N, M, *out). ``dest`` is a view of the result's shape,
+    or of that shape with the channel axis split in two (N, G, M / G, *out): a grouped pointwise Conv's
+    column buffer (see ``conv_fused.DepthwisePointwise``).
     """
     n, m = shape[:2]
     nd = len(shape) - 2
@@ -140,10 +142,13 @@ def prepare_depthwise(w, shape, pads_begin, strides, dilations, out, bias=None):
                 y += channel_bias
             return y
         result = np.empty(result_shape, dtype) if dest is None else dest
+        src = y.reshape(computed)[crop]
+        if result.ndim != src.ndim:  # channels split in groups: (splitting an axis is always a view)
+            src = src.reshape(result.shape)
         if channel_bias is None:
-            np.copyto(result, y.reshape(computed)[crop])
+            np.copyto(result, src)
         else:  # the crop copy adds the bias: one pass instead of two
-            np.add(y.reshape(computed)[crop], channel_bias, out=result)
+            np.add(src, channel_bias.reshape(result.shape[1:-nd] + (1,) * nd), out=result)
         return result
     return depthwise
 

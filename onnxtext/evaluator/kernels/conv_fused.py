@@ -4,7 +4,9 @@
   straight into its slice of the result;
 * :class:`ChannelShuffle`: a Reshape -> Transpose -> Reshape chain, recognized per shape as a channel
   shuffle (used by ``conv_prepared.ShuffledConv``);
-* :class:`ConvAdd`: a residual Add/Sum (and Relu) done in place on a Conv's fresh result.
+* :class:`ConvAdd`: a residual Add/Sum (and Relu) done in place on a Conv's fresh result;
+* :class:`DepthwisePointwise`: a depthwise Conv whose result goes straight into the column buffer of
+  the pointwise Conv reading it (ShuffleNet's depthwise -> grouped 1x1).
 
 Each falls back to the original kernels for inputs its fast path was not prepared for, so results
 match running the nodes one by one up to float rounding.
@@ -12,8 +14,14 @@ match running the nodes one by one up to float rounding.
 
 from __future__ import annotations
 
+import math
+import threading
+
 import numpy as np
 
+from .conv import _conv_geometry, scratch
+from .conv_depthwise import prepare_depthwise
+from .conv_prepared import _OWNED_LIMIT, PreparedConv
 from .conv_relu import relu_inplace
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -154,3 +162,83 @@ class ConvAdd:
             return y
         y = self.add(y, other, **self.attrs) if self.conv_first else self.add(other, y, **self.attrs)
         return np.asarray(np.maximum(y, np.zeros((), y.dtype))) if self.relu else y
+
+
+class DepthwisePointwise(PreparedConv):
+    """``pointwise(depthwise(x))``: a depthwise PreparedConv without bias or Relu, then a pointwise
+    one (1x1, unit strides, no padding; its bias and Relu included), fused by the plan.
+
+    Run separately, the depthwise Conv copies its cropped result out of its scratch rows and the
+    pointwise Conv copies that again into its column buffer (under a row of ones that makes the
+    matmul add the bias). Here the depthwise crop writes straight into the column buffer: one pass
+    fewer over the intermediate. The object is the pointwise PreparedConv as far as the other fused
+    steps can tell (ConvAdd, ConcatInto), except that it takes the depthwise Conv's input; shapes,
+    dtypes or threads its fast path was not prepared for run the two Convs one after the other.
+    """
+
+    __slots__ = ("depthwise", "_fused")
+
+    def __init__(self, depthwise: PreparedConv, pointwise: PreparedConv):
+        super().__init__(pointwise.w, pointwise.b, pointwise.attrs, pointwise.relu)
+        self.depthwise = depthwise
+        self._fused: dict = {}
+
+    def __call__(self, x, out=None):
+        run = self._fused.get(x.shape) if type(x) is np.ndarray and x.dtype == self.w.dtype else None
+        if run is None and type(x) is np.ndarray and x.dtype == self.w.dtype and x.shape not in self._fused:
+            run = self._fused[x.shape] = self._prepare_fused(x.shape)
+        if not run or threading.get_ident() != self._owner:
+            return super().__call__(self.depthwise(x), out)
+        return run(x, out)
+
+    def output_shape(self, shape):
+        inner = self.depthwise.output_shape(shape)
+        return None if inner is None else super().output_shape(inner)
+
+    def _prepare_fused(self, shape):
+        """The fused closure ``(x, out) -> y`` for inputs of ``shape``, or False."""
+        dw = self.depthwise
+        if dw.b is not None or dw.relu or len(shape) != dw.w.ndim or len(shape) < 3:
+            return False
+        c = shape[1]
+        attrs = dw.attrs
+        if dw.w.shape[0] != c or dw.w.shape[1] != 1 or attrs["group"] != c or c < 2:
+            return False
+        probe = np.empty((0,) + tuple(shape[1:]), dw.w.dtype)
+        try:
+            strides, dilations, pb, pe, spatial = _conv_geometry(probe, dw.w, attrs.get("kernel_shape"),
+                                                                 attrs.get("strides"), attrs.get("dilations"),
+                                                                 attrs.get("pads"), attrs["auto_pad"])
+        except (ValueError, TypeError):
+            return False
+        padded = (shape[0], c) + tuple(d + b + e for d, b, e in zip(shape[2:], pb, pe))
+        if min(spatial) <= 0 or math.prod(padded) > _OWNED_LIMIT:
+            return False
+        group = self.attrs["group"]
+        m, cg = self.w.shape[:2]
+        if cg * group != c or m % group:
+            return False
+        depthwise = prepare_depthwise(dw.w, shape, pb, strides, dilations, spatial)
+        n, mg, p_size = shape[0], m // group, math.prod(spatial)
+        dtype = self.w.dtype
+        weights = self.w.reshape(group, mg, cg)
+        ones = self.b is not None
+        if ones:  # the bias as one more weight column, times a row of ones under the columns
+            weights = np.concatenate([weights, self.b.reshape(group, mg, 1)], axis=2)
+        cols_shape = (n, group, cg + ones, p_size)
+        split = (n, group, cg) + tuple(spatial)
+        full_shape = (n, m) + tuple(spatial)
+        flat_shape = (n, group, mg, p_size)
+        relu = self.relu
+
+        def depthwise_pointwise(x, out):
+            cols = scratch(cols_shape, dtype, slot="depthwise_pointwise")
+            if ones:
+                cols[:, :, cg] = 1
+            depthwise(x, cols[:, :, :cg].reshape(split, copy=False))
+            y = np.empty(full_shape, dtype) if out is None else out
+            np.matmul(weights, cols, out=y.reshape(flat_shape, copy=False))
+            if relu:
+                relu_inplace(y)
+            return y
+        return depthwise_pointwise
