@@ -47,7 +47,10 @@ def _settle_allocator() -> None:
     global _settled
     if not _settled:
         _settled = True
-        np.empty(_SETTLE_BYTES, np.uint8)  # (freed as soon as created: never written, never paged in)
+        try:
+            np.empty(_SETTLE_BYTES, np.uint8)  # (freed as soon as created: never written, never paged in)
+        except MemoryError:  # (strict overcommit with little memory left: nothing to settle then)
+            pass
 
 
 def load_model(model) -> tuple[onnx.ModelProto, str | None]:
