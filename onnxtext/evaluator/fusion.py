@@ -75,7 +75,7 @@ def fuse_steps(raw_steps: list, constants: dict, const_names: set, keep: set) ->
     ``constants`` maps names to values, of which only ``const_names`` are true constants (the others
     are initializers a feed may override); folded weights are added to both.
     """
-    known = _Constants(constants, const_names)
+    known = Constants(constants, const_names)
     readers = Counter(n for _, used in raw_steps for n in used)
     producer: dict[str, int] = {}
     steps = list(raw_steps)
@@ -125,8 +125,9 @@ def _conv_kernel():
     return conv
 
 
-class _Constants:
-    """The true constants of the graph being prepared (new folded values are added to the plan's)."""
+class Constants:
+    """The true constants of the graph being prepared (new folded values are added to the plan's);
+    initializers a feed may override are not among them."""
 
     def __init__(self, constants, names):
         self.constants, self.names = constants, names

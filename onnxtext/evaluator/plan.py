@@ -27,7 +27,7 @@ from onnx import AttributeProto, defs
 
 from .. import tensors
 from ..errors import EvalError, OnnxTextError
-from .fusion import fuse_steps
+from .fusion import Constants, fuse_steps
 from .registry import lookup, normalize_domain
 
 _A = AttributeProto
@@ -378,7 +378,7 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
     keep_set = set(output_names) | set(keep)
     from .kernels.pool import pools_after_pointwise_maps, pools_before_pointwise_convs
 
-    raw_steps = pools_after_pointwise_maps(raw_steps, keep_set, _Known(constants, const_names))
+    raw_steps = pools_after_pointwise_maps(raw_steps, keep_set, Constants(constants, const_names))
     raw_steps = pools_before_pointwise_convs(fuse_steps(raw_steps, constants, const_names, keep_set), keep_set)
     raw_steps = _chain_concats(raw_steps)
     last_use: dict[str, int] = {}
@@ -450,14 +450,6 @@ def _chain_concats(raw_steps: list) -> list:
     return raw_steps
 
 
-class _Known:
-    """The true constants while preparing (initializers a feed may override are not)."""
-
-    def __init__(self, constants, names):
-        self.constants, self.names = constants, names
-
-    def get(self, name):
-        return self.constants.get(name) if name in self.names else None
 
 
 def _needed_nodes(nodes, wanted: set) -> list:
