@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-I = np.int32  # positions, lengths and segments: callers keep buffers under 1 GiB
+INDEX = np.int32  # positions, lengths and segments: callers keep buffers under 1 GiB
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -54,7 +54,7 @@ def _positions_short(data: bytes):
         raise _Long from None
     if pos != total:
         raise _Long
-    at = np.array(at, I)
+    at = np.array(at, INDEX)
     d = np.frombuffer(data, np.uint8)
     if len(at) and (np.any(d[at] >= 0x80) or np.any(d[at + 1] >= 0x80)):
         raise _Long
@@ -75,16 +75,16 @@ def _positions(data: bytes):
         length, start = _varint(data, start)
         long_.append((tag, start, start + length))
         pos = start + length
-    return np.array(short, I), long_
+    return np.array(short, INDEX), long_
 
 
 def _split(data: bytes, found, wanted):
     at, long_ = found
     d = np.frombuffer(data, np.uint8)
-    tags, starts = d[at].astype(I), at + 2
+    tags, starts = d[at].astype(INDEX), at + 2
     ends = starts + d[at + 1]
     if long_:  # merge, in position order
-        lt, ls, le = (np.array(c, I) for c in zip(*long_))
+        lt, ls, le = (np.array(c, INDEX) for c in zip(*long_))
         tags, starts, ends = np.concatenate([tags, lt]), np.concatenate([starts, ls]), np.concatenate([ends, le])
         order = np.argsort(starts, kind="stable")
         tags, starts, ends = tags[order], starts[order], ends[order]
@@ -99,8 +99,8 @@ def fields(d: np.ndarray, starts: np.ndarray, ends: np.ndarray, k: int):
     or varint takes more than one byte, or when its fields do not end exactly at its end."""
     n = len(starts)
     tags = np.zeros((n, k), np.uint8)
-    pos = np.zeros((n, k), I)
-    lens = np.zeros((n, k), I)
+    pos = np.zeros((n, k), INDEX)
+    lens = np.zeros((n, k), INDEX)
     q = starts.copy()
     ok = np.ones(n, bool)
     last = len(d) - 2
@@ -109,7 +109,7 @@ def fields(d: np.ndarray, starts: np.ndarray, ends: np.ndarray, k: int):
         if not act.any():
             break
         qa = np.minimum(q, last)
-        t, length = d[qa], d[qa + 1].astype(I)
+        t, length = d[qa], d[qa + 1].astype(INDEX)
         ok &= ~act | ((t < 0x80) & (length < 0x80))
         tags[:, j] = np.where(act, t, 0)
         pos[:, j] = qa + 2
@@ -142,7 +142,7 @@ class Pool:
 
     def table(self, texts) -> tuple[np.ndarray, np.ndarray]:
         """(starts, lengths) arrays of ``texts``."""
-        pairs = np.array([self.add(t) for t in texts], I).reshape(-1, 2)
+        pairs = np.array([self.add(t) for t in texts], INDEX).reshape(-1, 2)
         return pairs[:, 0], pairs[:, 1]
 
 
@@ -152,7 +152,7 @@ def gather(source: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> str:
     starts, lengths = starts[keep], lengths[keep]
     if not len(lengths):
         return ""
-    ends = np.cumsum(lengths, dtype=I)
+    ends = np.cumsum(lengths, dtype=INDEX)
     idx = np.repeat(starts - (ends - lengths), lengths)
-    idx += np.arange(int(ends[-1]), dtype=I)
+    idx += np.arange(int(ends[-1]), dtype=INDEX)
     return source[idx].tobytes().decode("utf-8")

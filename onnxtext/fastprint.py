@@ -58,7 +58,7 @@ CHUNK = 1 << 15  # records decoded together (bounds the column matrices: about 1
 _F32 = dtypes.BY_NAME["float"]
 _MISSING = object()
 _GRAPH_KINDS = (AttributeProto.GRAPH, AttributeProto.GRAPHS)
-_I = _wire.I  # a graph the fast path prints is under 1 GiB (checked)
+_I = _wire.INDEX  # a graph the fast path prints is under 1 GiB (checked)
 
 # byte -> class bits: 1 where a byte cannot appear unescaped in a quoted name (controls, non-ASCII, '"',
 # '\'), 2 where it cannot continue an ASCII identifier
@@ -112,7 +112,7 @@ def graph_parts(printer, g, level: int):
 
 
 class _Bulk:
-    """One graph's nodes and initializers, decoded column-wise from its serialized bytes."""
+    """One graph's nodes, initializers and value infos, decoded column-wise from its serialized bytes."""
 
     def __init__(self, printer, g, level, data: bytes, recs):
         self.printer, self.g, self.level, self.data = printer, g, level, data
@@ -308,7 +308,7 @@ class _Bulk:
         """(starts, lengths, ok) of each node's `` <attributes> `` text, printed by the reference methods once
         per distinct run of attribute bytes (the text depends on nothing else). Nodes with graph
         attributes, or whose attributes the reference cannot print, stay with the reference method."""
-        printer, data, level = self.printer, self.data, self.level + 1
+        data, level = self.data, self.level + 1
         first = op_col + 1
         begin = _wire.column(pos, first) - 2  # the first attribute's tag
         last = first + np.maximum(n_attr, 1) - 1

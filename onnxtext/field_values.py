@@ -65,12 +65,7 @@ def assign(msg, field: str, value, at=None) -> None:
                 sub = target.add()
                 if isinstance(value, Pairs):
                     _assign_pair(sub, item, field)
-                elif isinstance(item, Record):
-                    for k, v in item:
-                        assign(sub, k, v)
-                elif isinstance(item, fd.message_type._concrete_class):
-                    sub.CopyFrom(item)
-                else:
+                elif not _fill(sub, item):
                     raise _err(f"field {field!r} expects a list of {{...}} records", at or field)
         else:
             if not isinstance(value, list):
@@ -78,17 +73,23 @@ def assign(msg, field: str, value, at=None) -> None:
             target.extend(_scalar(fd, v, field) for v in value)
         return
     if fd.message_type is not None:
-        sub = getattr(msg, fd.name)
-        if isinstance(value, Record):
-            sub.SetInParent()
-            for k, v in value:
-                assign(sub, k, v)
-        elif isinstance(value, fd.message_type._concrete_class):
-            sub.CopyFrom(value)
-        else:
+        if not _fill(getattr(msg, fd.name), value):
             raise _err(f"field {field!r} expects a {{...}} record", at or field)
         return
     setattr(msg, fd.name, _scalar(fd, value, field))
+
+
+def _fill(sub, value) -> bool:
+    """Set message ``sub`` from a ``{field: value}`` record or a message of its type; False for others."""
+    if isinstance(value, Record):
+        sub.SetInParent()
+        for k, v in value:
+            assign(sub, k, v)
+        return True
+    if isinstance(value, type(sub)):
+        sub.CopyFrom(value)
+        return True
+    return False
 
 
 def _assign_pair(sub, item, field):
