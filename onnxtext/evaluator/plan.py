@@ -9,7 +9,9 @@ fusion pass (:mod:`.fusion`), rewrites of the step list: AveragePools move acros
 the side with less data (:func:`~.kernels.pool.pools_after_pointwise_maps`, before fusion, and
 :func:`~.kernels.pool.pools_before_pointwise_convs`, after it), and chains of Concat steps each
 extending the previous result (DenseNet blocks) share one buffer per run
-(:class:`~.kernels.shape.ConcatChain`) instead of copying the growing prefix at every step.
+(:class:`~.kernels.shape.ConcatChain`) instead of copying the growing prefix at every step, and a
+per-channel affine map with Relu read only by a pointwise Conv becomes a threshold before that Conv
+(:func:`~.kernels.conv_clamped.affine_relus_into_pointwise_convs`).
 
 Running a plan is a tight loop over prepared steps; a step is a plain tuple
 ``(fn, input_names, output_names, attrs, free_after, info, context)`` where ``info`` is the
@@ -376,10 +378,12 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
         raw_steps.append((step, used))
 
     keep_set = set(output_names) | set(keep)
+    from .kernels.conv_clamped import affine_relus_into_pointwise_convs
     from .kernels.pool import pools_after_pointwise_maps, pools_before_pointwise_convs
 
     raw_steps = pools_after_pointwise_maps(raw_steps, keep_set, Constants(constants, const_names))
     raw_steps = pools_before_pointwise_convs(fuse_steps(raw_steps, constants, const_names, keep_set), keep_set)
+    raw_steps = affine_relus_into_pointwise_convs(raw_steps, keep_set, Constants(constants, const_names))
     raw_steps = _chain_concats(raw_steps)
     last_use: dict[str, int] = {}
     for i, (step, used) in enumerate(raw_steps):
