@@ -27,6 +27,9 @@
   (``kernels.conv_fused.ConcatInto``): no separate Conv results, no copy.
 * An inference Dropout whose mask nobody reads passes its input on (its kernel would build the
   mask anyway).
+* A stride-2 prepared Conv (with its Relu) read only by a 3x3 stride-2 MaxPool (the CNN stem) becomes
+  one :class:`~.kernels.conv_stem.ConvStem` step, which computes the conv directly in the pool's
+  stride phases, so both run on long contiguous runs.
 * Finally a Relu fused into a step whose result only a MaxPool reads moves after the MaxPool
   (``max`` and ``relu`` commute): it then runs on the pooled result, a quarter of the elements.
 
@@ -96,6 +99,7 @@ def fuse_steps(raw_steps: list, constants: dict, const_names: set, keep: set) ->
     steps = _shuffles_into_convs(steps, keep, known)
     steps = _residuals_into_convs(steps, keep)
     steps = _convs_into_concat(steps, keep)
+    steps = _stems(steps, keep)
     steps = _relus_after_max_pools(steps, keep)
     readers = Counter(n for _, used in steps for n in used)
     return [_inference_dropout(s, readers, keep) for s in steps]
@@ -509,6 +513,42 @@ def _residuals_into_convs(steps, keep):
             continue
         fused = ConvAdd(step[0], fn.fn if relu else fn, attrs, relu, ins[0] == y)
         out[i] = ((fused, (step[1][0], other), outs, {}, (), step[5], False), [step[1][0], other])
+        out[j] = None
+    return [s for s in out if s is not None]
+
+
+# ------------------------------------------------------------------------------------ CNN stems
+def _stems(steps, keep):
+    """A prepared float32 Conv (with its fused Relu or not) whose result only a MaxPool (without
+    Indices output) reads becomes one :class:`~.kernels.conv_stem.ConvStem` step at the Conv's
+    place when the attributes make a stem (stride-2 conv, 3x3 stride-2 pool, see ``is_stem``); the
+    rest of the geometry is checked per input shape, the separate kernels running otherwise."""
+    from .kernels.conv_prepared import PreparedConv
+    from .kernels.conv_stem import ConvStem, is_stem
+    from .kernels.pool import max_pool
+
+    readers = Counter(n for _, used in steps for n in used)
+    reader_of = {n: i for i, (_, used) in enumerate(steps) for n in used}
+    out = list(steps)
+    for i, (step, used) in enumerate(steps):
+        conv = step[0]
+        if type(conv) is not PreparedConv:
+            continue
+        y = step[2][0]
+        j = reader_of.get(y)
+        if readers[y] != 1 or y in keep or j is None or j <= i or out[j] is None:
+            continue
+        pool = out[j][0]
+        if pool[0] is not max_pool or pool[5].domain or pool[1] != (y,) or len(pool[2]) != 1 or \
+                not is_stem(conv, pool[3]):
+            continue
+        relu = conv.relu
+        if relu:  # the Relu runs on the pooled result (a quarter of the elements), when that commutes
+            if not _pool_windows_touch_input(pool[3]):
+                continue
+            conv = PreparedConv(conv.w, conv.b, conv.attrs)
+        fused = ConvStem(conv, relu, max_pool, pool[3], pool[5])
+        out[i] = ((fused, step[1], pool[2], {}, (), step[5], False), list(used))
         out[j] = None
     return [s for s in out if s is not None]
 

@@ -1,0 +1,257 @@
+"""The CNN "stem" as one step: Conv(stride 2, constant weights) [-> Relu] -> MaxPool(3x3, stride 2).
+
+Six of the ONNX light models start this way (3 input channels, 3x3 or 7x7 kernel). Run as separate
+steps, the conv's im2col is stride-2 gathers (each inner loop one output row) and the pool's taps are
+stride-2 views of short rows: numpy spends its time per inner loop, not per element. This step lays
+both out in STRIDE PHASES so that every copy and every max runs over long contiguous runs:
+
+* **Output phases.** The conv result is computed directly as the four (row parity, column parity)
+  phases of the pool's zero-padded input, each a plane of ``Ri x Wq`` positions per channel. A pool
+  tap (dy, dx) reads phase (dy % 2, dx % 2) shifted by (dy // 2, dx // 2): a flat shift of a plane,
+  so the separable max (horizontal then vertical) is a few ufunc calls over whole planes. Positions
+  of the planes that are pool padding are set to 0 after the matmul when a Relu follows (every value
+  is >= 0 after it, so 0 is as good as -inf; the Relu itself runs on the pooled result, a quarter
+  of the elements, since max and Relu commute) and to -inf otherwise.
+* **Input phases.** Output phase position (i, j) of phase (A, B) reads padded input row
+  ``4 i + 2 A + ky`` (and likewise for columns): the input is split once into its 16 (row mod 4,
+  column mod 4) phases, each flattened per channel with the planes' width ``Wq``. Every group of
+  taps that falls in one input phase is then a regular (channel, tap row, tap column) grid of
+  contiguous slices of that phase (the flat-shift trick of ``conv._FlatImage``): the column matrix of
+  one output phase is built with at most 16 copies of whole slices. The weights are permuted once to
+  match that row order, and the bias is a weight column times a constant row of ones.
+* Positions whose reads wrap into the next plane row, or that lie beyond what the pool reads, are
+  computed but never read (a few percent of the matmul).
+
+The buffers (input phases, columns, output phases) belong to the step and are made once per input
+shape. Anything else (another dtype or rank, geometry outside the cases above, a call from another
+thread) runs the original Conv and MaxPool kernels.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from .conv import _conv_geometry, spatial_geometry
+from .conv_relu import relu_inplace
+
+# largest column matrix (elements, one output phase) and input kept by a stem: beyond, the layer is
+# not a stem and the separate kernels' banded im2col keeps memory bounded
+_COLUMNS_LIMIT = 1 << 22
+# largest C_in * kh * kw: the phases pay off where im2col copies dominate (few input channels)
+_MAX_ROWS = 512
+
+
+class ConvStem:
+    """``Relu(MaxPool(Conv(x)))`` (or without the Relu) for a PreparedConv ``conv`` without Relu and
+    with constant float32 weights; see the module docstring. ``pool`` is the MaxPool kernel, called
+    with ``pool_attrs`` and a context of ``pool_info`` on the fallback path. The plan fuses
+    ``MaxPool(Relu(Conv(x)))`` into this only where the pool's windows all hold input, where max and
+    Relu commute."""
+
+    __slots__ = ("conv", "relu", "pool", "pool_attrs", "pool_info", "_shapes", "_owner")
+
+    def __init__(self, conv, relu: bool, pool, pool_attrs: dict, pool_info):
+        self.conv, self.relu, self.pool, self.pool_attrs, self.pool_info = conv, relu, pool, pool_attrs, pool_info
+        self._shapes: dict = {}
+        self._owner = threading.get_ident()
+
+    def __call__(self, x):
+        run = self._shapes.get(x.shape) if type(x) is np.ndarray and x.dtype == np.float32 else None
+        if run is None:
+            if type(x) is not np.ndarray or x.dtype != np.float32 or x.ndim != 4 or x.shape in self._shapes or \
+                    self.conv.w.dtype != np.float32:
+                return self._separate(x)
+            run = self._shapes[x.shape] = _prepare(self.conv, self.relu, self.pool_attrs, x.shape)
+            if run is None:
+                return self._separate(x)
+        if threading.get_ident() != self._owner:  # the owned buffers belong to the preparing thread
+            return self._separate(x)
+        return run(x)
+
+    def _separate(self, x):
+        """The original kernels, one after the other."""
+        from ..plan import KernelContext
+
+        y = self.pool(KernelContext(self.pool_info, {}), self.conv(x), **self.pool_attrs)
+        if self.relu:
+            y = relu_inplace(y) if type(y) is np.ndarray and y.flags.writeable else np.maximum(y, 0)
+        return y
+
+
+def is_stem(conv, pool_attrs) -> bool:
+    """Whether a PreparedConv and a MaxPool's attributes can be a stem (for some input shapes):
+    a 2-D float32 conv with stride 2, one group and few weights per output, and a 3x3 pool of
+    stride 2 without ceil mode."""
+    w, attrs, p = conv.w, conv.attrs, pool_attrs
+    return w.ndim == 4 and w.dtype == np.float32 and attrs.get("group", 1) == 1 and \
+        list(attrs.get("strides") or ()) == [2, 2] and list(attrs.get("dilations") or [1, 1]) == [1, 1] and \
+        w.shape[1] * w.shape[2] * w.shape[3] <= _MAX_ROWS and list(p.get("kernel_shape") or ()) == [3, 3] and \
+        list(p.get("strides") or ()) == [2, 2] and not p.get("ceil_mode", 0) and \
+        list(p.get("dilations") or [1, 1]) == [1, 1]
+
+
+def stem_geometry(conv, pool_attrs, shape):
+    """``(conv pads begin, conv output shape, pool pads begin, pool output shape)`` when the conv
+    and pool have the geometry this step handles for inputs of ``shape``, else None."""
+    w, attrs = conv.w, conv.attrs
+    if len(shape) != 4 or not is_stem(conv, pool_attrs) or w.shape[1] != shape[1]:
+        return None
+    probe = np.empty((0,) + tuple(shape[1:]), w.dtype)
+    try:
+        _, _, pb, _, out = _conv_geometry(probe, w, attrs.get("kernel_shape"), attrs.get("strides"),
+                                                         attrs.get("dilations"), attrs.get("pads"), attrs["auto_pad"])
+    except (ValueError, TypeError):
+        return None
+    if min(out) <= 0 or min(pb) < 0:
+        return None
+    try:
+        qb, qe, pooled = spatial_geometry(tuple(out), [3, 3], [2, 2], [1, 1], pool_attrs.get("pads"),
+                                          pool_attrs.get("auto_pad", "NOTSET"))
+    except (ValueError, TypeError):
+        return None
+    # a window starting two positions before the image would hold padding only (-inf without Relu)
+    if min(pooled) <= 0 or any(q not in (0, 1) for q in qb) or any(q < 0 for q in qe):
+        return None
+    return tuple(pb), tuple(out), tuple(qb), tuple(pooled)
+
+
+class _Axis:
+    """The phase geometry along one spatial axis (see the module docstring).
+
+    Input index ``h`` lives in input phase ``(h + pad) % 4`` at position ``(h + pad) // 4``, where
+    ``pad`` (a multiple of 4) is at least ``conv pad + 2 * pool pad``; output phase ``a`` position
+    ``i`` is conv output ``2 i + a - pool pad``, which for tap ``k`` reads input phase
+    ``t % 4`` position ``i + t // 4`` with ``t = 2 a + k + shift``.
+    """
+
+    def __init__(self, size, k, pb, conv_out, qb, pooled):
+        self.k, self.conv_out, self.qb, self.pooled = k, conv_out, qb, pooled
+        self.pad = -(-(pb + 2 * qb) // 4) * 4
+        self.shift = self.pad - pb - 2 * qb
+        self.first = self.pad // 4  # position of input index 0 in its phase
+        self.count = [len(range(r, size, 4)) for r in range(4)]  # input indices per phase
+        max_offset = (2 + k - 1 + self.shift) // 4
+        self.positions = pooled + 1  # output phase positions the pool reads: i <= pooled
+        self.width = max(self.positions + max_offset, self.first + -(-size // 4))
+        self.rows = max(self.positions + max_offset + 1, self.first + -(-size // 4))
+
+    def taps(self, a, r):
+        """(first tap, number of taps, offset of the first) of output phase ``a`` in input phase ``r``."""
+        k0 = (r - 2 * a - self.shift) % 4
+        if k0 >= self.k:
+            return None
+        return k0, len(range(k0, self.k, 4)), (2 * a + k0 + self.shift) // 4
+
+    def padding(self, a):
+        """Output phase ``a`` positions the pool reads that are pool padding (not conv outputs)."""
+        read = self.positions if a == 0 else self.positions - 1  # tap 2 reads i + 1 in phase 0 only
+        return [i for i in range(read) if not 0 <= 2 * i + a - self.qb < self.conv_out]
+
+
+def _prepare(conv, relu, pool_attrs, shape):
+    """The closure ``x -> pooled result`` for inputs of ``shape``, or None (separate kernels)."""
+    geometry = stem_geometry(conv, pool_attrs, shape)
+    if geometry is None:
+        return None
+    pb, conv_out, qb, pooled = geometry
+    w, b = conv.w, conv.b
+    n, c, height, width = shape
+    m, _, kh, kw = w.shape
+    ay = _Axis(height, kh, pb[0], conv_out[0], qb[0], pooled[0])
+    ax = _Axis(width, kw, pb[1], conv_out[1], qb[1], pooled[1])
+    wq, plane_len = ax.width, ay.positions * ax.width  # plane row width, positions per plane
+    rows = c * kh * kw + (b is not None)
+    if rows * plane_len > _COLUMNS_LIMIT or c * 16 * ay.rows * wq > _COLUMNS_LIMIT:
+        return None
+    item = np.dtype(np.float32).itemsize
+
+    # input phases (r, s, C, rows, width), zero once: each call rewrites only the data positions
+    phases = np.zeros((4, 4, c, ay.rows, wq), np.float32)
+    plane_stride = ay.rows * wq
+    if height % 4 == 0 and width % 4 == 0:
+        dst = phases[:, :, :, ay.first:ay.first + height // 4, ax.first:ax.first + width // 4]
+        src_shape = (c, height // 4, 4, width // 4, 4)
+        copies = [(dst, lambda xi: xi.reshape(src_shape).transpose(2, 4, 0, 1, 3))]
+    else:
+        copies = []
+        for r in range(4):
+            for s in range(4):
+                if ay.count[r] and ax.count[s]:
+                    dst = phases[r, s, :, ay.first:ay.first + ay.count[r], ax.first:ax.first + ax.count[s]]
+                    copies.append((dst, lambda xi, r=r, s=s: xi[:, r::4, s::4]))
+
+    # per output phase: the copies building its columns and its permuted weights
+    cols = np.empty((rows, plane_len), np.float32)
+    if b is not None:
+        cols[-1] = 1  # the bias row, never overwritten
+    plans = []
+    for a in range(2):
+        for bb in range(2):
+            blocks, parts, row = [], [], 0
+            for r in range(4):
+                ty = ay.taps(a, r)
+                if ty is None:
+                    continue
+                for s in range(4):
+                    tx = ax.taps(bb, s)
+                    if tx is None:
+                        continue
+                    (ky0, nky, oy), (kx0, nkx, ox) = ty, tx
+                    size = c * nky * nkx
+                    src = as_strided(phases[r, s].reshape(-1)[oy * wq + ox:], (c, nky, nkx, plane_len),
+                                     (plane_stride * item, wq * item, item, item), writeable=False)
+                    blocks.append((src, cols[row:row + size].reshape(c, nky, nkx, plane_len)))
+                    parts.append(w[:, :, ky0::4, kx0::4].reshape(m, size))
+                    row += size
+            if b is not None:
+                parts.append(b.reshape(m, 1))
+            plans.append((blocks, np.ascontiguousarray(np.concatenate(parts, axis=1), dtype=np.float32)))
+
+    # output phases, with the pool padding each must show after the matmul
+    fill = 0.0 if relu else -np.inf
+    out_phases = np.empty((4, m, plane_len), np.float32)
+    fills = []
+    for a in range(2):
+        for bb in range(2):
+            plane = out_phases[2 * a + bb].reshape(m, ay.positions, wq)
+            fills.extend(plane[:, i, :] for i in ay.padding(a))
+            fills.extend(plane[:, :, j] for j in ax.padding(bb))
+    flat = out_phases.reshape(4, m * plane_len)
+    total = m * plane_len
+    horizontal = np.empty((2, total), np.float32)
+    span = total - wq  # the vertical pass's last row (i = positions - 1) is beyond the result
+    po_y, po_x = pooled
+    above = horizontal[1].reshape(m, ay.positions, wq)[:, :po_y, :po_x]
+    below = as_strided(horizontal[0, wq:], (m, po_y, po_x), (plane_len * item, wq * item, item), writeable=False)
+    result_shape = (n, m, po_y, po_x)
+
+    def stem(x):
+        result = np.empty(result_shape, np.float32)
+        for image in range(n):
+            xi = x[image]
+            for dst, src in copies:
+                np.copyto(dst, src(xi))
+            for p, (blocks, wp) in enumerate(plans):
+                for src, dst in blocks:
+                    np.copyto(dst, src)
+                np.matmul(wp, cols, out=out_phases[p])
+            for view in fills:
+                view[...] = fill
+            # horizontal max per row phase: taps dx = 0, 1 at j and dx = 2 at j + 1 (phase 0)
+            for a in range(2):
+                h = horizontal[a, :total - 1]
+                np.maximum(flat[2 * a, :total - 1], flat[2 * a + 1, :total - 1], out=h)
+                np.maximum(h, flat[2 * a, 1:], out=h)
+            # vertical: dy = 0, 1 at row i, then dy = 2 at row i + 1 of row phase 0, cropping into
+            # the result (one strided pass instead of a flat pass and a crop)
+            v = horizontal[1, :span]
+            np.maximum(horizontal[0, :span], v, out=v)
+            np.maximum(below, above, out=result[image])
+            if relu:
+                relu_inplace(result[image])
+        return result
+    return stem
+
