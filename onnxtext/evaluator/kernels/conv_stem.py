@@ -40,6 +40,9 @@ from .conv_relu import relu_inplace
 # largest column matrix (elements, one output phase) and input kept by a stem: beyond, the layer is
 # not a stem and the separate kernels' banded im2col keeps memory bounded
 _COLUMNS_LIMIT = 1 << 22
+# column matrix elements per matmul: each output phase is built and multiplied in bands of
+# positions this size, so the columns are still in cache when the matmul reads them
+_BAND = 1 << 19
 # largest C_in * kh * kw: the phases pay off where im2col copies dominate (few input channels)
 _MAX_ROWS = 512
 
@@ -184,7 +187,10 @@ def _prepare(conv, relu, pool_attrs, shape):
                     copies.append((dst, lambda xi, r=r, s=s: xi[:, r::4, s::4]))
 
     # per output phase: the copies building its columns and its permuted weights
-    cols = np.empty((rows, plane_len), np.float32)
+    out_phases = np.empty((4, m, plane_len), np.float32)
+    band = max(1, min(plane_len, _BAND // rows))
+    bands = [(p0, min(plane_len, p0 + band)) for p0 in range(0, plane_len, band)]
+    cols = np.empty((rows, band), np.float32)
     if b is not None:
         cols[-1] = 1  # the bias row, never overwritten
     plans = []
@@ -203,16 +209,21 @@ def _prepare(conv, relu, pool_attrs, shape):
                     size = c * nky * nkx
                     src = as_strided(phases[r, s].reshape(-1)[oy * wq + ox:], (c, nky, nkx, plane_len),
                                      (plane_stride * item, wq * item, item, item), writeable=False)
-                    blocks.append((src, cols[row:row + size].reshape(c, nky, nkx, plane_len)))
+                    blocks.append((src, row, size, (c, nky, nkx)))
                     parts.append(w[:, :, ky0::4, kx0::4].reshape(m, size))
                     row += size
             if b is not None:
                 parts.append(b.reshape(m, 1))
-            plans.append((blocks, np.ascontiguousarray(np.concatenate(parts, axis=1), dtype=np.float32)))
+            wp = np.ascontiguousarray(np.concatenate(parts, axis=1), dtype=np.float32)
+            out_plane = out_phases[2 * a + bb]
+            for p0, p1 in bands:
+                dst = cols[:, :p1 - p0]
+                copies_of_band = [(src[..., p0:p1], dst[row:row + size].reshape(grid + (p1 - p0,)))
+                                  for src, row, size, grid in blocks]
+                plans.append((copies_of_band, wp, dst, out_plane[:, p0:p1]))
 
     # output phases, with the pool padding each must show after the matmul
     fill = 0.0 if relu else -np.inf
-    out_phases = np.empty((4, m, plane_len), np.float32)
     fills = []
     for a in range(2):
         for bb in range(2):
@@ -234,10 +245,10 @@ def _prepare(conv, relu, pool_attrs, shape):
             xi = x[image]
             for dst, src in copies:
                 np.copyto(dst, src(xi))
-            for p, (blocks, wp) in enumerate(plans):
+            for blocks, wp, band_cols, band_out in plans:
                 for src, dst in blocks:
                     np.copyto(dst, src)
-                np.matmul(wp, cols, out=out_phases[p])
+                np.matmul(wp, band_cols, out=band_out)
             for view in fills:
                 view[...] = fill
             # horizontal max per row phase: taps dx = 0, 1 at j and dx = 2 at j + 1 (phase 0)
