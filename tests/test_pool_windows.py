@@ -46,6 +46,21 @@ GEOMETRIES = [
     ((2, 3, 17), {"kernel_shape": [4], "pads": [1, 2], "dilations": [2]}),
     ((1, 2, 6, 7, 8), {"kernel_shape": [3, 3, 3], "strides": [1, 2, 2], "pads": [1, 1, 1, 1, 1, 1]}),  # 3-D
     ((1, 2, 8, 8, 8), {"kernel_shape": [3, 3, 3], "pads": [1, 1, 1, 1, 1, 1]}),
+    # 3-wide unit-stride windows padded by one (pair passes with copied edges on narrow images)
+    ((1, 4, 3, 3), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),  # the shortest line
+    ((3, 4, 6, 6), {"kernel_shape": [3, 3], "strides": [1, 1], "pads": [1, 1, 1, 1]}),
+    ((1, 6, 16, 16), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),  # the widest image for them
+    ((1, 3, 17, 17), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),  # just wider: flat passes
+    ((2, 3, 21, 5), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),  # tall and narrow
+    ((1, 3, 5, 20), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),  # wide and short
+    ((1, 3, 2, 9), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),  # a line of two
+    ((2, 3, 8, 7), {"kernel_shape": [3, 1], "pads": [1, 0, 1, 0]}),
+    ((2, 3, 8, 7), {"kernel_shape": [1, 3], "pads": [0, 1, 0, 1]}),
+    ((1, 3, 7, 7), {"kernel_shape": [3, 3], "pads": [1, 1, 0, 0]}),
+    ((1, 3, 7, 7), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "ceil_mode": 1}),
+    ((1, 3, 7, 7), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "auto_pad": "NOTSET", "strides": [1, 2]}),
+    ((2, 3, 9), {"kernel_shape": [3], "pads": [1, 1]}),
+    ((1, 2, 5, 6, 7), {"kernel_shape": [3, 3, 3], "pads": [1, 1, 1, 1, 1, 1]}),
 ]
 
 
@@ -121,7 +136,7 @@ def windows_fit(attrs):
 
 
 @pytest.mark.parametrize("shape,attrs", GEOMETRIES)
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 def test_max_pool(shape, attrs, dtype):
     x = RNG.standard_normal(shape).astype(dtype)
     got = run_pool("MaxPool", x, attrs)
@@ -177,3 +192,28 @@ def test_input_is_left_unchanged():
     for op in ("MaxPool", "AveragePool"):
         run_pool(op, x, {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]})
     np.testing.assert_array_equal(x, before)
+
+
+# geometries whose passes read across the border of one line or image into the next and repair it
+ISOLATION = [
+    ((2, 3, 6, 6), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+    ((2, 3, 20, 20), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+    ((2, 3, 12, 12), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [0, 0, 1, 1]}),
+    ((2, 3, 11, 11), {"kernel_shape": [3, 3], "strides": [2, 2]}),
+]
+
+
+@pytest.mark.parametrize("shape,attrs", ISOLATION)
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+def test_images_do_not_leak_into_each_other(shape, attrs, op):
+    """NaN and infinities on every image's border rows and columns stay in their own image: the
+    pool of the whole batch equals the pools of its images run one at a time."""
+    x = RNG.standard_normal(shape).astype(np.float32)
+    x[:, 0, 0, :] = np.nan
+    x[:, 1, -1, :] = np.inf
+    x[:, 2, :, 0] = -np.inf
+    x[1, :, :, -1] = np.nan
+    whole = run_pool(op, x, attrs)
+    for n, c in itertools.product(range(shape[0]), range(shape[1])):
+        alone = run_pool(op, np.ascontiguousarray(x[n:n + 1, c:c + 1]), attrs)
+        np.testing.assert_array_equal(whole[n:n + 1, c:c + 1], alone)

@@ -73,6 +73,11 @@ def _window_reduce(x, ufunc, identity, kernel_shape, strides, dilations, begin, 
 
 _SLOTS = ("pool_a", "pool_b")
 
+# _run_unit3 replaces _flat_pass's edge recombinations by copies but writes one more full-size
+# array; measured (cold caches, 3x3 s1 p1 max/sum) 12-25% faster on 6x6 to 14x14 images (832x6x6,
+# 1024x7x7, 512x13x13, 128x7x7), neutral to 5-15% slower on 27x27 and 28x28 ones
+_UNIT3_MAX_WIDTH = 16
+
 
 @functools.lru_cache(maxsize=256)
 def _passes(shape, contiguous, kernel_shape, strides, dilations, begin, out_shape):
@@ -90,7 +95,10 @@ def _passes(shape, contiguous, kernel_shape, strides, dilations, begin, out_shap
         k, s, d, b, o = geometry[i]
         n = shape[axis]
         dst_shape = shape[:axis] + (o,) + shape[axis + 1:]
-        if (contiguous or passes) and n == o * s and 2 * len(_bad_positions(n, o, k, s, d, b)) <= o + 1:
+        if (contiguous or passes) and k == 3 and s == 1 and d == 1 and b == 1 and o == n >= 3 and \
+                shape[-1] <= _UNIT3_MAX_WIDTH:
+            passes.append((_run_unit3, dst_shape, (math.prod(shape[axis + 1:]), math.prod(shape[:axis]), n)))
+        elif (contiguous or passes) and n == o * s and 2 * len(_bad_positions(n, o, k, s, d, b)) <= o + 1:
             passes.append((_run_flat, dst_shape, _flat_pass(shape, axis, k, s, d, b, o)))
         else:
             passes.append((_run_strided, dst_shape, _strided_pass(shape, axis, k, s, d, b, o)))
@@ -183,6 +191,30 @@ def _run_flat(src, dst, ufunc, identity, src_rows, dst_rows, lo, hi, taps, fixes
             _combine(ufunc, [src[index] for index in inside], target)
         else:
             target.fill(identity)
+
+
+def _run_unit3(src, dst, ufunc, identity, row, lines, n):
+    """The pass of a 3-wide, unit-stride window padded by one on both sides (Inception's 3x3 pools).
+
+    With ``row`` the flat stride of the axis, ``pair[i] = src[i] (+) src[i + row]`` over the whole
+    array is one contiguous call, and so is ``dst[i] = pair[i - row] (+) src[i + row]``: the same
+    taps combined in the same order as :func:`_flat_pass`. The first and last position of each line
+    read a neighbouring line there; their windows are exactly a pair (positions 0, 1 and n - 2,
+    n - 1), copied over them: copies cost less than recombining the edge taps (per-row loops when the
+    rows are short, as on 7x7 images of 1024 channels).
+    """
+    flat = src.reshape(-1)
+    size = flat.shape[0]
+    pair = scratch((size,), src.dtype, "pool_pair")
+    ufunc(flat[:size - row], flat[row:], out=pair[:size - row])
+    ufunc(pair[:size - 2 * row], flat[2 * row:], out=dst.reshape(-1)[row:size - row])
+    ends = dst.reshape(lines, n, row)
+    pairs = pair.reshape(lines, n, row)
+    if row == 1:  # (one strided run per edge, instead of `lines` runs of two)
+        np.copyto(ends[:, 0], pairs[:, 0])
+        np.copyto(ends[:, n - 1], pairs[:, n - 2])
+    else:
+        np.copyto(ends[:, ::n - 1], pairs[:, :n - 1:n - 2])
 
 
 def _combine(ufunc, taps, out):
