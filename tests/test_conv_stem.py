@@ -148,6 +148,27 @@ def test_other_geometries_run_the_separate_kernels(x_shape, w_shape, conv_extra,
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+# auto_pad on the Conv and/or the MaxPool: (input shape, weight shape, conv auto_pad, pool auto_pad)
+AUTO_PADS = [
+    ((1, 3, 30, 30), (4, 3, 3, 3), "SAME_UPPER", "SAME_UPPER"),
+    ((1, 3, 31, 29), (4, 3, 7, 7), "SAME_LOWER", "SAME_UPPER"),
+    ((1, 3, 31, 29), (4, 3, 3, 3), "VALID", "SAME_LOWER"),
+    ((1, 3, 32, 32), (4, 3, 7, 7), "SAME_UPPER", "VALID"),
+]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, conv_auto_pad, pool_auto_pad", AUTO_PADS)
+def test_auto_pad_stems_match_the_separate_kernels(x_shape, w_shape, conv_auto_pad, pool_auto_pad):
+    x, w, b = _data(x_shape, w_shape, True)
+    attrs = {**_attrs(w, None), "auto_pad": conv_auto_pad}
+    pool = {**_pool_attrs(None), "auto_pad": pool_auto_pad}
+    stem = ConvStem(PreparedConv(w, b, attrs), True, max_pool, pool, _pool_info())
+    assert stem_geometry(stem.conv, pool, x_shape) is not None
+    y = np.maximum(PreparedConv(w, b, attrs)(x).astype(np.float64), 0)
+    want = max_pool(type("Ctx", (), {"num_outputs": 1})(), y, **pool)
+    _check(stem(x), want)
+
+
 def test_other_thread_and_dtype_use_the_separate_kernels():
     x, w, b = _data((1, 3, 30, 30), (4, 3, 7, 7), True)
     stem = _stem(w, b, [3, 3, 3, 3], [1, 1, 1, 1], True)
