@@ -19,6 +19,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from onnxtext.evaluator import Evaluator
+from onnxtext.evaluator.kernels import conv_stem
 from onnxtext.evaluator.kernels.conv_prepared import PreparedConv
 from onnxtext.evaluator.kernels.conv_stem import ConvStem, stem_geometry
 from onnxtext.evaluator.kernels.pool import max_pool
@@ -118,6 +119,23 @@ def test_fused_stem_matches_reference(x_shape, w_shape, conv_pads, pool_pads, re
     _check(stem(x), want)
     _check(stem(x + 0), want)  # the second call reuses the prepared buffers
     assert stem._shapes[x_shape] is not None
+
+
+@pytest.mark.parametrize("case", [CASES[2], CASES[5], CASES[8], CASES[14]])
+def test_columns_in_bands(monkeypatch, case):
+    """Large layers build and multiply each phase's columns in bands of positions."""
+    monkeypatch.setattr(conv_stem, "_BAND", 1 << 11)
+    x_shape, w_shape, conv_pads, pool_pads, relu, bias = case
+    x, w, b = _data(x_shape, w_shape, bias)
+    _check(_stem(w, b, conv_pads, pool_pads, relu)(x), reference(x, w, b, conv_pads, pool_pads, relu))
+
+
+def test_oversized_planes_run_the_separate_kernels(monkeypatch):
+    monkeypatch.setattr(conv_stem, "_PLANE_LIMIT", 1000)
+    x, w, b = _data((1, 3, 40, 40), (8, 3, 7, 7), True)
+    stem = _stem(w, b, [3, 3, 3, 3], [1, 1, 1, 1], True)
+    _check(stem(x), reference(x, w, b, [3, 3, 3, 3], [1, 1, 1, 1], True))
+    assert stem._shapes[x.shape] is None
 
 
 # geometries the stem does not handle: the separate kernels run, with the same result

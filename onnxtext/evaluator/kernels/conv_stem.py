@@ -37,9 +37,9 @@ from numpy.lib.stride_tricks import as_strided
 from .conv import _conv_geometry, spatial_geometry
 from .conv_relu import relu_inplace
 
-# largest column matrix (elements, one output phase) and input kept by a stem: beyond, the layer is
-# not a stem and the separate kernels' banded im2col keeps memory bounded
-_COLUMNS_LIMIT = 1 << 22
+# largest output plane (elements: channels x positions of one phase) and split input a stem keeps;
+# beyond, the separate kernels' banded im2col keeps memory bounded
+_PLANE_LIMIT = 1 << 22
 # column matrix elements per matmul: each output phase is built and multiplied in bands of
 # positions this size, so the columns are still in cache when the matmul reads them
 _BAND = 1 << 19
@@ -167,7 +167,7 @@ def _prepare(conv, relu, pool_attrs, shape):
     ax = _Axis(width, kw, pb[1], conv_out[1], qb[1], pooled[1])
     wq, plane_len = ax.width, ay.positions * ax.width  # plane row width, positions per plane
     rows = c * kh * kw + (b is not None)
-    if rows * plane_len > _COLUMNS_LIMIT or c * 16 * ay.rows * wq > _COLUMNS_LIMIT:
+    if m * plane_len > _PLANE_LIMIT or c * 16 * ay.rows * wq > _PLANE_LIMIT:
         return None
     item = np.dtype(np.float32).itemsize
 
