@@ -8,19 +8,23 @@ both out in STRIDE PHASES so that every copy and every max runs over long contig
 * **Output phases.** The conv result is computed directly as the four (row parity, column parity)
   phases of the pool's zero-padded input, each a plane of ``Ri x Wq`` positions per channel. A pool
   tap (dy, dx) reads phase (dy % 2, dx % 2) shifted by (dy // 2, dx // 2): a flat shift of a plane,
-  so the separable max (horizontal then vertical) is a few ufunc calls over whole planes. Positions
-  of the planes that are pool padding are set to 0 after the matmul when a Relu follows (every value
-  is >= 0 after it, so 0 is as good as -inf; the Relu itself runs on the pooled result, a quarter
-  of the elements, since max and Relu commute) and to -inf otherwise.
+  so the separable max is a few ufunc calls over whole planes: the vertical max of a column phase as
+  soon as its two planes are computed (still in cache), then the horizontal max and one crop copy.
+  Positions of the planes that are pool padding are set to 0 after the matmul when a Relu follows
+  (every value is >= 0 after it, so 0 is as good as -inf; the Relu itself runs on the pooled result,
+  a quarter of the elements, since max and Relu commute) and to -inf otherwise.
 * **Input phases.** Output phase position (i, j) of phase (A, B) reads padded input row
   ``4 i + 2 A + ky`` (and likewise for columns): the input is split once into its 16 (row mod 4,
   column mod 4) phases, each flattened per channel with the planes' width ``Wq``. Every group of
-  taps that falls in one input phase is then a regular (channel, tap row, tap column) grid of
-  contiguous slices of that phase (the flat-shift trick of ``conv._FlatImage``): the column matrix of
-  one output phase is built with at most 16 copies of whole slices. The weights are permuted once to
-  match that row order, and the bias is a weight column times a constant row of ones.
+  taps that falls in one input phase is then a regular (channel, tap column) grid of contiguous
+  slices of that phase (the flat-shift trick of ``conv._FlatImage``), copied in one call.
+* **Shared rows.** Row phase A with tap row ky reads the same input rows as row phase A + 1 with tap
+  row ky - 2, so one column matrix per column phase serves both row phases: its rows are blocks by
+  ``2 A + ky``, and each row phase multiplies a contiguous slice of them (0.64x the copies of one
+  matrix per output phase for 7x7 kernels). The weights are permuted once to match; the bias is a
+  weight column times a constant row of ones, placed where both slices hold it.
 * Positions whose reads wrap into the next plane row, or that lie beyond what the pool reads, are
-  computed but never read (a few percent of the matmul).
+  computed but never read (about 5% of the matmul).
 
 The buffers (input phases, columns, output phases) belong to the step and are made once per input
 shape. Anything else (another dtype or rank, geometry outside the cases above, a call from another
@@ -42,7 +46,7 @@ from .conv_relu import relu_inplace
 _PLANE_LIMIT = 1 << 22
 # column matrix elements per matmul: each output phase is built and multiplied in bands of
 # positions this size, so the columns are still in cache when the matmul reads them
-_BAND = 1 << 19
+_BAND = 1 << 20
 # largest C_in * kh * kw: the phases pay off where im2col copies dominate (few input channels)
 _MAX_ROWS = 512
 
@@ -166,7 +170,6 @@ def _prepare(conv, relu, pool_attrs, shape):
     ay = _Axis(height, kh, pb[0], conv_out[0], qb[0], pooled[0])
     ax = _Axis(width, kw, pb[1], conv_out[1], qb[1], pooled[1])
     wq, plane_len = ax.width, ay.positions * ax.width  # plane row width, positions per plane
-    rows = c * kh * kw + (b is not None)
     if m * plane_len > _PLANE_LIMIT or c * 16 * ay.rows * wq > _PLANE_LIMIT:
         return None
     item = np.dtype(np.float32).itemsize
@@ -186,57 +189,75 @@ def _prepare(conv, relu, pool_attrs, shape):
                     dst = phases[r, s, :, ay.first:ay.first + ay.count[r], ax.first:ax.first + ax.count[s]]
                     copies.append((dst, lambda xi, r=r, s=s: xi[:, r::4, s::4]))
 
-    # per output phase: the copies building its columns and its permuted weights
-    # the two column phases of one row phase (the horizontal max then leaves one plane per row phase)
-    out_phases = np.empty((2, m, plane_len), np.float32)
+    # Per column phase B: one column matrix serves both row phases. Its rows are blocks, one per
+    # tap row offset tau = 2 A + ky (the same input rows for (A, ky) and (A + 1, ky - 2)), each
+    # block (column-input-phase s, channel, tap column) rows; row phase A multiplies the contiguous
+    # blocks tau = 2 A ... 2 A + kh - 1 (and the bias row of ones, placed between blocks 1 and 2
+    # so that both row phases' slices hold it): 0.64x the copies of one matrix per output phase.
+    taus = sorted({2 * a + ky for a in range(2) for ky in range(kh)})
+    layout = [t for t in taus if t < 2] + ([None] if b is not None else []) + [t for t in taus if t >= 2]
+    block_rows = c * kw
+    starts, row = {}, 0
+    for entry in layout:
+        starts[entry] = row
+        row += 1 if entry is None else block_rows
+    rows = row
+    planes = np.empty((2, m, plane_len), np.float32)  # the two row phases of one column phase
     band = max(1, min(plane_len, _BAND // rows))
     bands = [(p0, min(plane_len, p0 + band)) for p0 in range(0, plane_len, band)]
     cols = np.empty((rows, band), np.float32)
     if b is not None:
-        cols[-1] = 1  # the bias row, never overwritten
-    plans = [[], []]  # per row phase
-    for a in range(2):
-        for bb in range(2):
-            blocks, parts, row = [], [], 0
-            for r in range(4):
-                ty = ay.taps(a, r)
-                if ty is None:
+        cols[starts[None]] = 1  # the bias row, never overwritten
+    plans = [[], []]  # per column phase: (copies, matmuls) per band
+    for bb in range(2):
+        groups = [(s,) + ax.taps(bb, s) for s in range(4) if ax.taps(bb, s) is not None]
+        blocks = []  # (source view over all positions, first row, column taps)
+        for t in taus:
+            r, oy = (t + ay.shift) % 4, (t + ay.shift) // 4
+            row = starts[t]
+            for s, kx0, nkx, ox in groups:
+                src = as_strided(phases[r, s].reshape(-1)[oy * wq + ox:], (c, nkx, plane_len),
+                                 (plane_stride * item, item, item), writeable=False)
+                blocks.append((src, row, nkx))
+                row += c * nkx
+        weights = []
+        for a in range(2):
+            lo = min(starts[2 * a], starts.get(None, rows))
+            hi = max(starts[2 * a + kh - 1] + block_rows, starts.get(None, -1) + 1)
+            parts = []
+            for entry in layout:
+                if not lo <= starts[entry] < hi:
                     continue
-                for s in range(4):
-                    tx = ax.taps(bb, s)
-                    if tx is None:
-                        continue
-                    (ky0, nky, oy), (kx0, nkx, ox) = ty, tx
-                    size = c * nky * nkx
-                    src = as_strided(phases[r, s].reshape(-1)[oy * wq + ox:], (c, nky, nkx, plane_len),
-                                     (plane_stride * item, wq * item, item, item), writeable=False)
-                    blocks.append((src, row, size, (c, nky, nkx)))
-                    parts.append(w[:, :, ky0::4, kx0::4].reshape(m, size))
-                    row += size
-            if b is not None:
-                parts.append(b.reshape(m, 1))
+                if entry is None:
+                    parts.append(b.reshape(m, 1))
+                    continue
+                ky = entry - 2 * a
+                parts.extend(w[:, :, ky, kx0::4] for s, kx0, nkx, ox in groups)  # (M, C, nkx) each
+                parts[-len(groups):] = [p.reshape(m, -1) for p in parts[-len(groups):]]
             wp = np.ascontiguousarray(np.concatenate(parts, axis=1), dtype=np.float32)
-            out_plane = out_phases[bb]
-            for p0, p1 in bands:
-                dst = cols[:, :p1 - p0]
-                copies_of_band = [(src[..., p0:p1], dst[row:row + size].reshape(grid + (p1 - p0,)))
-                                  for src, row, size, grid in blocks]
-                plans[a].append((copies_of_band, wp, dst, out_plane[:, p0:p1]))
+            assert wp.shape[1] == hi - lo, "the blocks of a row phase must be contiguous rows"
+            weights.append((wp, lo, hi))
+        for p0, p1 in bands:
+            dst = cols[:, :p1 - p0]
+            copies_of_band = [(src[..., p0:p1], dst[row:row + c * nkx].reshape(c, nkx, p1 - p0))
+                              for src, row, nkx in blocks]
+            products = [(wp, dst[lo:hi], planes[a][:, p0:p1]) for a, (wp, lo, hi) in enumerate(weights)]
+            plans[bb].append((copies_of_band, products))
 
-    # output phases, with the pool padding each must show after the matmul
+    # the pool padding each plane must show after the matmul
     fill = 0.0 if relu else -np.inf
-    fills = [[], []]  # per row phase
-    for a in range(2):
-        for bb in range(2):
-            plane = out_phases[bb].reshape(m, ay.positions, wq)
-            fills[a].extend(plane[:, i, :] for i in ay.padding(a))
-            fills[a].extend(plane[:, :, j] for j in ax.padding(bb))
-    flat = out_phases.reshape(2, m * plane_len)
+    fills = [[], []]  # per column phase
+    for bb in range(2):
+        for a in range(2):
+            plane = planes[a].reshape(m, ay.positions, wq)
+            fills[bb].extend(plane[:, i, :] for i in ay.padding(a))
+            fills[bb].extend(plane[:, :, j] for j in ax.padding(bb))
+    flat = planes.reshape(2, m * plane_len)
     total = m * plane_len
-    horizontal = np.empty((2, total), np.float32)
-    span = total - wq  # the vertical pass's last row (i = positions - 1) is beyond the result
+    vertical = np.empty((2, total), np.float32)
+    span = total - wq  # the vertical max of row i reads row i + 1: the last row is not computed
     po_y, po_x = pooled
-    pooled_view = horizontal[1].reshape(m, ay.positions, wq)[:, :po_y, :po_x]
+    pooled_view = vertical[1].reshape(m, ay.positions, wq)[:, :po_y, :po_x]
     result_shape = (n, m, po_y, po_x)
 
     def stem(x):
@@ -245,23 +266,24 @@ def _prepare(conv, relu, pool_attrs, shape):
             xi = x[image]
             for dst, src in copies:
                 np.copyto(dst, src(xi))
-            for a in range(2):
-                for blocks, wp, band_cols, band_out in plans[a]:
+            for bb in range(2):
+                for blocks, products in plans[bb]:
                     for src, dst in blocks:
                         np.copyto(dst, src)
-                    np.matmul(wp, band_cols, out=band_out)
-                for view in fills[a]:
+                    for wp, band_cols, band_out in products:
+                        np.matmul(wp, band_cols, out=band_out)
+                for view in fills[bb]:
                     view[...] = fill
-                # the horizontal max of this row phase while its planes are in cache: taps
-                # dx = 0, 1 at j and dx = 2 at j + 1 (column phase 0)
-                h = horizontal[a, :total - 1]
-                np.maximum(flat[0, :total - 1], flat[1, :total - 1], out=h)
-                np.maximum(h, flat[0, 1:], out=h)
-            # vertical: dy = 0, 1 at row i and dy = 2 at row i + 1 of row phase 0; then one crop
-            # copy (a strided max straight into the result measured 1.3x these two passes)
-            v = horizontal[1, :span]
-            np.maximum(horizontal[0, :span], v, out=v)
-            np.maximum(v, horizontal[0, wq:], out=v)
+                # the vertical max of this column phase while its planes are in cache: taps
+                # dy = 0, 1 at row i and dy = 2 at row i + 1 (row phase 0)
+                v = vertical[bb, :span]
+                np.maximum(flat[0, :span], flat[1, :span], out=v)
+                np.maximum(v, flat[0, wq:], out=v)
+            # horizontal: dx = 0, 1 at column j and dx = 2 at column j + 1 of column phase 0; then
+            # one crop copy (a strided max straight into the result measured 1.3x these passes)
+            h = vertical[1, :span - 1]
+            np.maximum(vertical[0, :span - 1], h, out=h)
+            np.maximum(h, vertical[0, 1:span], out=h)
             np.copyto(result[image], pooled_view)
             if relu:
                 relu_inplace(result[image])
