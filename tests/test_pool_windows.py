@@ -61,6 +61,7 @@ GEOMETRIES = [
     ((1, 3, 7, 7), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "auto_pad": "NOTSET", "strides": [1, 2]}),
     ((2, 3, 9), {"kernel_shape": [3], "pads": [1, 1]}),
     ((1, 2, 5, 6, 7), {"kernel_shape": [3, 3, 3], "pads": [1, 1, 1, 1, 1, 1]}),
+    ((0, 3, 5, 5), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),  # an empty batch
 ]
 
 
@@ -217,3 +218,11 @@ def test_images_do_not_leak_into_each_other(shape, attrs, op):
     for n, c in itertools.product(range(shape[0]), range(shape[1])):
         alone = run_pool(op, np.ascontiguousarray(x[n:n + 1, c:c + 1]), attrs)
         np.testing.assert_array_equal(whole[n:n + 1, c:c + 1], alone)
+
+
+@pytest.mark.parametrize("shape,attrs", ISOLATION[:2] + [GEOMETRIES[2]])
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+def test_transposed_input(shape, attrs, op):
+    """An input that is a transposed view (not contiguous) gives the same result as its copy."""
+    x = RNG.standard_normal(shape).astype(np.float32).swapaxes(2, 3)
+    np.testing.assert_array_equal(run_pool(op, x, attrs), run_pool(op, np.ascontiguousarray(x), attrs))

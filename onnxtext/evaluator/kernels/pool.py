@@ -5,7 +5,8 @@ instead of K1 * K2 for a 2-D window), each pass a ufunc call per tap over stride
 every output position at once. No padded copy is made: a tap only combines the positions where it
 falls inside the input (the same as reading -inf or 0 padding). When the axis length is the stride
 times the output length, a tap is one view over the whole array (see :func:`_flat_pass`), so small
-images do not cost one loop per row. MaxPool's Indices output needs the winning tap, so it keeps a
+images do not cost one loop per row; on narrow images a 3-wide window padded by one runs as two
+contiguous calls with copied line ends (:func:`_run_unit3`). MaxPool's Indices output needs the winning tap, so it keeps a
 loop over the kernel taps on a padded copy. The divisor of an average is a per-axis count of the
 taps inside the counted region.
 
