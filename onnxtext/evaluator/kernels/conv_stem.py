@@ -109,7 +109,7 @@ def stem_geometry(conv, pool_attrs, shape):
     probe = np.empty((0,) + tuple(shape[1:]), w.dtype)
     try:
         _, _, pb, _, out = _conv_geometry(probe, w, attrs.get("kernel_shape"), attrs.get("strides"),
-                                                         attrs.get("dilations"), attrs.get("pads"), attrs["auto_pad"])
+                                          attrs.get("dilations"), attrs.get("pads"), attrs["auto_pad"])
     except (ValueError, TypeError):
         return None
     if min(out) <= 0 or min(pb) < 0:
@@ -146,7 +146,8 @@ class _Axis:
         self.rows = max(self.positions + max_offset + 1, self.first + -(-size // 4))
 
     def taps(self, a, r):
-        """(first tap, number of taps, offset of the first) of output phase ``a`` in input phase ``r``."""
+        """(first tap, number of taps, offset of the first) of output phase ``a`` in input phase ``r``
+        (the taps ``first, first + 4, ...``, at consecutive offsets)."""
         k0 = (r - 2 * a - self.shift) % 4
         if k0 >= self.k:
             return None
