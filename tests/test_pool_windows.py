@@ -62,6 +62,13 @@ GEOMETRIES = [
     ((2, 3, 9), {"kernel_shape": [3], "pads": [1, 1]}),
     ((1, 2, 5, 6, 7), {"kernel_shape": [3, 3, 3], "pads": [1, 1, 1, 1, 1, 1]}),
     ((0, 3, 5, 5), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),  # an empty batch
+    # strided axes longer than stride * outputs (odd images), every window inside
+    ((2, 3, 13, 13), {"kernel_shape": [3, 3], "strides": [2, 2]}),
+    ((2, 3, 9, 7), {"kernel_shape": [3, 2], "strides": [2, 3]}),  # the last column read by no window
+    ((1, 3, 11, 11), {"kernel_shape": [3, 3], "strides": [2, 2], "dilations": [2, 2]}),
+    ((1, 3, 12, 11), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [0, 0, 1, 0]}),
+    ((1, 3, 7, 11), {"kernel_shape": [1, 3], "strides": [1, 2]}),
+    ((1, 2, 7, 7, 9), {"kernel_shape": [3, 3, 3], "strides": [2, 2, 2]}),
 ]
 
 
