@@ -80,7 +80,19 @@ GEOMETRIES = [
     ((1, 4, 8, 7), (6, 2, 3, 2), 2, [1, 2], [2, 1], [1, 0, 2, 1]),
     ((1, 4, 8, 8), (8, 1, 3, 3), 4, [1, 1], [1, 1], [1, 1, 1, 1]),
     ((1, 3, 8, 8), (6, 3, 1, 1), 1, [1, 1], [1, 1], [1, 1, 1, 1]),  # padded 1x1
+    # few outputs from many channels: shifted matmuls over a flat padded image (conv_shifted)
+    ((1, 8, 6, 7), (3, 8, 3, 3), 1, [1, 1], [1, 1], [1, 1, 1, 1]),
+    ((2, 10, 5, 6), (4, 10, 3, 3), 1, [1, 1], [1, 1], [0, 1, 2, 1]),
+    ((1, 8, 9, 8), (2, 8, 3, 2), 1, [1, 1], [2, 1], [2, 1, 2, 1]),
+    ((1, 8, 3, 3), (4, 8, 3, 3), 1, [1, 1], [1, 1], [0, 0, 0, 0]),  # one output position
+    ((1, 6, 7), (3, 6, 5), 1, [1], [1], [2, 2]),  # 1-D
+    ((1, 8, 4, 5, 6), (4, 8, 3, 3, 3), 1, [1, 1, 1], [1, 1, 1], [1, 1, 1, 1, 1, 1]),  # 3-D
 ]
+
+# the geometries PreparedConv runs as shifted matmuls (one group, unit strides, at most half as many
+# outputs as inputs)
+SHIFTED = [g for g in GEOMETRIES if g[2] == 1 and set(g[3]) == {1} and 2 * g[1][0] <= g[0][1] and
+           any(k > 1 for k in g[1][2:])]
 
 
 def _case(geometry, with_bias):
@@ -192,3 +204,12 @@ def test_depthwise_layers_sharing_a_geometry_but_not_a_kernel():
         attrs = {"auto_pad": "NOTSET", "group": 4, "strides": [1, 1], "dilations": dilations, "pads": pads}
         expected = reference_conv(x, w, None, 4, [1, 1], dilations, pads)
         np.testing.assert_allclose(PreparedConv(w, None, attrs)(x), expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("geometry", SHIFTED, ids=str)
+def test_few_outputs_run_as_shifted_matmuls(geometry):
+    """The table's shifted geometries really take that path (the tests above then check its results)."""
+    x, w, b, attrs, _ = _case(geometry, True)
+    prepared = PreparedConv(w, b, attrs)
+    prepared(x)
+    assert prepared._shapes[x.shape].__name__ == "shifted_conv"
