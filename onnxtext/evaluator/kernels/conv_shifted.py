@@ -9,8 +9,8 @@ im2col copy at all, which pays when the copy would cost as much as the matmul (D
 128 -> 32 channel 3x3 layers: 9 x 128 rows of columns for 32 outputs). The general kernel
 (``conv._conv_shifted``) does this per call; :func:`prepare_shifted` does the per-shape work once:
 
-* the padded image lives in a buffer owned by the prepared shape whose border is zeroed once, so a
-  call copies only the interior;
+* the padded image lives in a buffer whose border is zeroed once, so a call copies only the
+  interior (one buffer per geometry and thread, shared by the layers of that geometry);
 * the per-tap weights ``(K, M, C)`` and the tap offsets are computed once;
 * the crop of the garbage columns writes straight into the destination (a fresh array or a slice of
   a Concat buffer) with the bias added on the way (one pass), and the fused Relu runs in place.
@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from .conv import scratch
+from .conv_depthwise import _shared_image
 from .conv_relu import relu_inplace
 
 
@@ -37,7 +38,9 @@ def prepare_shifted(w, b, shape, pads_begin, pads_end, dilations, out_shape, rel
     length = out_shape[0] * row[0]
     plane = math.prod(padded)
     tail = sum((k - 1) * d * r for k, d, r in zip(kshape, dilations, row))
-    flat = np.zeros((n, c, plane + tail), dtype)  # its border and tail stay zero: only the interior is written
+    # its border and tail stay zero (only the interior is ever written), so the layers of one geometry
+    # share it: DenseNet's 58 such layers come in four geometries
+    flat = _shared_image((n, c, plane + tail), dtype, ("shifted", tuple(shape), tuple(pads_begin), tuple(pads_end)))
     interior = flat[:, :, :plane].reshape((n, c) + padded)[
         (Ellipsis,) + tuple(slice(p, p + d) for p, d in zip(pads_begin, shape[2:]))]
     offsets = [sum(k * d * r for k, d, r in zip(tap, dilations, row)) for tap in np.ndindex(*kshape)]
