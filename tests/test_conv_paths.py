@@ -15,8 +15,9 @@ import itertools
 import numpy as np
 import pytest
 
+from onnxtext.evaluator.kernels import conv as conv_module
 from onnxtext.evaluator.kernels import conv_depthwise
-from onnxtext.evaluator.kernels.conv import conv
+from onnxtext.evaluator.kernels.conv import conv, shared_image
 from onnxtext.evaluator.kernels.conv_prepared import PreparedConv
 from onnxtext.evaluator.kernels.conv_relu import relu_inplace
 
@@ -193,10 +194,10 @@ def test_depthwise_layers_sharing_a_geometry_but_not_a_kernel():
     """Layers of the same input geometry share padded images; a different kernel (longer reads past
     the image) must get a buffer of its own size, not one sized for another kernel."""
     key = ((1, 4, 9, 9), (1, 1), (1, 1), ((0, 0),), (11, 11))
-    first = conv_depthwise._shared_image((1, 4, 1, 145), np.float32, key)
-    second = conv_depthwise._shared_image((1, 4, 1, 169), np.float32, key)
+    first = shared_image((1, 4, 1, 145), np.float32, key)
+    second = shared_image((1, 4, 1, 169), np.float32, key)
     assert first.shape == (1, 4, 1, 145) and second.shape == (1, 4, 1, 169) and not second.any()
-    assert conv_depthwise._shared_image((1, 4, 1, 145), np.float32, key) is first
+    assert shared_image((1, 4, 1, 145), np.float32, key) is first
     x = RNG.standard_normal((1, 4, 9, 9)).astype(np.float32)
     for ws, dilations, pads in [((4, 1, 3, 3), [1, 1], [1, 1, 1, 1]), ((4, 1, 3, 3), [2, 2], [1, 1, 1, 1]),
                                 ((4, 1, 5, 5), [1, 1], [1, 1, 1, 1])]:
@@ -213,3 +214,13 @@ def test_few_outputs_run_as_shifted_matmuls(geometry):
     prepared = PreparedConv(w, b, attrs)
     prepared(x)
     assert prepared._shapes[x.shape].__name__ == "shifted_conv"
+
+
+@pytest.mark.parametrize("geometry", SHIFTED, ids=str)
+def test_general_kernel_shifted_matmuls(geometry, monkeypatch):
+    """The general kernel's shifted path (taken for long rows; forced here on the table's small
+    images) prepares the same closure for one call, in a per-call zeroed scratch image."""
+    monkeypatch.setattr(conv_module, "_SHIFTED_MIN_LENGTH", 0)
+    x, w, b, attrs, expected = _case(geometry, True)
+    for _ in range(2):  # the scratch image is reused: its border must be zero again
+        np.testing.assert_allclose(conv(x, w, b, **attrs), expected, rtol=1e-4, atol=1e-4)

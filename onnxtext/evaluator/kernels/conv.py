@@ -9,7 +9,7 @@ Speed matters here (the CNN benchmarks spend most of their time in Conv), so Con
   are built and multiplied one band of output rows at a time, so the band is still in cache;
 * a 1x1 convolution without padding skips im2col: the input itself is the column matrix;
 * unit strides with few output channels: a sum over the taps of W[:, :, tap] @ (a contiguous slice
-  of the flattened padded image), no im2col at all (see :class:`_FlatImage`);
+  of the flattened padded image), no im2col at all (see :mod:`.conv_shifted`);
 * a depthwise convolution (one input channel per group): per-channel (1 x K) @ (K x P) products
   over cache-sized blocks of channels;
 * the transposed direction (ConvTranspose, Col2Im) is one matmul followed by a scatter-add per tap.
@@ -134,6 +134,20 @@ def scratch(shape, dtype, slot="columns"):
     if buf is None or buf.size < size:
         buf = buffers[slot] = np.empty(max(size, 64), dtype=np.uint8)
     return buf[:size].view(dtype).reshape(shape)
+
+
+def shared_image(shape, dtype, key):
+    """A zeroed buffer for zero-padded images, shared per thread by the prepared layers of one
+    geometry (``key``): they only ever write its interior, so the borders stay zero for all of them,
+    and one buffer stays hot in cache for a run of identical layers instead of one cold buffer each."""
+    images = getattr(_SCRATCH, "images", None)
+    if images is None:
+        images = _SCRATCH.images = {}
+    key = key + (tuple(shape), np.dtype(dtype).str)  # the shape too: the tail depends on the kernel
+    buf = images.get(key)
+    if buf is None:
+        buf = images[key] = np.zeros(shape, dtype)
+    return buf
 
 
 def _compute_dtype(dtype):
@@ -262,24 +276,12 @@ _SHIFTED_MIN_LENGTH = 768
 
 
 def _conv_shifted(x, w, dilations, pads_begin, pads_end, out_shape):
-    """Unit-stride, single-group convolution as a sum over taps of W[:, :, tap] @ shifted image."""
-    n = x.shape[0]
-    m = w.shape[0]
-    image = _FlatImage(x, pads_begin, pads_end, w.shape[2:], dilations, out_shape)
-    per_tap = np.ascontiguousarray(w.reshape(m, w.shape[1], -1).transpose(2, 0, 1))  # (K, M, C)
-    length = image.length
-    y = np.empty((n, m, length), dtype=x.dtype)
-    partial = np.empty((m, length), dtype=x.dtype)
-    for b in range(n):
-        for t, offset in enumerate(image.tap_offsets()):
-            # a slice of the flat image is a BLAS-ready matrix (unit inner stride): no copy
-            source = image.flat[b, :, offset:offset + length]
-            if t == 0:
-                np.matmul(per_tap[t], source, out=y[b])
-            else:
-                np.matmul(per_tap[t], source, out=partial)
-                y[b] += partial
-    return image.crop(y)
+    """Unit-stride, single-group convolution as a sum over taps of W[:, :, tap] @ shifted image
+    (see :mod:`.conv_shifted`), prepared for this one call."""
+    from .conv_shifted import prepare_shifted
+
+    return prepare_shifted(w, None, x.shape, pads_begin, pads_end, dilations, out_shape, relu=False,
+                           shared=False)(x, None)
 
 
 # elements of one im2col block of a depthwise convolution: about 1 MiB of float32, so the block

@@ -26,12 +26,11 @@ from __future__ import annotations
 import itertools
 import math
 
-import threading
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .conv import scratch
+from .conv import scratch, shared_image
 
 # elements (float32: 4 bytes each) of one block of columns: 512 KiB, measured best among 32 KiB..4 MiB
 # on ShuffleNet's depthwise layers (smaller blocks pay per-call overhead, larger ones leave L2)
@@ -67,7 +66,7 @@ def prepare_depthwise(w, shape, pads_begin, strides, dilations, out, bias=None):
     plane = math.prod(phase_shape)
     length = out[0] * row[0]  # computed positions per channel (output rows at full phase width)
     tail = max(sum(t[1] * r for t, r in zip(tap, row)) for tap in itertools.product(*taps_axis))
-    flat = _shared_image((n, m, len(phases), plane + tail), dtype, (tuple(shape), tuple(pads_begin), tuple(strides),
+    flat = shared_image((n, m, len(phases), plane + tail), dtype, (tuple(shape), tuple(pads_begin), tuple(strides),
                                                                     tuple(phases), tuple(phase_shape)))
 
     # the strided copies filling each phase's interior from the input
@@ -151,20 +150,3 @@ def prepare_depthwise(w, shape, pads_begin, strides, dilations, out, bias=None):
             np.add(src, channel_bias.reshape(result.shape[1:-nd] + (1,) * nd), out=result)
         return result
     return depthwise
-
-
-_IMAGES = threading.local()
-
-
-def _shared_image(shape, dtype, key):
-    """A zeroed buffer for the padded phase images, shared by the layers of the same geometry in this
-    thread: only the interior is ever written, so the borders stay zero for all of them; sharing
-    keeps one buffer hot in cache for a run of identical layers instead of one cold buffer each."""
-    images = getattr(_IMAGES, "images", None)
-    if images is None:
-        images = _IMAGES.images = {}
-    key = key + (tuple(shape), np.dtype(dtype).str)  # the shape too: the tail depends on the kernel
-    buf = images.get(key)
-    if buf is None:
-        buf = images[key] = np.zeros(shape, dtype)
-    return buf

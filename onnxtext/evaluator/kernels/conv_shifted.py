@@ -7,7 +7,7 @@ the outputs at all positions ``o2 < padded width``; the positions beyond the out
 garbage and get cropped. The convolution is then a sum over taps of ``W[:, :, tap] @ slice``: no
 im2col copy at all, which pays when the copy would cost as much as the matmul (DenseNet's
 128 -> 32 channel 3x3 layers: 9 x 128 rows of columns for 32 outputs). The general kernel
-(``conv._conv_shifted``) does this per call; :func:`prepare_shifted` does the per-shape work once:
+(``conv._conv_shifted``) prepares it for each call; a PreparedConv prepares it once per shape:
 
 * the padded image lives in a buffer whose border is zeroed once, so a call copies only the
   interior (one buffer per geometry and thread, shared by the layers of that geometry);
@@ -22,13 +22,15 @@ import math
 
 import numpy as np
 
-from .conv import scratch
-from .conv_depthwise import _shared_image
+from .conv import scratch, shared_image
 from .conv_relu import relu_inplace
 
 
-def prepare_shifted(w, b, shape, pads_begin, pads_end, dilations, out_shape, relu):
-    """The ``(x, out) -> y`` closure of :class:`.conv_prepared.PreparedConv` for inputs of ``shape``."""
+def prepare_shifted(w, b, shape, pads_begin, pads_end, dilations, out_shape, relu, shared=True):
+    """The ``(x, out) -> y`` closure of :class:`.conv_prepared.PreparedConv` for inputs of ``shape``.
+
+    ``shared=False`` (the general Conv kernel, prepared for one call): the padded image is a zeroed
+    per-thread scratch buffer instead of a buffer kept for the geometry."""
     n, c = shape[:2]
     m = w.shape[0]
     kshape = tuple(w.shape[2:])
@@ -38,9 +40,12 @@ def prepare_shifted(w, b, shape, pads_begin, pads_end, dilations, out_shape, rel
     length = out_shape[0] * row[0]
     plane = math.prod(padded)
     tail = sum((k - 1) * d * r for k, d, r in zip(kshape, dilations, row))
-    # its border and tail stay zero (only the interior is ever written), so the layers of one geometry
-    # share it: DenseNet's 58 such layers come in four geometries
-    flat = _shared_image((n, c, plane + tail), dtype, ("shifted", tuple(shape), tuple(pads_begin), tuple(pads_end)))
+    if shared:  # its border and tail stay zero (only the interior is ever written), so the layers of
+        # one geometry share it: DenseNet's 58 such layers come in four geometries
+        flat = shared_image((n, c, plane + tail), dtype, ("shifted", tuple(shape), tuple(pads_begin), tuple(pads_end)))
+    else:
+        flat = scratch((n, c, plane + tail), dtype, slot="image")
+        flat[...] = 0
     interior = flat[:, :, :plane].reshape((n, c) + padded)[
         (Ellipsis,) + tuple(slice(p, p + d) for p, d in zip(pads_begin, shape[2:]))]
     offsets = [sum(k * d * r for k, d, r in zip(tap, dilations, row)) for tap in np.ndindex(*kshape)]
