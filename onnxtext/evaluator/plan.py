@@ -381,9 +381,10 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
     from .kernels.conv_clamped import affine_relus_into_pointwise_convs
     from .kernels.pool import pools_after_pointwise_maps, pools_before_pointwise_convs
 
-    raw_steps = pools_after_pointwise_maps(raw_steps, keep_set, Constants(constants, const_names))
+    known = Constants(constants, const_names)  # a view: the constants folded by the passes are in it too
+    raw_steps = pools_after_pointwise_maps(raw_steps, keep_set, known)
     raw_steps = pools_before_pointwise_convs(fuse_steps(raw_steps, constants, const_names, keep_set), keep_set)
-    raw_steps = affine_relus_into_pointwise_convs(raw_steps, keep_set, Constants(constants, const_names))
+    raw_steps = affine_relus_into_pointwise_convs(raw_steps, keep_set, known)
     raw_steps = _chain_concats(raw_steps)
     last_use: dict[str, int] = {}
     for i, (step, used) in enumerate(raw_steps):
