@@ -48,10 +48,16 @@ def build(x_shape, w, b, conv_attrs, pool_attrs, relu, both):
         nodes.append(helper.make_node("Relu", ["y"], ["r"]))
         pooled = "r"
     nodes.append(helper.make_node("AveragePool", [pooled], ["z"], **pool_attrs))
+    return model_of(nodes, x_shape, inits, "y" if both else None)
+
+
+def model_of(nodes, x_shape, inits, also_read=None):
+    """The model of ``nodes`` from input x to output z; with ``also_read``, a second output Neg of that
+    value, so it has another reader than the rewritten steps."""
     outputs = [helper.make_tensor_value_info("z", F, None)]
-    if both:
-        nodes.append(helper.make_node("Neg", ["y"], ["n"]))
-        outputs.append(helper.make_tensor_value_info("n", F, None))
+    if also_read:
+        nodes = nodes + [helper.make_node("Neg", [also_read], ["neg"])]
+        outputs.append(helper.make_tensor_value_info("neg", F, None))
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, x_shape)], outputs, inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
 
@@ -123,12 +129,7 @@ def build_narrowing(x_shape, w, params, pool_attrs, affine, both):
                   helper.make_node("Mul", ["n", "m"], ["t"]), helper.make_node("Add", ["a", "t"], ["u"])]
         last = "u"
     nodes.append(helper.make_node("Relu", [last], ["z"]))
-    outputs = [helper.make_tensor_value_info("z", F, None)]
-    if both:
-        nodes.append(helper.make_node("Neg", ["p"], ["q"]))
-        outputs.append(helper.make_tensor_value_info("q", F, None))
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, x_shape)], outputs, inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    return model_of(nodes, x_shape, inits, "p" if both else None)
 
 
 @pytest.mark.parametrize("x_shape,w_shape,pool_attrs,affine,both,moved", NARROWING)

@@ -209,11 +209,7 @@ class PreparedConv:
                 cols[:, :, :cg * k_size].reshape(window.shape, copy=False)[...] = window
                 cols[:, :, cg * k_size:] = 1
                 y, flat = destination(out)
-                np.matmul(wg, cols, out=flat)
-                if bias is not None:
-                    flat += bias
-                if relu:
-                    relu_inplace(y)
+                _multiply(wg, cols, flat, bias, relu)
                 return y
             return im2col_conv
         # im2col and multiply one band of output rows at a time, so that the band's columns are still
@@ -238,14 +234,18 @@ class PreparedConv:
                 cols[:, :cg * k_size].reshape(src.shape, copy=False)[...] = src
                 if ones:
                     cols[:, cg * k_size] = 1
-                part = flat[:, :, p0:p1]
-                np.matmul(wg, cols, out=part)
-                if bias is not None:
-                    part += bias
-                if relu:
-                    relu_inplace(part)
+                _multiply(wg, cols, flat[:, :, p0:p1], bias, relu)
             return y
         return banded_conv
+
+
+def _multiply(wg, cols, dest, bias, relu):
+    """``dest = wg @ cols`` (+ bias, then Relu), in place: the im2col closures' last steps."""
+    np.matmul(wg, cols, out=dest)
+    if bias is not None:
+        dest += bias
+    if relu:
+        relu_inplace(dest)
 
 
 def _finished(run, relu):
