@@ -1,0 +1,61 @@
+"""com.microsoft activations the transformer optimizer fuses: Gelu, BiasGelu, FastGelu, QuickGelu,
+BiasAdd (and BiasSplitGelu).
+
+Gelu is the erf form ``0.5 x (1 + erf(x / sqrt 2))``; FastGelu the tanh form
+``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``; QuickGelu ``x sigmoid(alpha x)`` (alpha 1.702).
+The bias variants add a bias broadcast over the last axis first.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...registry import kernel
+from ..activation import _sigmoid
+from ..elementwise import erf
+from . import MS
+
+
+def _gelu_erf(x):
+    return np.asarray(0.5 * x * (1 + erf(x * (1 / math.sqrt(2)))), dtype=x.dtype)
+
+
+def _gelu_tanh(x):
+    inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
+    return np.asarray(0.5 * x * (1 + np.tanh(inner)), dtype=x.dtype)
+
+
+@kernel("Gelu", since=1, domain=MS)
+def gelu(X):
+    return _gelu_erf(X)
+
+
+@kernel("BiasGelu", since=1, domain=MS)
+def bias_gelu(A, B):
+    return _gelu_erf(A + B)
+
+
+@kernel("FastGelu", since=1, domain=MS)
+def fast_gelu(X, bias=None):
+    return _gelu_tanh(X if bias is None else X + bias)
+
+
+@kernel("QuickGelu", since=1, domain=MS)
+def quick_gelu(X, alpha=1.702):
+    return np.asarray(X * _sigmoid(alpha * X), dtype=X.dtype)
+
+
+@kernel("BiasAdd", since=1, domain=MS)
+def bias_add(X, bias, skip):
+    """X (N, S, C) + bias (C) + skip (N, S, C)."""
+    return np.asarray(X + bias + skip, dtype=X.dtype)
+
+
+@kernel("BiasSplitGelu", since=1, domain=MS)
+def bias_split_gelu(X, bias):
+    """(X + bias) split in two halves on the last axis: left * Gelu(right)."""
+    y = X + bias
+    half = y.shape[-1] // 2
+    return np.asarray(y[..., :half] * _gelu_erf(y[..., half:]), dtype=X.dtype)

@@ -1,0 +1,91 @@
+"""com.microsoft normalizations: SkipLayerNormalization, SkipSimplifiedLayerNormalization,
+SimplifiedLayerNormalization (RMS norm, also registered in the ONNX domain where onnxruntime puts it),
+EmbedLayerNormalization.
+
+All normalize over the last axis in float32 (float16 inputs are widened, like onnxruntime's CPU
+kernels), then scale by ``gamma`` and add ``beta``. The "skip" forms first add ``skip`` and the
+optional ``bias``; their optional outputs are the mean, the inverse standard deviation (both with
+the last axis kept as 1) and the sum before normalization.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...registry import kernel
+from . import MS
+
+_DEFAULT_EPSILON = 1e-12  # the transformer optimizer always sets it; onnxruntime's default
+
+
+def _layer_norm(x, gamma, beta, epsilon, simplified):
+    """(normalized, mean, inv_std) over the last axis, computed in float32 (or float64)."""
+    work = x.astype(np.float64 if x.dtype == np.float64 else np.float32)
+    if simplified:
+        mean = None
+        var = np.mean(work * work, axis=-1, keepdims=True)
+        centered = work
+    else:
+        mean = np.mean(work, axis=-1, keepdims=True)
+        centered = work - mean
+        var = np.mean(centered * centered, axis=-1, keepdims=True)
+    inv_std = 1 / np.sqrt(var + np.asarray(epsilon, work.dtype))
+    y = centered * inv_std * gamma.astype(work.dtype)
+    if beta is not None:
+        y = y + beta.astype(work.dtype)
+    return y.astype(x.dtype), mean, inv_std
+
+
+def _skip_norm(input, skip, gamma, beta, bias, epsilon, simplified):
+    total = input + skip
+    if bias is not None:
+        total = total + bias
+    y, mean, inv_std = _layer_norm(total, gamma, beta, epsilon, simplified)
+    mean = np.zeros_like(inv_std) if mean is None else mean
+    return y, mean.astype(np.float32), inv_std.astype(np.float32), total.astype(input.dtype)
+
+
+@kernel("SkipLayerNormalization", since=1, domain=MS)
+def skip_layer_normalization(input, skip, gamma, beta=None, bias=None, *, epsilon=_DEFAULT_EPSILON):
+    return _skip_norm(input, skip, gamma, beta, bias, epsilon, simplified=False)
+
+
+@kernel("SkipSimplifiedLayerNormalization", since=1, domain=MS)
+def skip_simplified_layer_normalization(input, skip, gamma, bias=None, *, epsilon=_DEFAULT_EPSILON):
+    return _skip_norm(input, skip, gamma, None, bias, epsilon, simplified=True)
+
+
+def _simplified_layer_normalization(X, scale, *, axis=-1, epsilon=1e-5, stash_type=1):
+    axis = axis % X.ndim
+    shape = X.shape
+    rows = X.reshape(int(np.prod(shape[:axis], dtype=np.int64)), -1)
+    y, _, inv_std = _layer_norm(rows, scale.reshape(-1), None, epsilon, simplified=True)
+    return y.reshape(shape), inv_std.reshape(shape[:axis] + (1,) * (X.ndim - axis)).astype(np.float32)
+
+
+kernel("SimplifiedLayerNormalization", since=1, domain=MS)(_simplified_layer_normalization)
+kernel("SimplifiedLayerNormalization", since=1)(_simplified_layer_normalization)
+
+
+@kernel("EmbedLayerNormalization", since=1, domain=MS)
+def embed_layer_normalization(input_ids, segment_ids, word_embedding, position_embedding,
+                              segment_embedding=None, gamma=None, beta=None, mask=None, position_ids=None,
+                              *, epsilon=_DEFAULT_EPSILON, mask_index_type=1):
+    """Word + position (+ segment) embeddings, layer-normalized; mask_index = count of mask ones per row
+    (zeros without a mask, as onnxruntime writes)."""
+    batch, seq = input_ids.shape
+    if position_ids is None:
+        positions = np.broadcast_to(np.arange(seq), (batch, seq))
+    else:
+        positions = np.broadcast_to(position_ids, (batch, seq))
+    total = word_embedding[input_ids] + position_embedding[positions]
+    if segment_ids is not None and segment_embedding is not None:
+        total = total + segment_embedding[segment_ids]
+    y, _, _ = _layer_norm(total, gamma, beta, epsilon, simplified=False)
+    if mask is not None:
+        mask_index = np.sum(mask != 0, axis=1).astype(np.int32)
+    else:  # (onnxruntime writes zeros when no mask is given)
+        mask_index = np.zeros(batch, np.int32)
+    if not mask_index_type:
+        mask_index = np.zeros(0, np.int32)
+    return y, mask_index, total.astype(word_embedding.dtype)

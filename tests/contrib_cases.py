@@ -1,0 +1,107 @@
+"""Cases for tests/test_contrib_ops.py: com.microsoft operators against onnxruntime.
+
+One row per case: ``Case(id, op, inputs, attrs, outputs, tol)``. ``inputs`` is a list of input specs,
+in the operator's input order: ``rand(dtype, shape)`` (seeded random values; integer types get their
+full range unless ``low``/``high`` say otherwise), a numpy array (used as given), or ``None`` (an
+absent optional input, written as an empty name). ``outputs`` is the number of outputs the node
+declares (optional outputs beyond the first are compared too). ``tol`` is (rtol, atol) for floats;
+quantized integer outputs may differ by ``tol[1]`` (1 = one rounding step).
+
+To add a case, add a row; the id must be unique. A case onnxruntime and onnxtext knowingly disagree
+on goes in tests/data/contrib_known_failures.txt with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Rand:
+    dtype: str
+    shape: tuple
+    low: float | None = None
+    high: float | None = None
+
+
+def rand(dtype, *shape, low=None, high=None):
+    return Rand(dtype, tuple(shape), low, high)
+
+
+@dataclass
+class Case:
+    id: str
+    op: str
+    inputs: list
+    attrs: dict = field(default_factory=dict)
+    outputs: int = 1
+    tol: tuple = (1e-5, 1e-5)
+    domain: str = "com.microsoft"
+    expect: object = None  # for operators onnxruntime's CPU build lacks: the documented formula
+
+
+def _gelu(x):
+    import math
+    return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+
+
+def f32(*shape, low=None, high=None):
+    return rand("float32", *shape, low=low, high=high)
+
+
+def i32(values):
+    return np.asarray(values, np.int32)
+
+
+def i64(values):
+    return np.asarray(values, np.int64)
+
+
+C = Case
+CASES: list[Case] = [
+    # ---------------------------------------------------------------- activations
+    C("gelu", "Gelu", [f32(2, 3, 8)]),
+    C("gelu_scalar", "Gelu", [np.float32(0.7)]),
+    C("bias_gelu", "BiasGelu", [f32(2, 5, 16), f32(16)]),
+    C("bias_gelu_empty", "BiasGelu", [f32(0, 4), f32(4)]),
+    C("fast_gelu", "FastGelu", [f32(3, 7)]),
+    C("fast_gelu_bias", "FastGelu", [f32(2, 3, 6), f32(6)]),
+    C("fast_gelu_large", "FastGelu", [f32(4, 9, low=-12, high=12)]),
+    C("quick_gelu", "QuickGelu", [f32(2, 10)]),
+    C("quick_gelu_alpha", "QuickGelu", [f32(2, 10)], dict(alpha=1.0)),
+    # BiasAdd and BiasSplitGelu have CUDA kernels only in onnxruntime: the documented formula is the oracle
+    C("bias_add", "BiasAdd", [f32(2, 3, 8), f32(8), f32(2, 3, 8)], expect=lambda x, b, s: [x + b + s]),
+    C("bias_split_gelu", "BiasSplitGelu", [f32(2, 4, 320), f32(320)],
+      expect=lambda x, b: [(x + b)[..., :160] * _gelu((x + b)[..., 160:].astype(np.float64)).astype(np.float32)]),
+    # ---------------------------------------------------------------- normalizations
+    C("skip_ln", "SkipLayerNormalization", [f32(2, 3, 16), f32(2, 3, 16), f32(16), f32(16)],
+      dict(epsilon=1e-5)),
+    C("skip_ln_bias_all_outputs", "SkipLayerNormalization",
+      [f32(2, 3, 16), f32(2, 3, 16), f32(16), f32(16), f32(16)], dict(epsilon=1e-5), outputs=4),
+    C("skip_ln_no_beta_default_eps", "SkipLayerNormalization", [f32(1, 5, 8), f32(1, 5, 8), f32(8)]),
+    C("skip_ln_2d", "SkipLayerNormalization", [f32(6, 16), f32(6, 16), f32(16), f32(16)], dict(epsilon=1e-5)),
+    C("skip_ln_skip_broadcast", "SkipLayerNormalization", [f32(2, 3, 16), f32(3, 16), f32(16), f32(16)],
+      dict(epsilon=1e-5)),
+    C("skip_sln", "SkipSimplifiedLayerNormalization", [f32(2, 3, 16), f32(2, 3, 16), f32(16)],
+      dict(epsilon=1e-6)),
+    C("skip_sln_bias_sum", "SkipSimplifiedLayerNormalization",
+      [f32(2, 3, 16), f32(2, 3, 16), f32(16), f32(16)], dict(epsilon=1e-6), outputs=4),
+    C("sln", "SimplifiedLayerNormalization", [f32(2, 3, 16), f32(16)], dict(epsilon=1e-6), domain=""),
+    C("sln_inv_std", "SimplifiedLayerNormalization", [f32(4, 16), f32(16)], dict(epsilon=1e-6), outputs=2,
+      domain=""),
+    C("sln_axis", "SimplifiedLayerNormalization", [f32(2, 3, 4), f32(3, 4)], dict(axis=1), domain=""),
+    C("embed_ln", "EmbedLayerNormalization",
+      [rand("int32", 2, 5, low=0, high=30), rand("int32", 2, 5, low=0, high=2), f32(30, 16), f32(8, 16),
+       f32(2, 16), f32(16), f32(16), i32([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])], dict(epsilon=1e-5), outputs=2),
+    C("embed_ln_no_segment_no_mask", "EmbedLayerNormalization",
+      [rand("int32", 3, 4, low=0, high=30), None, f32(30, 16), f32(8, 16), None, f32(16), f32(16)],
+      dict(epsilon=1e-5), outputs=2),
+    C("embed_ln_sum_output", "EmbedLayerNormalization",
+      [rand("int32", 2, 5, low=0, high=30), rand("int32", 2, 5, low=0, high=2), f32(30, 16), f32(8, 16),
+       f32(2, 16), f32(16), f32(16), i32([[1, 1, 1, 0, 0], [1, 0, 1, 1, 1]])], dict(epsilon=1e-5), outputs=3),
+    C("embed_ln_position_ids", "EmbedLayerNormalization",
+      [rand("int32", 2, 4, low=0, high=30), None, f32(30, 16), f32(8, 16), None, f32(16), f32(16), None,
+       i32([[3, 2, 1, 0], [0, 1, 2, 3]])], dict(epsilon=1e-5), outputs=2),
+]

@@ -1,0 +1,129 @@
+"""com.microsoft (onnxruntime contrib) operators, checked against onnxruntime as the oracle.
+
+Each case of tests/contrib_cases.py becomes a one-node model with seeded random inputs; onnxruntime
+and the evaluator run it and every declared output is compared. Cases listed in
+tests/data/contrib_known_failures.txt are expected to fail, strictly (a listed case that passes
+fails, so the list cannot go stale).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+from onnxtext.evaluator import Evaluator
+from onnxtext.evaluator.registry import registered
+
+from contrib_cases import CASES, Rand
+
+ort = pytest.importorskip("onnxruntime")
+
+KNOWN_FILE = os.path.join(os.path.dirname(__file__), "data", "contrib_known_failures.txt")
+
+
+def known_failures() -> dict[str, str]:
+    known = {}
+    if os.path.exists(KNOWN_FILE):
+        for line in open(KNOWN_FILE, encoding="utf-8"):
+            line = line.strip()
+            if line and not line.startswith("#"):
+                name, _, reason = line.partition(" ")
+                assert reason.strip(), f"{KNOWN_FILE}: {name} has no reason"
+                known[name] = reason.strip()
+    return known
+
+
+KNOWN = known_failures()
+
+
+def make_value(spec, rng):
+    if spec is None or isinstance(spec, np.ndarray) or np.isscalar(spec):
+        return None if spec is None else np.asarray(spec)
+    dtype = np.dtype(spec.dtype)
+    if dtype.kind == "f":
+        low = -3.0 if spec.low is None else spec.low
+        high = 3.0 if spec.high is None else spec.high
+        return rng.uniform(low, high, spec.shape).astype(dtype)
+    info = np.iinfo(dtype)
+    low = info.min if spec.low is None else spec.low
+    high = info.max + 1 if spec.high is None else spec.high
+    return rng.integers(low, high, spec.shape).astype(dtype)
+
+
+def build(case, values):
+    names = [f"in{i}" if v is not None else "" for i, v in enumerate(values)]
+    while names and not names[-1]:
+        names.pop()
+    outs = [f"out{i}" for i in range(case.outputs)]
+    node = helper.make_node(case.op, names, outs, domain=case.domain, **case.attrs)
+    inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+              for n, v in zip(names, values) if n]
+    graph = helper.make_graph([node], case.id, inputs, [helper.make_value_info(o, onnx.TypeProto()) for o in outs])
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = 9
+    feeds = {n: v for n, v in zip(names, values) if n}
+    return model, feeds
+
+
+def compare(case, expected, actual):
+    rtol, atol = case.tol
+    assert len(actual) == len(expected)
+    for i, (e, a) in enumerate(zip(expected, actual)):
+        where = f"{case.id} output {i}"
+        a = np.asarray(a)
+        assert a.shape == e.shape, f"{where}: shape {a.shape} != {e.shape}"
+        assert a.dtype == e.dtype, f"{where}: dtype {a.dtype} != {e.dtype}"
+        if e.dtype == object:
+            assert a.tolist() == e.tolist(), where
+        elif e.dtype.kind in "iub":
+            diff = np.abs(a.astype(np.int64) - e.astype(np.int64))
+            assert diff.size == 0 or diff.max() <= atol, f"{where}: integer outputs differ by up to {diff.max()}"
+        else:
+            np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=atol,
+                                       err_msg=where)
+
+
+def run_case(case):
+    rng = np.random.default_rng(sum(map(ord, case.id)))
+    values = [make_value(s, rng) for s in case.inputs]
+    model, feeds = build(case, values)
+    if case.expect is not None:
+        expected = [np.asarray(e) for e in case.expect(*values)]
+    else:
+        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        expected = session.run(None, feeds)
+    actual = Evaluator(model).run(None, feeds)
+    compare(case, expected, actual)
+
+
+def test_case_ids_unique():
+    ids = [c.id for c in CASES]
+    assert len(ids) == len(set(ids))
+    assert set(KNOWN) <= set(ids), f"known failures name unknown cases: {set(KNOWN) - set(ids)}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_contrib_case(case):
+    if case.id in KNOWN:
+        with pytest.raises(AssertionError):
+            run_case(case)
+        return
+    run_case(case)
+
+
+ISSUE_OPS = """Attention MultiHeadAttention GroupQueryAttention RotaryEmbedding SkipLayerNormalization
+SkipSimplifiedLayerNormalization SimplifiedLayerNormalization EmbedLayerNormalization BiasGelu FastGelu Gelu
+QuickGelu BiasAdd FusedMatMul FusedConv MatMulNBits DynamicQuantizeMatMul MatMulIntegerToFloat
+DynamicQuantizeLSTM QLinearAdd QLinearMul QLinearConcat QLinearSigmoid QLinearLeakyRelu
+QLinearGlobalAveragePool QLinearAveragePool QGemm Tokenizer""".split()
+
+
+@pytest.mark.parametrize("op", ISSUE_OPS)
+def test_every_listed_operator_has_a_kernel_and_cases(op):
+    assert ("com.microsoft", op) in registered(), f"no kernel for com.microsoft::{op}"
+    assert any(c.op == op for c in CASES), f"no case for {op} in tests/contrib_cases.py"
