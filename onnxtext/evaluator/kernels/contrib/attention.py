@@ -1,0 +1,255 @@
+"""com.microsoft attention: Attention (the BERT optimizer's fused QKV form), MultiHeadAttention,
+GroupQueryAttention (decoder with KV cache, optional rotary) and RotaryEmbedding.
+
+Masks follow onnxruntime's CPU kernels: a key-padding or raw mask adds ``mask_filter_value``
+(default -10000, not -inf) to the scores of masked keys, so a row whose keys are all masked becomes a
+uniform average, as in onnxruntime; the causal (``unidirectional``) frontier removes future keys
+entirely. Scores are ``scale * Q K^T`` (``scale`` defaults to ``1/sqrt(head_size)``) plus the mask and
+the optional ``attention_bias``; softmax and products run in float32 for float16 inputs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ....errors import EvalError
+from ...registry import kernel
+from ..attention import rotary_embedding as _rotary_onnx
+from . import MS
+
+_MASK_FILTER = -10000.0
+
+
+def _heads(x, num_heads):
+    """(B, L, N*H) -> (B, N, L, H)."""
+    b, length, hidden = x.shape
+    return x.reshape(b, length, num_heads, hidden // num_heads).transpose(0, 2, 1, 3)
+
+
+def _merge(x):
+    """(B, N, S, H) -> (B, S, N*H)."""
+    b, n, s, h = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(b, s, n * h)
+
+
+def _padding_mask(mask, batch, seq, total, mask_filter_value):
+    """The additive (B, 1, S, T) float32 mask of an onnxruntime ``mask_index`` / key padding mask."""
+    if mask is None:
+        return None
+    mask = np.asarray(mask)
+    out = np.zeros((batch, seq, total), np.float32)
+    positions = np.arange(total)
+    if mask.ndim == 1:
+        end = mask[:batch].astype(np.int64)
+        masked = positions[None, :] >= end[:, None]
+        if mask.shape[0] == 2 * batch:
+            start = np.minimum(mask[batch:].astype(np.int64), total)
+            masked |= positions[None, :] < start[:, None]
+        out[:] = np.where(masked, np.float32(mask_filter_value), np.float32(0))[:, None, :]
+    elif mask.ndim == 2:
+        if mask.shape[1] == 1:  # a dummy [B, 1] / [1, 1] mask: no masking
+            return None
+        out[:] = np.where(mask > 0, np.float32(0), np.float32(mask_filter_value))[:, None, :]
+    elif mask.ndim == 3:
+        out[:] = np.where(mask > 0, np.float32(0), np.float32(mask_filter_value))
+    else:
+        raise EvalError(f"a {mask.ndim}-D attention mask is not supported (onnxruntime's CPU kernel has none)")
+    return out[:, None]
+
+
+def _causal(seq, total, past):
+    """(S, T) bool: True where key j lies in the future of query i (j > past + i)."""
+    return np.arange(total)[None, :] > past + np.arange(seq)[:, None]
+
+
+def _softmax(scores):
+    peak = np.max(scores, axis=-1, keepdims=True)
+    e = np.exp(scores - peak)
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def _attend(q, k, v, scale, mask=None, bias=None, causal=None):
+    """softmax(scale Q K^T + mask + bias, future keys removed) V over (B, N, S, H) float32 arrays."""
+    scores = np.matmul(q, k.swapaxes(-1, -2)) * np.float32(scale)
+    if mask is not None:
+        scores = scores + mask
+    if bias is not None:
+        scores = scores + bias.astype(np.float32)
+    if causal is not None:
+        scores = np.where(causal, -np.inf, scores)
+    probs = _softmax(scores)
+    return np.matmul(probs, v), scores
+
+
+def _scale(scale, head_size):
+    return scale if scale else 1 / math.sqrt(head_size)
+
+
+@kernel("Attention", since=1, domain=MS)
+def attention(input, weights, bias=None, mask_index=None, past=None, attention_bias=None,
+              past_sequence_length=None, *, num_heads, qkv_hidden_sizes=None, unidirectional=0,
+              mask_filter_value=_MASK_FILTER, scale=0.0, do_rotary=0, past_present_share_buffer=0,
+              rotary_embedding_dim=0):
+    if do_rotary:
+        raise EvalError("Attention with do_rotary=1 is not supported")
+    dtype = input.dtype
+    x = input.astype(np.float32)
+    qkv = np.matmul(x, weights.astype(np.float32))
+    if bias is not None:
+        qkv = qkv + bias.astype(np.float32)
+    hidden = weights.shape[1] // 3
+    sizes = list(qkv_hidden_sizes) if qkv_hidden_sizes else [hidden, hidden, hidden]
+    q, k, v = np.split(qkv, np.cumsum(sizes)[:2], axis=-1)
+    q, k, v = _heads(q, num_heads), _heads(k, num_heads), _heads(v, num_heads)
+    batch, _, seq, head_size = q.shape
+    past_len = 0
+    if past is not None and past.shape[3] > 0:
+        past32 = past.astype(np.float32)
+        k = np.concatenate([past32[0], k], axis=2)
+        v = np.concatenate([past32[1], v], axis=2)
+        past_len = past.shape[3]
+    total = k.shape[2]
+    mask = _padding_mask(mask_index, batch, seq, total, mask_filter_value)
+    causal = _causal(seq, total, past_len) if unidirectional else None
+    out, _ = _attend(q, k, v, _scale(scale, head_size), mask, attention_bias, causal)
+    present = np.stack([k, v]).astype(dtype) if k.shape == v.shape else None
+    return _merge(out).astype(dtype), present
+
+
+@kernel("MultiHeadAttention", since=1, domain=MS)
+def multi_head_attention(query, key=None, value=None, bias=None, key_padding_mask=None, attention_bias=None,
+                         past_key=None, past_value=None, past_sequence_length=None, cache_indirection=None,
+                         *, num_heads, mask_filter_value=_MASK_FILTER, scale=0.0, unidirectional=0):
+    dtype = query.dtype
+    q = query.astype(np.float32)
+    if key is None or key.ndim == 5:
+        raise EvalError("MultiHeadAttention with packed QKV or KV is not supported (onnxruntime's CPU kernel "
+                        "has none either)")
+    k, v = key.astype(np.float32), value.astype(np.float32)
+    projected = k.ndim == 4  # already (B, N, L, H): cross-attention keys, no bias, no past
+    if q.ndim == 3:
+        d = q.shape[2]
+        if bias is not None:
+            bias32 = bias.astype(np.float32)
+            q = q + bias32[:d]
+            if not projected:
+                k = k + bias32[d:2 * d]
+                v = v + bias32[2 * d:]
+        q = _heads(q, num_heads)
+        if not projected:
+            k, v = _heads(k, num_heads), _heads(v, num_heads)
+    batch, _, seq, head_size = q.shape
+    past_len = 0
+    if past_key is not None and not projected and past_key.shape[2] > 0:
+        k = np.concatenate([past_key.astype(np.float32), k], axis=2)
+        v = np.concatenate([past_value.astype(np.float32), v], axis=2)
+        past_len = past_key.shape[2]
+    total = k.shape[2]
+    mask = _padding_mask(key_padding_mask, batch, seq, total, mask_filter_value)
+    causal = _causal(seq, total, past_len) if unidirectional else None
+    out, scores = _attend(q, k, v, _scale(scale, head_size), mask, attention_bias, causal)
+    return _merge(out).astype(dtype), k.astype(dtype), v.astype(dtype), scores.astype(dtype)
+
+
+def _rotate(x, cos, sin, interleaved):
+    """Rotate (B, N, S, H) by per-(B, S) angles cos/sin of shape (B, 1, S, dim/2) on the first dim features."""
+    dim = cos.shape[-1] * 2
+    part = x[..., :dim]
+    if interleaved:
+        x1, x2 = part[..., 0::2], part[..., 1::2]
+    else:
+        x1, x2 = part[..., : dim // 2], part[..., dim // 2:]
+    real, imag = cos * x1 - sin * x2, sin * x1 + cos * x2
+    if interleaved:
+        rotated = np.stack([real, imag], axis=-1).reshape(part.shape)
+    else:
+        rotated = np.concatenate([real, imag], axis=-1)
+    return np.concatenate([rotated, x[..., dim:]], axis=-1)
+
+
+@kernel("GroupQueryAttention", since=1, domain=MS)
+def group_query_attention(query, key=None, value=None, past_key=None, past_value=None, seqlens_k=None,
+                          total_sequence_length=None, cos_cache=None, sin_cache=None, position_ids=None,
+                          attention_bias=None, head_sink=None, *, num_heads, kv_num_heads, scale=0.0,
+                          softcap=0.0, local_window_size=-1, do_rotary=0, rotary_interleaved=0,
+                          smooth_softmax=0, qk_output=0):
+    """Causal attention with a KV cache: batch b has ``seqlens_k[b] + 1`` valid keys in total, the new
+    tokens appended after its ``past`` ones in the present buffers (of the past buffer's length, or
+    ``total_sequence_length`` when longer)."""
+    dtype = query.dtype
+    q = query.astype(np.float32)
+    batch, seq = q.shape[:2]
+    if key is None:  # packed QKV on the last axis
+        kv_hidden = (q.shape[2] - 0) // (num_heads + 2 * kv_num_heads) * kv_num_heads
+        d = q.shape[2] - 2 * kv_hidden
+        q, k, v = q[..., :d], q[..., d:d + kv_hidden], q[..., d + kv_hidden:]
+    else:
+        k, v = key.astype(np.float32), value.astype(np.float32)
+    q, k, v = _heads(q, num_heads), _heads(k, kv_num_heads), _heads(v, kv_num_heads)
+    head_size = q.shape[3]
+    total_len = int(np.asarray(total_sequence_length).reshape(-1)[0])
+    seqlens = np.asarray(seqlens_k).reshape(-1).astype(np.int64) + 1  # valid keys per batch
+    first_prompt = seq == total_len
+    past_lens = np.zeros(batch, np.int64) if first_prompt else seqlens - seq
+    if do_rotary:
+        if position_ids is not None:
+            pos = np.broadcast_to(position_ids, (batch, seq)).astype(np.int64)
+        else:
+            pos = past_lens[:, None] + np.arange(seq)[None, :]
+        cos = cos_cache.astype(np.float32)[pos][:, None]
+        sin = sin_cache.astype(np.float32)[pos][:, None]
+        q, k = _rotate(q, cos, sin, rotary_interleaved), _rotate(k, cos, sin, rotary_interleaved)
+    buffer = past_key.shape[2] if past_key is not None else 0
+    present_len = max(buffer, total_len)
+    present_k = np.zeros((batch, kv_num_heads, present_len, head_size), np.float32)
+    present_v = np.zeros_like(present_k)
+    for b in range(batch):  # (per batch: each has its own past length; the work inside is vectorized)
+        p = int(past_lens[b])
+        if p:
+            present_k[b, :, :p] = past_key[b, :, :p]
+            present_v[b, :, :p] = past_value[b, :, :p]
+        present_k[b, :, p:p + seq] = k[b]
+        present_v[b, :, p:p + seq] = v[b]
+    group = num_heads // kv_num_heads
+    keys = np.repeat(present_k, group, axis=1)
+    values = np.repeat(present_v, group, axis=1)
+    scores = np.matmul(q, keys.swapaxes(-1, -2)) * np.float32(_scale(scale, head_size))
+    if softcap:
+        scores = np.float32(softcap) * np.tanh(scores / np.float32(softcap))
+    if attention_bias is not None:
+        scores = scores + attention_bias.astype(np.float32)
+    query_pos = past_lens[:, None] + np.arange(seq)[None, :]  # (B, S) absolute positions
+    key_pos = np.arange(present_len)
+    allowed = (key_pos[None, None, :] <= query_pos[:, :, None]) & (key_pos[None, None, :] < seqlens[:, None, None])
+    if local_window_size >= 0:
+        allowed &= key_pos[None, None, :] > query_pos[:, :, None] - local_window_size
+    scores = np.where(allowed[:, None], scores, -np.inf)
+    peak = np.max(scores, axis=-1, keepdims=True)
+    if head_sink is not None or smooth_softmax:
+        sink = (np.zeros(num_heads, np.float32) if head_sink is None else head_sink.astype(np.float32))
+        peak = np.maximum(peak, sink[None, :, None, None])
+    peak = np.where(np.isneginf(peak), 0, peak)
+    e = np.exp(scores - peak)
+    total = np.sum(e, axis=-1, keepdims=True)
+    if head_sink is not None or smooth_softmax:
+        total = total + np.exp(sink[None, :, None, None] - peak)
+    probs = e / np.where(total > 0, total, 1)
+    out = np.matmul(probs, values)
+    return _merge(out).astype(dtype), present_k.astype(dtype), present_v.astype(dtype)
+
+
+@kernel("RotaryEmbedding", since=1, domain=MS)
+def rotary_embedding(input, position_ids, cos_cache, sin_cache, *, interleaved=0, num_heads=0,
+                     rotary_embedding_dim=0, scale=1.0, is_packed_batching=0):
+    """onnxruntime's form: ``position_ids`` (B, S), or one offset (shape [1]) for positions offset + s."""
+    seq = input.shape[2] if input.ndim == 4 else input.shape[1]
+    batch = input.shape[0]
+    pos = np.asarray(position_ids).astype(np.int64)
+    if pos.size == 1:
+        pos = np.broadcast_to(pos.reshape(-1)[0] + np.arange(seq), (batch, seq))
+    if input.ndim == 3 and not num_heads:
+        num_heads = input.shape[2] // (2 * cos_cache.shape[1])
+    return _rotary_onnx(input, cos_cache, sin_cache, pos, interleaved=interleaved, num_heads=num_heads,
+                        rotary_embedding_dim=rotary_embedding_dim)
