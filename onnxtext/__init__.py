@@ -13,9 +13,9 @@ from .errors import CheckError, EvalError, ExternalDataError, ModelFileError, On
 __version__ = "0.1.0"
 
 _LAZY = {
-    "parse": "parser", "parse_model": "parser", "parse_graph": "parser", "parse_function": "parser",
-    "parse_node": "parser",
-    "to_text": "printer",
+    "parse": "syntax.parser", "parse_model": "syntax.parser", "parse_graph": "syntax.parser",
+    "parse_function": "syntax.parser", "parse_node": "syntax.parser",
+    "to_text": "printing.printer",
     "load": "io", "save": "io",
     "Evaluator": "evaluator",
     "check": "checker", "Diagnostic": "checker",

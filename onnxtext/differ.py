@@ -159,7 +159,7 @@ def unified(a, b, context: int = 3) -> str:
     """A unified diff of ``to_text`` of both models (empty when the texts are equal)."""
     import difflib
 
-    from .printer import to_text
+    from .printing.printer import to_text
 
     ma, _, la = _model(a, "a")
     mb, _, lb = _model(b, "b")
@@ -176,7 +176,7 @@ def _model(x, label):
 
         return load_binary(x), None, label
     if isinstance(x, str) and not os.path.exists(x) and ("\n" in x or "{" in x):
-        from .parser import parse_model
+        from .syntax.parser import parse_model
 
         return parse_model(x), None, label
     if isinstance(x, (str, os.PathLike)):

@@ -69,7 +69,7 @@ def _cut(text: str) -> str:
 
 
 def _printer():
-    from .printer import Printer
+    from .printing.printer import Printer
 
     return Printer(width=10**9, elide=True)
 

@@ -64,7 +64,7 @@ def _parse_tree(text: str, start: str):
     if _tree_parser is None:
         import lark
 
-        from ._grammar import START_SYMBOLS, _cache_file, grammar_path
+        from .syntax.grammar import START_SYMBOLS, _cache_file, grammar_path
 
         # The builder's grammar, plus positions on every tree and a callback on the ignored COMMENT
         # terminal; positions change lark's cached tables, so they get their own cache file.
@@ -98,7 +98,7 @@ class Element:
 
 def _name(t) -> str:
     """The proto name of an ``ident`` / ``quoted_name`` tree."""
-    from .literal_data import unescape
+    from .syntax.literal_data import unescape
 
     tok = t.children[0]
     if t.data == "quoted_name":
@@ -121,7 +121,7 @@ class _Walker:
     def add(self, path: str, tree, parent: Element | None) -> Element | None:
         from lark import Tree
 
-        from .checker.spans import first_token
+        from .syntax.positions import first_token
 
         meta = tree.meta
         if getattr(meta, "empty", True):
@@ -372,8 +372,8 @@ def format_text(text: str, *, filename: str | None = None) -> str:
     Raises :class:`onnxtext.ParseError` (with ``filename``, line and column) on bad input, and
     :class:`onnxtext.OnnxTextError` if the result would not parse back to the same proto.
     """
-    from .parser import parse
-    from .printer import to_text
+    from .syntax.parser import parse
+    from .printing.printer import to_text
 
     proto = parse(text, filename=filename)
     canonical = to_text(proto)

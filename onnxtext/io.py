@@ -82,7 +82,7 @@ def load(path, *, kind: str = "model", load_external_data: bool = True, progress
     # cheaper and rules out external data in most models (a false positive only costs the walk)
     maybe_external = load_external_data and _may_reference_external_data(data, is_text)
     if is_text:
-        from .parser import parse, parse_model
+        from .syntax.parser import parse, parse_model
 
         text = data.decode("utf-8", errors="strict") if _utf8(data) else None
         if text is None:
@@ -258,7 +258,7 @@ def save(model, path, *, external_data: str | None = None, threshold: int | None
 
 def _write_model(files, model, path, progress, print_options):
     if path.endswith(TEXT_EXTENSIONS):
-        from .printer import to_text
+        from .printing.printer import to_text
 
         if progress is not None:
             progress.stage("printing", None)

@@ -22,7 +22,7 @@ from pygments.lexer import RegexLexer, bygroups, default, include, words
 from pygments.token import (Comment, Keyword, Name, Number, Operator, Punctuation, String, Text)
 
 from . import dtypes
-from .builder import _FUNCTION_HEADER, _MODEL_HEADER, ATTR_TYPE_NAMES
+from .vocabulary import ATTR_TYPE_NAMES, FUNCTION_HEADER, MODEL_HEADER
 
 __all__ = ["OnnxTextLexer", "DATA_TYPES", "TYPE_CONSTRUCTORS", "SECTION_WORDS", "CONSTANTS", "HEADER_KEYS",
            "TRAINING_KEYS", "ATTRIBUTE_TYPES", "SPECIAL_FLOATS"]
@@ -38,7 +38,7 @@ SECTION_WORDS: tuple[str, ...] = ("training_info", "raw", "base64", "hex", "spar
 #: Boolean literals.
 CONSTANTS: tuple[str, ...] = ("true", "false")
 #: Keys of the ``<...>`` header of a model or a function (the builder accepts exactly these).
-HEADER_KEYS: tuple[str, ...] = tuple(sorted(_MODEL_HEADER | _FUNCTION_HEADER))
+HEADER_KEYS: tuple[str, ...] = tuple(sorted(MODEL_HEADER | FUNCTION_HEADER))
 #: Fields of a ``training_info { ... }`` section (TrainingInfoProto).
 TRAINING_KEYS: tuple[str, ...] = ("initialization", "algorithm", "initialization_binding", "update_binding")
 #: Declared attribute types (``<alpha: float = 1.0>``); some coincide with element types.

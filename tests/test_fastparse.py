@@ -17,7 +17,7 @@ import onnx.printer
 import pytest
 
 import onnxtext
-from onnxtext import fastparse
+from onnxtext.syntax import fastparse
 from onnxtext.errors import ParseError
 from corpus import all_models
 
@@ -262,7 +262,7 @@ PLAIN = [
 def test_fast_path_taken(text, monkeypatch):
     assert fastparse.parse(text, "model") is not None
     # with Lark unavailable, the public parse still succeeds: it never needed the grammar
-    import onnxtext._grammar as grammar
+    import onnxtext.syntax.grammar as grammar
 
     def no_lark(*args, **kwargs):
         raise AssertionError("Lark was used for a plain text")

@@ -15,7 +15,7 @@ import re
 import pytest
 
 import onnxtext
-from onnxtext.checker.parse_hints import collect_parse_errors, explain, nearest_dtype, nearest_op
+from onnxtext.syntax.hints import collect_parse_errors, explain, nearest_dtype, nearest_op
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = sorted(glob.glob(os.path.join(HERE, "fixtures", "invalid", "*.onnxtext")))

@@ -18,7 +18,7 @@ from pygments.token import Comment, Error, Keyword, Name, Number, Operator, Punc
 
 import onnxtext
 from onnxtext import lexer as lexmod
-from onnxtext._grammar import get_parser
+from onnxtext.syntax.grammar import get_parser
 from onnxtext.lexer import OnnxTextLexer
 
 sys.path.insert(0, os.path.dirname(__file__))

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 import strategies as S
 from corpus import all_models
-from onnxtext import fastprint
-from onnxtext.printer import Printer, to_text
+from onnxtext.printing import fastprint
+from onnxtext.printing.printer import Printer, to_text
 
 OPTIONS = [{}, {"style": "onnx"}, {"width": 40}, {"max_inline": 0}, {"indent": "    "}, {"max_inline": None},
            {"elide": True}]

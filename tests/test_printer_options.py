@@ -19,7 +19,7 @@ from onnx import TensorProto
 
 import onnxtext
 from onnxtext import dtypes, tensors
-from onnxtext.printer import Printer, _format_floats_exact, float_texts, format_floats, name, to_text
+from onnxtext.printing.printer import Printer, _format_floats_exact, float_texts, format_floats, name, to_text
 
 
 def _raw_tensor(count: int, dtype=np.float32, name_="w", seed=0) -> TensorProto:

@@ -149,7 +149,7 @@ def _from_text(text: str, filename):
     """Parse text into a model; on failure, the parse errors as diagnostics."""
     import onnx
 
-    from .. import parser
+    from ..syntax import parser
     from ..errors import ParseError
 
     try:

@@ -8,35 +8,13 @@ declared inputs, outputs and attributes instead of a schema. Domains that ``onnx
 
 from __future__ import annotations
 
-import functools
-
 import onnx
 from onnx import AttributeProto, defs
 
+from .. import schemas
 from . import rule
 
 _OPS = "IR spec: Operators (each operator used MUST be declared by an imported operator set)"
-
-
-@functools.cache
-def known_domains() -> frozenset:
-    return frozenset(s.domain for s in defs.get_all_schemas_with_history()) | {"ai.onnx"}
-
-
-@functools.cache
-def schema_for(op: str, version: int, domain: str):
-    """The schema of ``op`` in force at opset ``version`` of ``domain`` (None when there is none)."""
-    try:
-        return defs.get_schema(op, version, "" if domain == "ai.onnx" else domain)
-    except defs.SchemaError:
-        return None
-
-
-@functools.cache
-def ops_of(domain: str, version: int) -> tuple:
-    d = "" if domain == "ai.onnx" else domain
-    return tuple(sorted({s.name for s in defs.get_all_schemas_with_history()
-                         if s.domain == d and s.since_version <= version}))
 
 
 def _local(ctx, node):
@@ -54,13 +32,11 @@ def domain_imported(ctx, node, path, scope):
 @rule("op.unknown", "node", _OPS)
 def op_exists(ctx, node, path, scope):
     version = scope.opsets.get(node.domain)
-    if version is None or _local(ctx, node) is not None or node.domain not in known_domains():
+    if version is None or _local(ctx, node) is not None or not schemas.is_known_domain(node.domain):
         return
-    if schema_for(node.op_type, version, node.domain) is None:
-        from .parse_hints import nearest_op
-
-        near = nearest_op(node.op_type, {node.domain: version})
-        newer = schema_for(node.op_type, onnx.defs.onnx_opset_version() + 10, node.domain)
+    if schemas.schema(node.domain, node.op_type, version) is None:
+        near = schemas.nearest_op(node.op_type, {node.domain: version})
+        newer = schemas.schema(node.domain, node.op_type, onnx.defs.onnx_opset_version() + 10)
         msg = f"operator {node.op_type!r} does not exist in opset {node.domain or 'ai.onnx'} {version}"
         if newer is not None:
             msg += f" (it was introduced in version {newer.since_version})"
@@ -102,9 +78,9 @@ def arity(ctx, node, path, scope):
 
 def _schema(node, scope):
     version = scope.opsets.get(node.domain)
-    if version is None or node.domain not in known_domains():
+    if version is None or not schemas.is_known_domain(node.domain):
         return None
-    return schema_for(node.op_type, version, node.domain)
+    return schemas.schema(node.domain, node.op_type, version)
 
 
 _TYPE_NAMES = {v: k.lower() for k, v in AttributeProto.AttributeType.items()}

@@ -72,7 +72,7 @@ class Context:
     """State of one check run: the model, its source positions and the diagnostics so far."""
 
     def __init__(self, model, *, text=None, filename=None, base_dir=None, rules=()):
-        from .spans import SpanMap
+        from ..syntax.positions import SpanMap
 
         self.model = model
         self.wrapped = False  # True when the input was a bare graph, function or node

@@ -33,7 +33,7 @@ def read_model(path: str):
 
     from ..checker import _as_model, _looks_binary
     from ..errors import ModelFileError
-    from ..parser import parse
+    from ..syntax.parser import parse
 
     try:
         with open(path, "rb") as f:

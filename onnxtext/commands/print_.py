@@ -51,7 +51,7 @@ def add_progress_arguments(p) -> None:
 def run(args) -> int:
     from ..external import external_locations, externalize
     from ..io import AtomicFiles, load, model_dir
-    from ..printer import to_text
+    from ..printing.printer import to_text
     from ..progress import from_args
 
     options = dict(width=args.width, elide=args.elide, max_inline=None if args.max_inline < 0 else args.max_inline)

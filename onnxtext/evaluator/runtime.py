@@ -76,7 +76,7 @@ def load_model(model) -> tuple[onnx.ModelProto, str | None]:
 
 def _parse_text(text: str) -> onnx.ModelProto:
     try:
-        from ..parser import parse_model
+        from ..syntax.parser import parse_model
     except ImportError as e:
         raise EvalError(f"cannot read onnxtext source: the text parser is not available ({e})") from None
     return parse_model(text)

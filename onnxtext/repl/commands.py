@@ -10,7 +10,7 @@ import shlex
 
 import onnx
 
-from . import schemas
+from .. import schemas
 from .session import SOURCE_NAME, Reply, Session, StatementError, new_model
 from .values import describe
 

@@ -16,7 +16,7 @@ from prompt_toolkit.completion import Completer, Completion, PathCompleter
 from prompt_toolkit.document import Document
 
 from .. import dtypes
-from . import schemas
+from .. import schemas
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*$")
 _OP_BEFORE = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)\s*(?::\s*[A-Za-z_][A-Za-z0-9_]*\s*)?$")

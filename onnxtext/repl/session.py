@@ -15,9 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
+from .. import schemas
 from ..errors import OnnxTextError, ParseError
-from . import schemas, statements
-from .values import describe, format_value, random_value, value_type
+from . import statements
+from .values import describe, format_value, random_value, type_string, value_type
 
 GRAPH_NAME = "repl"
 _UNDEFINED = re.compile(r"graph 'repl_step': value '(.*)' is used but never defined")
@@ -200,7 +201,7 @@ class Session:
                                    + [f for (d, f) in self.functions() if d == node.domain])
             raise StatementError(f"unknown operator {_op(node)!r}" + (f" (did you mean {near!r}?)" if near else ""))
         self._check_attributes(node, s)
-        problem = schemas.type_errors(s, node, self.env)
+        problem = schemas.type_errors(s, node, {n: type_string(self.env[n]) for n in node.input if n in self.env})
         if problem:
             raise StatementError(problem)
         return notes

@@ -74,7 +74,7 @@ def is_complete(text: str) -> bool:
     k = kind(text)
     if k in ("empty", "command", "name"):
         return True
-    from .._grammar import get_parser
+    from ..syntax.grammar import get_parser
 
     parser = get_parser()
     states = {_state(parser, text, start) for start in STARTS}

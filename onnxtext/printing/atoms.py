@@ -14,8 +14,8 @@ import re
 
 import numpy as np
 
-from . import dtypes
-from .errors import OnnxTextError
+from .. import dtypes
+from ..errors import OnnxTextError
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 #: Words the grammar treats as keywords somewhere: names spelled like them are quoted.

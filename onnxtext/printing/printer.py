@@ -40,11 +40,12 @@ import numpy as np
 from onnx import (AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, SparseTensorProto,
                   TensorProto, TypeProto, ValueInfoProto)
 
-from . import dtypes, fastprint, tensors
-from .builder import ATTR_TYPE_NAMES
-from .errors import OnnxTextError
+from .. import dtypes, tensors
+from . import fastprint
+from ..vocabulary import ATTR_TYPE_NAMES
+from ..errors import OnnxTextError
 # the literal atoms (re-exported: other modules and tests import them from here)
-from .literals import (_IDENT, _QUOTED_WORDS, _SMALL, KEYWORDS, _dotted, _dtype_name, _float_token,  # noqa: F401
+from .atoms import (_IDENT, _QUOTED_WORDS, _SMALL, KEYWORDS, _dotted, _dtype_name, _float_token,  # noqa: F401
                        _format_floats_exact, _onnx_values, _op_name, float_texts, format_floats, format_values,
                        name, op_part, quote)
 

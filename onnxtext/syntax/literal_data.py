@@ -23,8 +23,8 @@ import sys
 import numpy as np
 from onnx import SparseTensorProto, TensorProto, TypeProto
 
-from . import dtypes, tensors
-from .errors import ParseError
+from .. import dtypes, tensors
+from ..errors import ParseError
 
 # binascii's strict mode (3.11+) accepts exactly what b64decode(validate=True) accepts
 _STRICT_BASE64 = sys.version_info >= (3, 11)

@@ -85,9 +85,9 @@ def collect(text: str, start: str, filename: str | None = None, limit: int = MAX
     import lark
     from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 
-    from .._grammar import get_parser
-    from ..parser import _convert
-    from .parse_hints import improve
+    from .grammar import get_parser
+    from .parser import _convert
+    from .hints import improve
 
     lk = get_parser()
     ip = lk.parse_interactive(text, start)
@@ -161,7 +161,7 @@ def _builder_error(work: str, start: str, filename):
     semantic error (tensor sizes...) before it. The caller keeps the error only when it comes before the first
     syntax error: blanking cannot create an error there, while one after it could be a consequence of blanking.
     """
-    from ..parser import _parse
+    from .parser import _parse
 
     try:
         _parse(work, start, filename)

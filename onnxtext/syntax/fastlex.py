@@ -13,7 +13,7 @@ from onnx import TypeProto
 
 from . import builder as _b
 from .literal_data import decode_base64
-from . import dtypes
+from .. import dtypes
 
 # ------------------------------------------------------------------------------------------ lexical patterns
 _W = r"[ \t\f\r\n]*"  # WS of lexical.lark (not Python's \s, which also matches \v and Unicode spaces)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from onnx import NodeProto, TensorShapeProto, TypeProto
 
 from . import builder as _b
-from ._fastlex import (Fallback, _ALL_FLOATS, _ALL_INTS, _ANNOT_RE, _B, _COMPOUND, _DOC_RE, _DTYPE_RE, _ENTRY_RE,
+from .fastlex import (Fallback, _ALL_FLOATS, _ALL_INTS, _ANNOT_RE, _B, _COMPOUND, _DOC_RE, _DTYPE_RE, _ENTRY_RE,
                        _F32_MAX, _IDENT_RE, _INF, _INT_RE, _KEYWORDS, _NAME_RE, _NODE_RE, _NUMBER_RE, _SKIP,
                        _STRING_RE, _attrs, _base64, _ids, _name, _number, _quoted, _tensor_info)
 

@@ -33,19 +33,7 @@ def nearest_dtype(word: str) -> str | None:
     return m[0] if m else None
 
 
-def nearest_op(name: str, opsets: dict) -> str | None:
-    """The operator of the imported opsets (domain -> version) whose name is closest to ``name``."""
-    from .operators import known_domains, ops_of
-
-    names = []
-    for domain, version in opsets.items():
-        if domain in known_domains():
-            names += ops_of(domain, version)
-    exact = [n for n in names if n.lower() == name.lower()]
-    if exact:
-        return exact[0]
-    m = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-    return m[0] if m else None
+from ..schemas import nearest_op  # noqa: E402,F401 - re-exported: hints name the nearest operator
 
 
 def _offset(text: str, line: int, column: int) -> int:
@@ -150,7 +138,7 @@ def _anon_words(message: str) -> str:
     """Spell lark's anonymous terminals (``__ANON_0``) as their text (``'=>'``)."""
     if "__ANON_" not in message:
         return message
-    from .._grammar import get_parser
+    from .grammar import get_parser
 
     names = {t.name: repr(t.pattern.value) for t in get_parser().terminals if t.name.startswith("__ANON_")}
     return re.sub(r"__ANON_\d+", lambda m: names.get(m.group(0), m.group(0)), message)
@@ -158,7 +146,7 @@ def _anon_words(message: str) -> str:
 
 def explain(text: str, filename: str | None = None) -> ParseError | None:
     """The first error a user sees for ``text`` (the parser's, refined), or None if it parses."""
-    from ..parser import parse
+    from .parser import parse
 
     try:
         parse(text, filename=filename)
@@ -172,7 +160,7 @@ def collect_parse_errors(text: str, start: str = "auto", filename: str | None = 
     """Every error ``onnxtext.parse`` reports for ``text`` (up to ``limit``): the first one, then the syntax
     errors found by recovering from it (:mod:`.recovery`). ``start``: a grammar start symbol, or "auto" for the
     kind of text ``onnxtext.parse`` detects."""
-    from ..parser import _parse, parse
+    from .parser import _parse, parse
 
     try:
         if start == "auto":

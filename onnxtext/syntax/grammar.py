@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import tempfile
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_CANDIDATES = (os.path.join(_HERE, "grammar"), os.path.join(os.path.dirname(_HERE), "grammar"))
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # onnxtext/
+# a wheel has onnxtext/grammar/; a source tree has grammar/ beside the package
+_CANDIDATES = (os.path.join(_PACKAGE, "grammar"), os.path.join(os.path.dirname(_PACKAGE), "grammar"))
 
 START_SYMBOLS = ["model", "graph", "function", "node"]
 

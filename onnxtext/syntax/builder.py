@@ -18,9 +18,10 @@ from lark import Transformer
 from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, TensorShapeProto, \
     TrainingInfoProto, TypeProto, ValueInfoProto
 
-from . import dtypes
+from .. import dtypes
 # Literals, tensor data and field/attribute values live in their own modules; their names stay importable
-# from here (onnxtext.fastparse and onnxtext._fastlex use them as builder.X, with the children Lark passes).
+# from here (syntax.fastparse and syntax.fastlex use them as builder.X, with the children Lark passes).
+from ..vocabulary import FUNCTION_HEADER, MODEL_HEADER
 from .field_values import (ATTR_TYPE_NAMES, Pair, Pairs, Record, Ref, _ATTR_TYPES, _as_float, _kind_of,  # noqa: F401
                            _set_list_attr, _set_single_attr, apply_annotations, assign)
 from .literal_data import (Bits, TensorData, _err, _pos, _text, build_sparse, build_tensor,  # noqa: F401
@@ -384,7 +385,7 @@ class Builder(Transformer):
         ann, header, name, attrs, ins, outs, values, nodes = c
         f = FunctionProto()
         if header is not None:
-            _apply_header(f, header, _FUNCTION_HEADER)
+            _apply_header(f, header, FUNCTION_HEADER)
         f.name = name
         for a in attrs or ():
             if isinstance(a, AttributeProto):
@@ -434,7 +435,7 @@ class Builder(Transformer):
         ann, header, graph = c[0], c[1], c[2]
         m = ModelProto()
         if header is not None:
-            _apply_header(m, header, _MODEL_HEADER)
+            _apply_header(m, header, MODEL_HEADER)
         m.graph.CopyFrom(graph)
         for item in c[3:]:
             if isinstance(item, FunctionProto):
@@ -476,9 +477,6 @@ def _graph_value_entry(g: GraphProto, e: ValueEntry) -> None:
     g.initializer.append(t)
 
 
-_MODEL_HEADER = {"ir_version", "opset_import", "producer_name", "producer_version", "domain", "model_version",
-                 "doc_string", "metadata_props", "configuration"}
-_FUNCTION_HEADER = {"domain", "opset_import", "doc_string", "overload", "metadata_props"}
 
 
 def _apply_header(msg, entries, allowed):

@@ -31,7 +31,7 @@ class SpanMap:
 
     @classmethod
     def from_text(cls, text: str) -> SpanMap:
-        from .._grammar import get_parser
+        from .grammar import get_parser
 
         for start, prefix in (("model", ""), ("graph", "graph"), ("function", "functions[0]"),
                               ("node", "graph.node[0]")):
@@ -95,7 +95,7 @@ def _put(table, path, t):
 
 def _name(t) -> str:
     """The proto name of an ``ident`` / ``quoted_name`` tree."""
-    from ..literal_data import unescape
+    from .literal_data import unescape
 
     tok = t.children[0]
     if t.data == "quoted_name":
@@ -137,7 +137,7 @@ def _header_items(table, key, datum):
         for i, item in enumerate(c for c in datum.children if c is not None):
             _put(table, f"{key}[{i}]", item)
     elif datum.data == "pairs":
-        from ..literal_data import unescape
+        from .literal_data import unescape
 
         for pair in datum.children:
             if isinstance(pair, Tree):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import gc
 
-from .errors import OnnxTextError, ParseError
+from ..errors import OnnxTextError, ParseError
 
 # Human words for the grammar's terminals (used in "expected ..." messages).
 _WORDS = {
@@ -22,7 +22,7 @@ def _word(terminal: str) -> str:
     if terminal in _WORDS:
         return _WORDS[terminal]
     try:
-        from ._grammar import get_parser
+        from .grammar import get_parser
 
         for t in get_parser().terminals:
             if t.name == terminal:
@@ -108,7 +108,7 @@ def _end_position(text: str):
 def _parse(text: str, start: str, filename: str | None = None, fast: bool = True):
     import lark
 
-    from ._grammar import get_parser
+    from .grammar import get_parser
     from .builder import Builder
 
     if isinstance(text, bytes):
@@ -126,8 +126,8 @@ def _parse(text: str, start: str, filename: str | None = None, fast: bool = True
     try:
         return parser.parse(text, start=start)
     except (lark.exceptions.LarkError, ParseError) as e:
-        from .checker.parse_hints import improve
-        from .checker.recovery import attach  # e.errors: the errors after this one (found lazily)
+        from .hints import improve
+        from .recovery import attach  # e.errors: the errors after this one (found lazily)
 
         if isinstance(e, ParseError):
             e.source, e.filename = text, filename

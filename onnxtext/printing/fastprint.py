@@ -43,9 +43,9 @@ import numpy as np
 
 from onnx import AttributeProto, NodeProto, TypeProto
 
-from . import _wirecolumns as _wire
-from . import dtypes
-from .literals import _QUOTED_WORDS, _op_name, format_values
+from . import wirecolumns as _wire
+from .. import dtypes
+from .atoms import _QUOTED_WORDS, _op_name, format_values
 
 ENABLED = True
 MIN_ELEMENTS = 64

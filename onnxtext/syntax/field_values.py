@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import AttributeProto, GraphProto, SparseTensorProto, TensorProto, TypeProto
 
+from ..vocabulary import ATTR_TYPE_NAMES, ATTR_TYPES as _ATTR_TYPES  # noqa: F401
 from .literal_data import Bits, _err, _text
 
 
@@ -39,14 +40,6 @@ class Ref(str):
 
 
 # ---------------------------------------------------------------------------------------------- field assignment
-_ATTR_TYPES = {
-    "float": AttributeProto.FLOAT, "int": AttributeProto.INT, "string": AttributeProto.STRING,
-    "tensor": AttributeProto.TENSOR, "graph": AttributeProto.GRAPH, "sparse_tensor": AttributeProto.SPARSE_TENSOR,
-    "type_proto": AttributeProto.TYPE_PROTO, "floats": AttributeProto.FLOATS, "ints": AttributeProto.INTS,
-    "strings": AttributeProto.STRINGS, "tensors": AttributeProto.TENSORS, "graphs": AttributeProto.GRAPHS,
-    "sparse_tensors": AttributeProto.SPARSE_TENSORS, "type_protos": AttributeProto.TYPE_PROTOS,
-}
-ATTR_TYPE_NAMES = {v: k for k, v in _ATTR_TYPES.items()}
 
 
 def assign(msg, field: str, value, at=None) -> None:
@@ -113,7 +106,7 @@ def _assign_pair(sub, item, field):
 
 
 def _quoted(key) -> str:
-    from .literals import quote
+    from ..printing.atoms import quote
 
     return quote(key)
 

@@ -1,8 +1,9 @@
-"""Operator knowledge for the REPL, from onnx's schemas and the session's model-local functions.
+"""THE home of operator knowledge from ``onnx.defs``: schema lookup, domains, defaults, name hints, docs.
 
-Answers: which operators the imported opsets offer (completion), an operator's signature (bottom
-toolbar, ``:doc``), its documentation, and whether a node's inputs have types the schema accepts
-(so a wrong-typed call fails with a message naming the input, before any kernel runs).
+The checker, the evaluator, the REPL and the language server all ask here: which domains onnx knows,
+which operators an imported opset offers, the schema in force at a version (cached), the nearest
+operator name to a typo, an operator's signature and documentation, and whether a node's input types
+satisfy its schema's type constraints. ``""`` and ``"ai.onnx"`` name the same domain everywhere.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ import functools
 
 import onnx
 import onnx.defs
-
-from .values import type_string
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -45,13 +44,52 @@ def newest_version(domain: str) -> int:
     return max(s.since_version for (d, _), ss in all_schemas().items() if d == domain for s in ss)
 
 
+@functools.cache
 def schema(domain: str, op: str, version: int):
     """The schema of ``op`` in effect at opset ``version`` of ``domain``, or None."""
-    best = None
-    for s in all_schemas().get((canonical_domain(domain), op), ()):
-        if s.since_version <= version:
-            best = s
-    return best
+    try:
+        return onnx.defs.get_schema(op, version, canonical_domain(domain))
+    except onnx.defs.SchemaError:  # not a schema op (model-local function, custom domain, too old opset)
+        return None
+
+
+def is_known_domain(domain: str) -> bool:
+    """Whether ``onnx.defs`` has schemas for ``domain`` (custom operator sets are not known)."""
+    return canonical_domain(domain) in _domains()
+
+
+@functools.cache
+def _domains() -> frozenset:
+    return frozenset(d for d, _ in all_schemas())
+
+
+@functools.cache
+def ops_of(domain: str, version: int) -> tuple:
+    """Names of the operators ``domain`` offers at opset ``version`` (deprecated ones included), sorted."""
+    domain = canonical_domain(domain)
+    return tuple(sorted(op for (d, op), versions in all_schemas().items()
+                        if d == domain and versions[0].since_version <= version))
+
+
+def nearest_op(name: str, opsets: dict) -> str | None:
+    """The operator of the imported opsets (domain -> version) whose name is closest to ``name``."""
+    names = []
+    for domain, version in opsets.items():
+        if is_known_domain(domain):
+            names += ops_of(domain, version)
+    exact = [n for n in names if n.lower() == name.lower()]
+    if exact:
+        return exact[0]
+    return suggest(name, names)
+
+
+def defaults(domain: str, op: str, version: int) -> dict:
+    """Attribute name -> default ``AttributeProto`` declared by the schema (empty when there is none)."""
+    s = schema(domain, op, version)
+    if s is None:
+        return {}
+    return {name: a.default_value for name, a in s.attributes.items()
+            if a.default_value is not None and a.default_value.type != 0}
 
 
 def introduced_in(domain: str, op: str) -> int | None:
@@ -152,8 +190,10 @@ def doc(s) -> str:
     return "\n".join(lines)
 
 
-def type_errors(s, node: onnx.NodeProto, env: dict) -> str | None:
-    """A message naming the first input whose value's type the schema does not accept, or None.
+def type_errors(s, node: onnx.NodeProto, input_types: dict) -> str | None:
+    """A message naming the first input whose type the schema does not accept, or None.
+
+    ``input_types`` maps value names to ONNX type strings (``tensor(float)``; None when unknown).
 
     Checks each input against its type constraint and that inputs sharing a type parameter (``T``)
     have the same type. Values of unknown type (empty sequences, optionals) are not checked.
@@ -162,7 +202,7 @@ def type_errors(s, node: onnx.NodeProto, env: dict) -> str | None:
     bound: dict[str, tuple[str, str]] = {}
     formals = list(s.inputs)
     for i, name in enumerate(node.input):
-        if not name or name not in env:
+        if not name or name not in input_types:
             continue
         if i < len(formals):
             formal = formals[i]
@@ -171,7 +211,7 @@ def type_errors(s, node: onnx.NodeProto, env: dict) -> str | None:
         else:
             return (f"{node.op_type} takes at most {len(formals)} inputs, got {len(node.input)} "
                     f"(signature: {signature(s).split('  ')[0]})")
-        got = type_string(env[name])
+        got = input_types[name]
         if got is None:
             continue
         param = formal.type_str
