@@ -24,6 +24,7 @@ COMMANDS = {
     "run": ("run", "run a model with the embedded evaluator"),
     "repl": ("repl", "interactive model building and evaluation"),
     "info": ("info", "summary of a model: IR version, opsets, sizes"),
+    "view": ("view", "draw a model's graph as an HTML page or an SVG picture"),
     "git-setup": ("git_setup", "configure git to diff .onnx files as text"),
 }
 
