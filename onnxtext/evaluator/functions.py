@@ -19,6 +19,7 @@ from onnx import TypeProto
 from .. import dtypes
 from ..errors import EvalError
 from .plan import Preparation, find_schema, prepare_graph
+from .steps import CONTROL
 from .registry import normalize_domain
 
 
@@ -58,8 +59,9 @@ class FunctionCall:
     def __call__(self, ctx, *args):
         plan = self.plan_for(args)
         inputs = list(args) + [None] * (len(plan.input_names) - len(args))
+        control = ctx.scope.get(CONTROL)  # the body is isolated from the caller's values, not from its run
         try:
-            return tuple(plan.run_positional(inputs, {}))
+            return tuple(plan.run_positional(inputs, {} if control is None else {CONTROL: control}))
         except KeyError as e:
             raise EvalError(f"function body of {self.info.describe()} did not compute output {e.args[0]!r}") \
                 from None
@@ -70,8 +72,17 @@ def local_function_call(fproto: onnx.FunctionProto, attributes, info) -> Functio
     call_attrs = {a.name: a for a in fproto.attribute_proto}
     call_attrs.update({a.name: a for a in attributes})
     plan = prepare_graph(_body_graph(fproto), _body_preparation(fproto, call_attrs, info),
-                         outputs=_requested_outputs(fproto, info.node))
+                         outputs=_requested_outputs(fproto, info.node), path=_function_path(info, fproto))
     return FunctionCall(info, lambda args: plan)
+
+
+def _function_path(info, fproto) -> str:
+    """``functions[i]``: the checker-style path of a model-local function's body."""
+    for i, f in enumerate(info.prep.evaluator.model.functions):
+        if f.name == fproto.name and f.domain == fproto.domain and \
+                getattr(f, "overload", "") == getattr(fproto, "overload", ""):
+            return f"functions[{i}]"
+    return f"{info.path}.function"
 
 
 def _function_versions(schema) -> tuple[list[int], list[int]]:
@@ -98,7 +109,7 @@ def schema_function_call(node, attributes, info):
         fproto = onnx.FunctionProto()
         fproto.ParseFromString(schema.get_function_with_opset_version(version))
         plan = prepare_graph(_body_graph(fproto), _body_preparation(fproto, call_attrs, info),
-                             outputs=_requested_outputs(fproto, node))
+                             outputs=_requested_outputs(fproto, node), path=f"{info.path}.body")
         return FunctionCall(info, lambda args: plan)
 
     # context-dependent: the body is built for the actual input types on first use
@@ -132,7 +143,7 @@ def schema_function_call(node, attributes, info):
                 raise EvalError(f"{info.describe()}: onnx could not build the function body of "
                                 f"{node.op_type} for these input types")
             plan = cache[key] = prepare_graph(_body_graph(fproto), _body_preparation(fproto, call_attrs, info),
-                                              outputs=_requested_outputs(fproto, node))
+                                              outputs=_requested_outputs(fproto, node), path=f"{info.path}.body")
         return plan
 
     return FunctionCall(info, plan_for)

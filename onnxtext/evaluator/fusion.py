@@ -72,13 +72,9 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def fuse_steps(raw_steps: list, constants: dict, const_names: set, keep: set) -> list:
-    """``raw_steps`` (a list of ``(step, used names)``) with the chains above fused.
-
-    ``constants`` maps names to values, of which only ``const_names`` are true constants (the others
-    are initializers a feed may override); folded weights are added to both.
-    """
-    known = Constants(constants, const_names)
+def fold_pairs(raw_steps: list, keep: set, known) -> list:
+    """``raw_steps`` (a list of ``(step, used names)``) with Conv/BatchNormalization + per-channel
+    Mul/Add folded and Relus run in place in their producers (the first three bullets above)."""
     readers = Counter(n for _, used in raw_steps for n in used)
     producer: dict[str, int] = {}
     steps = list(raw_steps)
@@ -93,14 +89,16 @@ def fuse_steps(raw_steps: list, constants: dict, const_names: set, keep: set) ->
         steps[i] = None
         for n in step[2]:
             producer[n] = j
-    steps = [_prepared_conv(s, known) for s in steps if s is not None]
-    steps = _biases_into_pointwise_convs(steps, keep)
-    steps = _depthwise_into_pointwise_convs(steps, keep)
-    steps = _shuffles_into_convs(steps, keep, known)
-    steps = _residuals_into_convs(steps, keep)
-    steps = _convs_into_concat(steps, keep)
-    steps = _stems(steps, keep)
-    steps = _relus_after_max_pools(steps, keep)
+    return [s for s in steps if s is not None]
+
+
+def prepared_convs(steps: list, keep: set, known) -> list:
+    """Every float Conv step with constant weights as a PreparedConv step."""
+    return [_prepared_conv(s, known) for s in steps]
+
+
+def inference_dropouts(steps: list, keep: set, known) -> list:
+    """Inference Dropouts whose mask nobody reads as pass-throughs."""
     readers = Counter(n for _, used in steps for n in used)
     return [_inference_dropout(s, readers, keep) for s in steps]
 
@@ -333,7 +331,7 @@ def _chain_entry(step, known):
 
 
 # ------------------------------------------------------------------------------- convs into concat
-def _convs_into_concat(steps, keep):
+def _convs_into_concat(steps, keep, known=None):
     """Concat steps along axis 1 whose inputs include prepared Conv results read by nothing else
     become :class:`ConcatInto` steps that run those Convs (the Conv steps are removed). The Convs
     run later than before, at the Concat, which is safe: their inputs are still there (values are
@@ -378,7 +376,7 @@ def _concat_kernel():
 
 
 # ----------------------------------------------------------------- biases into pointwise convs
-def _biases_into_pointwise_convs(steps, keep):
+def _biases_into_pointwise_convs(steps, keep, known=None):
     """A prepared Conv without Relu whose only reader is a pointwise prepared Conv (1x1 kernel, unit
     strides, no padding) hands its bias to that Conv: ``W2 (y + b1) + b2 = W2 y + (W2 b1 + b2)``.
 
@@ -417,7 +415,7 @@ def _biases_into_pointwise_convs(steps, keep):
     return out
 
 
-def _depthwise_into_pointwise_convs(steps, keep):
+def _depthwise_into_pointwise_convs(steps, keep, known=None):
     """A depthwise prepared Conv without bias or Relu (one input channel per group, as many outputs
     as inputs) whose only reader is a pointwise prepared Conv becomes, with it, one
     :class:`~.kernels.conv_fused.DepthwisePointwise` step at the pointwise Conv's place."""
@@ -487,7 +485,7 @@ def _shuffles_into_convs(steps, keep, known):
 
 
 # ------------------------------------------------------------------------- residuals into convs
-def _residuals_into_convs(steps, keep):
+def _residuals_into_convs(steps, keep, known=None):
     """Add(conv result, r) / Sum of two (then maybe Relu) where the conv result has no other reader
     and r exists before the Conv runs: one :class:`ConvAdd` step at the Conv's place."""
     from .kernels.conv_fused import ConvAdd
@@ -518,7 +516,7 @@ def _residuals_into_convs(steps, keep):
 
 
 # ------------------------------------------------------------------------------------ CNN stems
-def _stems(steps, keep):
+def _stems(steps, keep, known=None):
     """A prepared float32 Conv (with its fused Relu or not) whose result only a MaxPool (without
     Indices output) reads becomes one :class:`~.kernels.conv_stem.ConvStem` step at the Conv's
     place when the attributes make a stem (stride-2 conv, 3x3 stride-2 pool, see ``is_stem``); the
@@ -554,7 +552,7 @@ def _stems(steps, keep):
 
 
 # ---------------------------------------------------------------------- relus after max pools
-def _relus_after_max_pools(steps, keep):
+def _relus_after_max_pools(steps, keep, known=None):
     """Move the Relu fused into a producer after the MaxPool that is its only reader."""
     from .kernels.conv_fused import ConcatInto
     from .kernels.conv_prepared import PreparedConv

@@ -29,13 +29,13 @@ from onnx import AttributeProto, defs
 
 from .. import tensors
 from ..errors import EvalError, OnnxTextError
-from .fusion import Constants, fuse_steps
+from .fusion import Constants
+from .optimizer import MAX_LEVEL, optimize
 from .registry import lookup, normalize_domain
+from .steps import (CONTROL, UNUSED, KernelContext, RunControl, RunStopped, Step, StepInfo,  # noqa: F401
+                    describe_node, describe_value, step_error)
 
 _A = AttributeProto
-
-#: placeholder name for outputs a node leaves unnamed (its value is dropped right away)
-UNUSED = "\x00unused"
 
 
 # ------------------------------------------------------------------------------------------ attributes
@@ -132,102 +132,6 @@ def resolve_attributes(attributes, func_attrs: dict | None) -> list[AttributePro
     return out
 
 
-# ------------------------------------------------------------------------------------------ describing
-def describe_node(node, index: int | None = None) -> str:
-    """``node 'name' (domain::Op)`` for messages; unnamed nodes are named by their position."""
-    domain = node.domain or "ai.onnx"
-    who = repr(node.name) if node.name else f"#{index}" if index is not None else "<unnamed>"
-    return f"node {who} ({domain}::{node.op_type})"
-
-
-def describe_value(name: str, v) -> str:
-    if v is None:
-        kind = "none"
-    elif isinstance(v, np.ndarray):
-        kind = f"{v.dtype}{list(v.shape)}"
-    elif isinstance(v, list):
-        kind = f"sequence[{len(v)}]" + (f" of {describe_value('', v[0]).strip()}" if v else "")
-    elif isinstance(v, dict):
-        kind = f"map[{len(v)}]"
-    else:
-        kind = type(v).__name__
-    return f"{name}: {kind}" if name else kind
-
-
-# ------------------------------------------------------------------------------------------ steps
-class StepInfo:
-    """Per-step metadata: the node, where it is, its opset, prepared subgraph plans."""
-
-    __slots__ = ("node", "index", "opset", "domain", "subplans", "prep", "folded", "graph")
-
-    def __init__(self, node, index, opset, domain, prep, graph=None):
-        self.graph = graph  # the GraphProto holding the node (for ops like Gradient that read it)
-        self.node = node
-        self.index = index
-        self.opset = opset
-        self.domain = domain
-        self.subplans: dict[int, tuple[object, GraphPlan]] = {}
-        self.prep = prep
-        self.folded = False
-
-    def describe(self) -> str:
-        return describe_node(self.node, self.index)
-
-    def subplan(self, graph) -> GraphPlan:
-        """The prepared plan of a graph attribute of this node (prepared on first use if needed)."""
-        entry = self.subplans.get(id(graph))
-        if entry is None or entry[0] is not graph:
-            entry = (graph, prepare_graph(graph, self.prep.child()))
-            self.subplans[id(graph)] = entry
-        return entry[1]
-
-
-class KernelContext:
-    """What a ``context=True`` kernel sees: the node, its opset, and a way to run subgraphs."""
-
-    __slots__ = ("info", "scope", "evaluator")
-
-    def __init__(self, info: StepInfo, scope: dict):
-        self.info = info
-        self.scope = scope
-        self.evaluator = info.prep.evaluator
-
-    @property
-    def node(self):
-        return self.info.node
-
-    @property
-    def opset(self) -> int:
-        return self.info.opset
-
-    @property
-    def graph(self):
-        """The GraphProto that holds this node (``ctx.scope`` has the values computed so far)."""
-        return self.info.graph
-
-    @property
-    def num_outputs(self) -> int:
-        return len(self.info.node.output)
-
-    @property
-    def rng(self):
-        return self.evaluator.rng
-
-    def run_graph(self, graph, inputs, scope=None):
-        """Run a graph attribute of this node with positional ``inputs``; returns its outputs (a list)."""
-        plan = self.info.subplan(graph)
-        return plan.run_positional(inputs, self.scope if scope is None else scope)
-
-    def graph_runner(self, graph):
-        """A function ``inputs -> outputs`` running a graph attribute many times (Loop, Scan bodies).
-
-        Outer-scope values are bound once, so each call costs only the body's own steps.
-        """
-        plan = self.info.subplan(graph)
-        base = plan.bind_outer(self.scope)
-        return lambda inputs: plan.run_bound(base, inputs)
-
-
 # ------------------------------------------------------------------------------------------ plans
 class GraphPlan:
     """A graph prepared for repeated execution (see the module docstring)."""
@@ -245,7 +149,8 @@ class GraphPlan:
 
     # ---------------------------------------------------------------- running
     def bind_outer(self, outer: dict) -> dict:
-        """The starting environment: constants, the empty name, and the outer values this plan reads."""
+        """The starting environment: constants, the empty name, and the outer values this plan reads
+        (and the run's :class:`~.steps.RunControl`, when the run has one)."""
         env = dict(self.constants)
         env[""] = None
         try:
@@ -253,6 +158,9 @@ class GraphPlan:
                 env[n] = outer[n]
         except KeyError as e:
             raise EvalError(f"graph {self.name!r} reads {e.args[0]!r}, which no enclosing scope defines") from None
+        control = outer.get(CONTROL)
+        if control is not None:
+            env[CONTROL] = control
         return env
 
     def run_bound(self, base: dict, inputs) -> list:
@@ -266,11 +174,16 @@ class GraphPlan:
         return self.run_bound(self.bind_outer(outer), inputs)
 
     def execute(self, env: dict) -> None:
-        """Run every step on ``env`` (the hot loop: no allocation beyond arguments and results)."""
+        """Run every step on ``env`` (the hot loop: no allocation beyond arguments and results).
+
+        A run with a :class:`~.steps.RunControl` (trace, timeout) takes :meth:`execute_controlled`;
+        Ctrl-C stops either loop with an EvalError naming the node reached."""
+        if CONTROL in env:
+            return self.execute_controlled(env, env[CONTROL])
         st = None
         try:
             for st in self.steps:
-                fn, ins, outs, attrs, free, info, context = st
+                fn, ins, outs, attrs, free, info, context, _ = st
                 if context:
                     out = fn(KernelContext(info, env), *[env[n] for n in ins], **attrs)
                 else:
@@ -282,41 +195,55 @@ class GraphPlan:
                     env[outs[0]] = out
                 for n in free:
                     env.pop(n, None)
-        except Exception as e:
+        except (Exception, KeyboardInterrupt) as e:
             raise step_error(st, env, e) from e
 
-
-def step_error(st, env, e) -> Exception:
-    """An EvalError naming the failing node, with its inputs' types and shapes."""
-    if st is None:
-        return e
-    where = st[5].describe()
-    if isinstance(e, EvalError) and st[6]:  # from a subgraph or function body: keep the inner node's message
-        return EvalError(f"in {where}: {e}")
-    missing = [n for n in st[1] if n not in env]
-    if missing:
-        return EvalError(f"{where}: input {missing[0]!r} has no value (not computed, or an optional output "
-                         f"the producing node did not compute)")
-    shapes = ", ".join(describe_value(n or "<absent>", env[n]) for n in st[1])
-    return EvalError(f"{where} failed on inputs ({shapes}): {type(e).__name__}: {e}")
+    def execute_controlled(self, env: dict, control: RunControl) -> None:
+        """:meth:`execute` checking the deadline before each step and calling ``control.trace``
+        after it with the step and its outputs (name -> value)."""
+        st = None
+        trace = control.trace
+        try:
+            for st in self.steps:
+                control.check(st)
+                fn, ins, outs, attrs, free, info, context, _ = st
+                if context:
+                    out = fn(KernelContext(info, env), *[env[n] for n in ins], **attrs)
+                else:
+                    out = fn(*[env[n] for n in ins], **attrs)
+                if type(out) is tuple:
+                    for n, v in zip(outs, out):
+                        env[n] = v
+                else:
+                    env[outs[0]] = out
+                if trace is not None:
+                    trace(st, {n: env[n] for n in outs if n != UNUSED and n in env})
+                for n in free:
+                    env.pop(n, None)
+        except (Exception, KeyboardInterrupt) as e:
+            raise step_error(st, env, e) from e
 
 
 class Preparation:
     """What preparing a graph needs: the evaluator, the opsets in force, and function attributes."""
 
-    __slots__ = ("evaluator", "opsets", "func_attrs", "local_functions")
+    __slots__ = ("evaluator", "opsets", "func_attrs", "local_functions", "level", "disable")
 
     def __init__(self, evaluator, opsets: dict, func_attrs: dict | None = None, local_functions=None):
         self.evaluator = evaluator
         self.opsets = opsets
         self.func_attrs = func_attrs
         self.local_functions = evaluator.functions if local_functions is None else local_functions
+        # the optimizer's level and disabled rules (see .optimizer), set by the Evaluator
+        self.level = getattr(evaluator, "optimize", MAX_LEVEL)
+        self.disable = getattr(evaluator, "disabled_rules", frozenset())
 
     def child(self) -> Preparation:
         return self
 
 
-def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=None, overridden=None) -> GraphPlan:
+def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=None, overridden=None,
+                  path: str = "graph") -> GraphPlan:
     """Prepare ``graph``: see the module docstring.
 
     ``external`` names initializers whose current value comes from the enclosing scope at run time
@@ -326,7 +253,9 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
     are not constants (None: every such initializer, as for subgraphs fed positionally). The main
     graph gets one plan per set of overridden initializers, so the usual call, which feeds none of
     them, folds everything computed from initializers (the light models' ConstantOfShape weights;
-    onnxruntime folds them too at session creation).
+    onnxruntime folds them too at session creation). ``path`` is the graph's checker-style path
+    (``graph``, ``graph.node[2].attribute[body].g``, ``functions[0]``): each step's node gets
+    ``path.node[i]``.
     """
     input_names = [i.name for i in graph.input]
     output_names = list(outputs) if outputs is not None else [o.name for o in graph.output]
@@ -344,14 +273,18 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
     const_names = set(constants) - set(input_names if overridden is None else overridden)
     defined = set(input_names) | set(constants) | set(free_names) | {""}
 
-    nodes = list(graph.node)
+    nodes = list(enumerate(graph.node))
     if outputs is not None:
         nodes = _needed_nodes(nodes, set(output_names) | set(keep))
-    produced_later = {o for n in nodes for o in n.output}
+    produced_later = {o for _, n in nodes for o in n.output}
+    folding = prep.level > 0 and "constant_folding" not in prep.disable
+    origin: dict[str, StepInfo] = {}  # output name -> the node computing it (steps name the last node they cover)
 
     raw_steps = []  # (step tuple, used names)
-    for index, node in enumerate(nodes):
-        info, fn, attrs, context = prepare_node(node, index, prep, graph)
+    for index, node in nodes:
+        info, fn, attrs, context = prepare_node(node, index, prep, graph, f"{path}.node[{index}]")
+        for o in node.output:
+            origin[o] = info
         used = [n for n in node.input]
         for g, plan in info.subplans.values():
             used.extend(plan.free)
@@ -364,7 +297,7 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
                 free_names.append(n)
         outs = tuple(o if o else UNUSED for o in node.output) or (UNUSED,)
         step = (fn, tuple(node.input), outs, attrs, (), info, context)
-        if _foldable(info, used, const_names):
+        if folding and _foldable(info, used, const_names):
             values = _fold(step, constants)
             if values is not None:
                 info.folded = True
@@ -378,14 +311,9 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
         raw_steps.append((step, used))
 
     keep_set = set(output_names) | set(keep)
-    from .kernels.conv_clamped import affine_relus_into_pointwise_convs
-    from .kernels.pool import pools_after_pointwise_maps, pools_before_pointwise_convs
-
-    known = Constants(constants, const_names)  # a view: the constants folded by the passes are in it too
-    raw_steps = pools_after_pointwise_maps(raw_steps, keep_set, known)
-    raw_steps = pools_before_pointwise_convs(fuse_steps(raw_steps, constants, const_names, keep_set), keep_set)
-    raw_steps = affine_relus_into_pointwise_convs(raw_steps, keep_set, known)
-    raw_steps = _chain_concats(raw_steps)
+    if prep.level > 0:
+        known = Constants(constants, const_names)  # a view: the constants folded by the passes are in it too
+        raw_steps = optimize(raw_steps, keep_set, known, prep.level, prep.disable)
     last_use: dict[str, int] = {}
     for i, (step, used) in enumerate(raw_steps):
         for n in used:
@@ -394,7 +322,8 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
     for i, (step, used) in enumerate(raw_steps):
         free = {n for n in used if last_use.get(n) == i and n not in keep_set and n}
         free.update(n for n in step[2] if n not in last_use and n not in keep_set)
-        steps.append(step[:4] + (tuple(free),) + step[5:])
+        fn, ins, outs, attrs, _, info, context = step
+        steps.append(Step(fn, ins, outs, attrs, tuple(free), info, context, origin.get(outs[0], info)))
     needed = set(last_use) | keep_set
     constants = {k: v for k, v in constants.items() if k in needed or k in input_names}
     for n in output_names:
@@ -403,7 +332,7 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
     return GraphPlan(graph.name, input_names, output_names, constants, tuple(free_names), steps, keep_set)
 
 
-def _chain_concats(raw_steps: list) -> list:
+def chain_concats(raw_steps: list) -> list:
     """Concat steps whose first input is the result of the previous such step (and of no other
     extending step) become the links of one :class:`~.kernels.shape.ConcatChain`, sharing a buffer
     instead of copying the growing prefix at every step (DenseNet's dense blocks). A step the fusion
@@ -458,12 +387,12 @@ def _chain_concats(raw_steps: list) -> list:
 
 
 def _needed_nodes(nodes, wanted: set) -> list:
-    """The nodes needed to compute ``wanted`` (subgraph reads of outer values count as inputs)."""
+    """The ``(index, node)`` pairs needed to compute ``wanted`` (subgraph reads of outer values count as inputs)."""
     keep = []
     need = set(wanted)
-    for node in reversed(nodes):
+    for index, node in reversed(nodes):
         if any(o in need for o in node.output):
-            keep.append(node)
+            keep.append((index, node))
             need.update(node.input)
             for a in node.attribute:
                 for g in ([a.g] if a.type == _A.GRAPH else list(a.graphs)):
@@ -502,13 +431,13 @@ def _fold(step, constants):
     return out if type(out) is tuple else (out,)
 
 
-def prepare_node(node, index: int, prep: Preparation, graph=None):
+def prepare_node(node, index: int, prep: Preparation, graph=None, path: str | None = None):
     """(StepInfo, fn, attrs, context) of one node: a kernel, a model-local or a schema function."""
     from .functions import local_function_call, schema_function_call
 
     domain = normalize_domain(node.domain)
     version = prep.opsets.get(domain)
-    info = StepInfo(node, index, version, domain, prep, graph)
+    info = StepInfo(node, index, version, domain, prep, graph, path)
     attributes = resolve_attributes(node.attribute, prep.func_attrs)
     base_dir = prep.evaluator.base_dir
     fkey = (node.domain, node.op_type, getattr(node, "overload", ""))
@@ -534,6 +463,10 @@ def prepare_node(node, index: int, prep: Preparation, graph=None):
         if a.type in (_A.GRAPH, _A.GRAPHS):
             # the kernel receives the GraphProto objects stored in attrs: key their plans by them
             value = attrs[a.name]
-            for g in (value if isinstance(value, list) else [value]):
-                info.subplans[id(g)] = (g, prepare_graph(g, prep.child()))
+            graphs = value if isinstance(value, list) else [value]
+            for position, g in enumerate(graphs):
+                sub = f"{info.path}.attribute[{a.name}]" + \
+                    (f".graphs[{position}]" if isinstance(value, list) else ".g")
+                info.subpaths[id(g)] = sub
+                info.subplans[id(g)] = (g, prepare_graph(g, prep.child(), path=sub))
     return info, k.fn, attrs, k.context

@@ -20,9 +20,11 @@ import onnx
 
 from .. import dtypes, tensors
 from ..errors import EvalError, ModelFileError, OnnxTextError
+from .optimizer import MAX_LEVEL, check_options
 from .plan import (GraphPlan, KernelContext, Preparation, attribute_value, prepare_graph,  # noqa: F401
                    schema_defaults)
 from .registry import normalize_domain
+from .steps import CONTROL, RunControl
 
 ENGINES = ("numpy", "onnxruntime")
 
@@ -90,15 +92,22 @@ class Evaluator:
     dependency; inference only). ``threads=N`` limits the BLAS library numpy uses to N threads (see
     :func:`set_blas_threads`: this is process-wide) or, with the onnxruntime engine, the session's
     intra-op threads.
+
+    ``optimize`` is the optimizer level (:mod:`.optimizer`; default the highest, 0 runs every node
+    as its own step with no rewrite and no constant folding: the reference path); ``disable`` names
+    rules not to apply (``onnxtext.evaluator.optimizer.rule_names()``). Operators without a kernel
+    are found here, all at once, not halfway through a run.
     """
 
     def __init__(self, model, *, opsets: dict[str, int] | None = None, seed: int | None = None,
-                 engine: str = "numpy", threads: int | None = None):
+                 engine: str = "numpy", threads: int | None = None, optimize: int = MAX_LEVEL,
+                 disable=()):
         if engine not in ENGINES:
             raise EvalError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
         if threads is not None and (type(threads) is not int or threads < 1):
             raise EvalError(f"threads must be a positive integer, got {threads!r}")
         self.engine = engine
+        self.optimize, self.disabled_rules = check_options(optimize, disable)
         self.model, self.base_dir = load_model(model)
         self.rng = np.random.default_rng(seed)
         g = self.model.graph
@@ -117,6 +126,11 @@ class Evaluator:
         if opsets:
             self.opsets.update({normalize_domain(k): v for k, v in opsets.items()})
         self.functions = {(f.domain, f.name, getattr(f, "overload", "")): f for f in self.model.functions}
+        from .availability import describe_missing, missing_operators
+
+        missing = missing_operators(self.model, self.opsets)
+        if missing:
+            raise EvalError(describe_missing(missing))
         self._decoded: dict[int, tuple] = {}
         self._state_names = {b.key for ti in self.model.training_info
                              for b in list(ti.initialization_binding) + list(ti.update_binding)}
@@ -153,8 +167,14 @@ class Evaluator:
         return plan
 
     # ------------------------------------------------------------------------------------ inference
-    def run(self, output_names, feeds: dict, run_options=None) -> list:
-        """Values of ``output_names`` (all graph outputs when None) for the given ``feeds`` (name -> value)."""
+    def run(self, output_names, feeds: dict, run_options=None, *, trace=None, timeout: float | None = None) -> list:
+        """Values of ``output_names`` (all graph outputs when None) for the given ``feeds`` (name -> value).
+
+        ``trace(step, outputs)`` is called after each executed step, subgraph and function bodies
+        included (``step.node``, ``step.path``; ``outputs`` maps names to values; with ``optimize=0``
+        every node is a step). ``timeout`` (seconds) stops the run between steps with an EvalError
+        naming the node reached, as Ctrl-C does.
+        """
         if self.engine == "onnxruntime":
             try:
                 return self._ort.run(output_names, feeds)
@@ -171,6 +191,8 @@ class Evaluator:
         for name in self.input_names:
             if name not in feeds:
                 raise EvalError(f"missing input {name!r}")
+        if trace is not None or timeout is not None:
+            env[CONTROL] = RunControl(trace, timeout)
         # inf/nan results are ONNX semantics, not errors: silence numpy's float warnings once per run
         # so kernels need no errstate of their own (a context manager per node costs ~1 us)
         with np.errstate(all="ignore"):
@@ -212,7 +234,8 @@ class Evaluator:
         key = ("training", kind, index)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = prepare_graph(graph, self._prep, external=self._state_names)
+            plan = self._plans[key] = prepare_graph(graph, self._prep, external=self._state_names,
+                                                    path=f"training_info[{index}].{kind}")
         env = plan.bind_outer(self._training_scope())
         types = {i.name: i.type for i in graph.input}
         for name in plan.input_names:

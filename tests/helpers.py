@@ -1,0 +1,82 @@
+"""The one small-model builder and the comparisons that kernel and optimizer tests share.
+
+* :func:`node_model` builds a one-node model from example input arrays (types and shapes taken
+  from them; constants become initializers), :func:`text_model` parses onnxtext text.
+* :func:`run_onnxruntime` runs a model with onnxruntime (the numeric oracle, tests only);
+  :func:`assert_matches_onnxruntime` compares the evaluator with it.
+* :func:`assert_optimizer_equivalent` compares the evaluator at its highest optimization level with
+  ``optimize=0`` (every node its own step, no rewrite): the differential test of every rewrite.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from onnxtext import Evaluator, parse_model
+from onnxtext.dtypes import from_numpy
+
+
+def _value_info(name, value):
+    return helper.make_tensor_value_info(name, from_numpy(value.dtype).enum, list(value.shape))
+
+
+def node_model(op: str, inputs: dict, attrs: dict | None = None, *, outputs=("y",), constants: dict | None = None,
+               opset: int = 18, domain: str = "", domain_opset: int = 1, ir_version: int = 9) -> onnx.ModelProto:
+    """A model of one ``op`` node. ``inputs`` maps input names to example arrays (their element
+    types and shapes become the graph inputs); ``constants`` maps further inputs to initializers.
+    The node's inputs are ``inputs`` then ``constants``, in order; outputs are untyped."""
+    constants = constants or {}
+    node = helper.make_node(op, list(inputs) + list(constants), list(outputs), domain=domain, **(attrs or {}))
+    graph = helper.make_graph(
+        [node], "single", [_value_info(n, v) for n, v in inputs.items()],
+        [helper.make_value_info(o, onnx.TypeProto()) for o in outputs],
+        [onnx.numpy_helper.from_array(np.asarray(v), n) for n, v in constants.items()])
+    opsets = [helper.make_opsetid("", opset)]
+    if domain:
+        opsets.append(helper.make_opsetid(domain, domain_opset))
+    return helper.make_model(graph, opset_imports=opsets, ir_version=ir_version)
+
+
+def text_model(text: str) -> onnx.ModelProto:
+    """A model from onnxtext text (the fixtures' form)."""
+    return parse_model(text)
+
+
+def run_onnxruntime(model: onnx.ModelProto, feeds: dict, threads: int = 1) -> list:
+    """The model's outputs computed by onnxruntime (the oracle; tests and benchmarks only)."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def assert_close(got: list, want: list, rtol: float, atol: float, what: str = "") -> None:
+    assert len(got) == len(want), (what, len(got), len(want))
+    for i, (g, w) in enumerate(zip(got, want)):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape, f"{what} output {i}: shape {g.shape} != {w.shape}"
+        assert g.dtype == w.dtype, f"{what} output {i}: dtype {g.dtype} != {w.dtype}"
+        if g.dtype.kind in "fc":
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=f"{what} output {i}")
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=f"{what} output {i}")
+
+
+def assert_matches_onnxruntime(model, feeds: dict, rtol: float = 1e-5, atol: float = 1e-6, **evaluator_options):
+    """The evaluator's outputs equal onnxruntime's (float outputs up to rtol/atol)."""
+    got = Evaluator(model, **evaluator_options).run(None, feeds)
+    assert_close(got, run_onnxruntime(model, feeds), rtol, atol, "evaluator vs onnxruntime:")
+    return got
+
+
+def assert_optimizer_equivalent(model, feeds: dict, rtol: float = 1e-5, atol: float = 1e-6, **evaluator_options):
+    """The optimized evaluator's outputs equal those of ``optimize=0`` (up to float rounding);
+    returns the optimized Evaluator for further checks on its plan."""
+    optimized = Evaluator(model, **evaluator_options)
+    reference = Evaluator(model, optimize=0)
+    assert_close(optimized.run(None, feeds), reference.run(None, feeds), rtol, atol, "optimized vs optimize=0:")
+    return optimized

@@ -1,0 +1,150 @@
+"""The Evaluator's hooks for tools: optimization level and disabled rules, the per-step trace, timeouts
+and Ctrl-C, missing kernels found at construction, and errors that carry the failing node's path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import text_model
+
+from onnxtext import EvalError, Evaluator
+from onnxtext.evaluator.optimizer import rule_names
+
+F = np.float32
+
+CHAIN = """<ir_version: 9, opset_import: ["": 18]>
+chain (float[N] x) => (float[N] y) {
+  a = Relu(x)
+  b = Neg(a)
+  y = Abs(b)
+}"""
+
+# an If whose branches hold nodes, inside a graph with a foldable constant
+WITH_IF = """<ir_version: 9, opset_import: ["": 18]>
+cond (bool c, float[N] x) => (float[N] y) {
+  k = Constant <value = float {2.0}> ()
+  y = If <
+    then_branch = then_g () => (float[N] t) { t = Mul(x, k) },
+    else_branch = else_g () => (float[N] e) {
+      e0 = Neg(x)
+      e = Abs(e0)
+    }
+  > (c)
+}"""
+
+# a Loop whose trip count is far beyond any test's patience
+ENDLESS = """<ir_version: 9, opset_import: ["": 18]>
+endless (float[N] x) => (float[N] y) {
+  n = Constant <value = int64 {1000000000000}> ()
+  t = Constant <value = bool {1}> ()
+  y = Loop <body = body (int64 i, bool c, float[N] v) => (bool c2, float[N] w) {
+    c2 = Identity(c)
+    w = Add(v, v)
+  }> (n, t, x)
+}"""
+
+
+def traced(model, feeds, **options):
+    seen = []
+    Evaluator(model, **options).run(None, feeds, trace=lambda step, outs: seen.append((step.path, step.node.op_type,
+                                                                                       sorted(outs))))
+    return seen
+
+
+def test_optimize_zero_traces_every_node_with_its_path():
+    seen = traced(text_model(CHAIN), {"x": np.array([1, -2], F)}, optimize=0)
+    assert seen == [("graph.node[0]", "Relu", ["a"]), ("graph.node[1]", "Neg", ["b"]),
+                    ("graph.node[2]", "Abs", ["y"])]
+
+
+@pytest.mark.parametrize("cond, body", [(True, [("graph.node[1].attribute[then_branch].g.node[0]", "Mul", ["t"])]),
+                                        (False, [("graph.node[1].attribute[else_branch].g.node[0]", "Neg", ["e0"]),
+                                                 ("graph.node[1].attribute[else_branch].g.node[1]", "Abs", ["e"])])])
+def test_trace_reports_subgraph_nodes_then_their_owner(cond, body):
+    seen = traced(text_model(WITH_IF), {"c": np.array(cond), "x": np.array([1, -2], F)}, optimize=0)
+    assert seen == [("graph.node[0]", "Constant", ["k"])] + body + [("graph.node[1]", "If", ["y"])]
+
+
+def test_trace_values_are_the_step_outputs():
+    values = {}
+    Evaluator(text_model(CHAIN), optimize=0).run(None, {"x": np.array([1, -2], F)},
+                                                 trace=lambda step, outs: values.update(outs))
+    np.testing.assert_array_equal(values["a"], [1, 0])
+    np.testing.assert_array_equal(values["b"], [-1, 0])
+
+
+def test_default_level_folds_constants_and_optimize_zero_does_not():
+    feeds = {"c": np.array(True), "x": np.array([1, -2], F)}
+    folded = [op for _, op, _ in traced(text_model(WITH_IF), feeds)]
+    assert folded == ["Mul", "If"]  # the Constant ran once, at preparation
+
+
+def test_timeout_stops_an_endless_loop_naming_the_node():
+    ev = Evaluator(text_model(ENDLESS))
+    with pytest.raises(EvalError, match=r"timed out after 0\.2 s") as info:
+        ev.run(None, {"x": np.ones(2, F)}, timeout=0.2)
+    assert info.value.stopped
+    assert info.value.path.startswith("graph.node[2].attribute[body].g.node[")
+
+
+def test_ctrl_c_stops_a_run_between_steps_with_an_eval_error():
+    def interrupt(step, outs):
+        if step.node.op_type == "Neg":
+            raise KeyboardInterrupt
+
+    with pytest.raises(EvalError, match="interrupted") as info:
+        Evaluator(text_model(CHAIN), optimize=0).run(None, {"x": np.ones(2, F)}, trace=interrupt)
+    assert info.value.path == "graph.node[1]" and info.value.node.op_type == "Neg"
+
+
+def test_missing_kernels_are_all_named_at_construction():
+    text = """<ir_version: 9, opset_import: ["": 18, "custom.a": 1]>
+    g (float[N] x, bool c) => (float[N] y) {
+      a = NoSuchOp(x)
+      b = custom.a.Thing(a)
+      y = If <then_branch = t () => (float[N] u) { u = AlsoMissing(b) },
+              else_branch = e () => (float[N] v) { v = Identity(b) }> (c)
+    }"""
+    with pytest.raises(EvalError) as info:
+        Evaluator(text_model(text))
+    msg = str(info.value)
+    assert "3 operators" in msg
+    for part in ("ai.onnx::NoSuchOp (opset 18)", "custom.a::Thing (opset 1)", "ai.onnx::AlsoMissing (opset 18)"):
+        assert part in msg
+
+
+def test_schema_function_operators_count_as_available():
+    # MeanVarianceNormalization has no kernel of its own only if its schema body serves: either way it runs
+    text = """<ir_version: 9, opset_import: ["": 18]>
+    g (float[1, 2, 3, 3] x) => (float[1, 2, 3, 3] y) { y = MeanVarianceNormalization(x) }"""
+    (y,) = Evaluator(text_model(text)).run(None, {"x": np.arange(18, dtype=F).reshape(1, 2, 3, 3)})
+    assert abs(float(y.mean())) < 1e-5
+
+
+def test_error_carries_the_path_of_the_innermost_node():
+    text = """<ir_version: 9, opset_import: ["": 18]>
+    g (bool c, float[N] x, float[M] z) => (float[N] y) {
+      y = If <then_branch = t () => (float[N] u) { u = Add(x, z) },
+              else_branch = e () => (float[N] v) { v = Identity(x) }> (c)
+    }"""
+    with pytest.raises(EvalError) as info:
+        Evaluator(text_model(text)).run(None, {"c": np.array(True), "x": np.ones(2, F), "z": np.ones(3, F)})
+    err = info.value
+    assert err.path == "graph.node[0].attribute[then_branch].g.node[0]" and err.node.op_type == "Add"
+    assert "x: float32[2]" in str(err) and "z: float32[3]" in str(err)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"optimize": 3}, "optimize must be an integer from 0 to"),
+    ({"optimize": -1}, "optimize must be an integer from 0 to"),
+    ({"disable": ("no_such_rule",)}, "unknown optimizer rule 'no_such_rule'"),
+])
+def test_bad_optimizer_options_are_refused(options, message):
+    with pytest.raises(EvalError, match=message):
+        Evaluator(text_model(CHAIN), **options)
+
+
+def test_every_rule_can_be_disabled_by_name():
+    for name in rule_names():
+        (y,) = Evaluator(text_model(CHAIN), disable=(name,)).run(None, {"x": np.array([1, -2], F)})
+        np.testing.assert_array_equal(y, [1, 0])
