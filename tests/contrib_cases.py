@@ -184,3 +184,94 @@ CASES += [
       [f32(2, 2, 5, 8), rand("int64", 2, 5, low=0, high=20), f32(20, 2), f32(20, 2)],
       dict(rotary_embedding_dim=4, num_heads=2)),
 ]
+
+# ---------------------------------------------------------------- fused float operators
+CONV = dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+CASES += [
+    C("fused_matmul", "FusedMatMul", [f32(3, 4), f32(4, 5)], dict(alpha=0.5)),
+    C("fused_matmul_trans", "FusedMatMul", [f32(2, 4, 3), f32(2, 5, 4)], dict(transA=1, transB=1, alpha=2.0)),
+    C("fused_matmul_broadcast", "FusedMatMul", [f32(2, 3, 4, 6), f32(6, 5)], {}),
+    C("fused_matmul_trans_batch_a", "FusedMatMul", [f32(4, 2, 3, 6), f32(2, 3, 6, 5)], dict(transBatchA=1)),
+    C("fused_matmul_trans_batch_b", "FusedMatMul", [f32(2, 3, 4, 6), f32(6, 2, 3, 5)], dict(transBatchB=1)),
+    C("fused_matmul_trans_batch_both", "FusedMatMul", [f32(6, 2, 4), f32(5, 2, 6)],
+      dict(transBatchA=1, transBatchB=1, transA=1, transB=1)),
+    C("fused_conv_relu", "FusedConv", [f32(1, 3, 6, 6), f32(4, 3, 3, 3), f32(4)], dict(activation="Relu", **CONV)),
+    C("fused_conv_leaky_strided", "FusedConv", [f32(2, 4, 7, 7), f32(4, 2, 3, 3)],
+      dict(activation="LeakyRelu", activation_params=[0.2], strides=[2, 2], group=2, **CONV)),
+    C("fused_conv_clip_sum", "FusedConv", [f32(1, 3, 5, 5), f32(2, 3, 3, 3), f32(2), f32(1, 2, 5, 5)],
+      dict(activation="Clip", activation_params=[-1.0, 1.5], **CONV)),
+    C("fused_conv_sigmoid_1d", "FusedConv", [f32(2, 3, 9), f32(4, 3, 2)], dict(activation="Sigmoid")),
+    C("fused_conv_tanh", "FusedConv", [f32(1, 3, 5, 5), f32(2, 3, 1, 1)], dict(activation="Tanh")),
+    C("fused_conv_hardsigmoid", "FusedConv", [f32(1, 3, 5, 5), f32(2, 3, 3, 3)],
+      dict(activation="HardSigmoid", activation_params=[0.3, 0.4], **CONV)),
+    C("fused_gemm_relu", "FusedGemm", [f32(3, 4), f32(5, 4), f32(5)], dict(transB=1, activation="Relu")),
+    C("fused_gemm_leaky", "FusedGemm", [f32(4, 3), f32(4, 5), f32(3, 5)],
+      dict(transA=1, alpha=0.5, beta=2.0, activation="LeakyRelu", activation_alpha=0.1)),
+]
+
+# ---------------------------------------------------------------- weight-only and dynamic quantization
+def u8(*shape, low=None, high=None):
+    return rand("uint8", *shape, low=low, high=high)
+
+
+def s8(*shape, low=None, high=None):
+    return rand("int8", *shape, low=low, high=high)
+
+
+def scales(*shape):
+    return f32(*shape, low=0.01, high=0.1)
+
+
+NBITS = dict(K=32, N=6, block_size=16)
+CASES += [
+    C("matmul_nbits_4", "MatMulNBits", [f32(3, 32), u8(6, 2, 8), scales(12)], dict(bits=4, **NBITS),
+      tol=(1e-4, 1e-4)),
+    C("matmul_nbits_4_zero_points", "MatMulNBits", [f32(2, 5, 32), u8(6, 2, 8), scales(12), u8(6)],
+      dict(bits=4, **NBITS), tol=(1e-4, 1e-4)),
+    C("matmul_nbits_4_bias", "MatMulNBits", [f32(3, 32), u8(6, 2, 8), scales(12), None, None, f32(6)],
+      dict(bits=4, **NBITS), tol=(1e-4, 1e-4)),
+    C("matmul_nbits_4_odd_k", "MatMulNBits", [f32(3, 40), u8(6, 3, 8), scales(18), u8(12)],
+      dict(bits=4, K=40, N=6, block_size=16), tol=(1e-4, 1e-4)),
+    C("matmul_nbits_4_float_zero_points", "MatMulNBits", [f32(3, 32), u8(6, 2, 8), scales(12), f32(12, low=6, high=9)],
+      dict(bits=4, **NBITS), tol=(1e-4, 1e-4)),
+    C("matmul_nbits_8", "MatMulNBits", [f32(3, 32), u8(6, 2, 16), scales(12), u8(12)], dict(bits=8, **NBITS),
+      tol=(1e-4, 1e-4)),
+    C("matmul_nbits_2", "MatMulNBits", [f32(3, 32), u8(6, 2, 4), scales(12), u8(6)], dict(bits=2, **NBITS),
+      tol=(1e-4, 1e-4)),
+    C("matmul_nbits_block32_rows1", "MatMulNBits", [f32(1, 64), u8(4, 2, 16), scales(8)],
+      dict(bits=4, K=64, N=4, block_size=32), tol=(1e-4, 1e-4)),
+    C("dq_matmul", "DynamicQuantizeMatMul", [f32(4, 16), s8(16, 8), np.float32(0.02)], tol=(1e-5, 1e-4)),
+    C("dq_matmul_zp_bias", "DynamicQuantizeMatMul", [f32(2, 3, 16), u8(16, 8), np.float32(0.02), np.uint8(120), f32(8)],
+      tol=(1e-5, 1e-4)),
+    C("dq_matmul_per_column", "DynamicQuantizeMatMul", [f32(5, 16), s8(16, 8), scales(8), s8(8, low=-3, high=3)],
+      tol=(1e-5, 1e-4)),
+    C("dq_matmul_positive_input", "DynamicQuantizeMatMul", [f32(4, 300, low=0.5, high=2.0), s8(300, 3), scales(3)],
+      tol=(1e-5, 1e-4)),
+    C("dq_matmul_zeros", "DynamicQuantizeMatMul", [np.zeros((2, 4), np.float32), s8(4, 3), np.float32(0.1)]),
+    C("mm_int_to_float", "MatMulIntegerToFloat",
+      [u8(4, 16), s8(16, 8), np.float32(0.03), np.float32(0.02), np.uint8(128)], tol=(1e-5, 1e-4)),
+    C("mm_int_to_float_per_column_bias", "MatMulIntegerToFloat",
+      [u8(2, 4, 16), s8(16, 8), np.float32(0.03), scales(8), np.uint8(100), s8(8, low=-2, high=2), f32(8)],
+      tol=(1e-5, 1e-4)),
+    C("mm_int_to_float_s8s8", "MatMulIntegerToFloat", [s8(4, 16), s8(16, 8), np.float32(0.03), np.float32(0.02)],
+      tol=(1e-5, 1e-4)),
+]
+
+# DynamicQuantizeLSTM: X (T=4, B=3, input 5), hidden 6, W (dirs, 5, 24), R (dirs, 6, 24) int8
+def _lstm(dirs, **extra):
+    return [f32(4, 3, 5), s8(dirs, 5, 24), s8(dirs, 6, 24), f32(dirs, 48, low=-0.5, high=0.5)] + list(extra.get(
+        "middle", [None, None, None, None])) + [scales(dirs), s8(dirs, low=-2, high=2), scales(dirs),
+                                                 s8(dirs, low=-2, high=2)]
+
+
+CASES += [
+    C("dq_lstm", "DynamicQuantizeLSTM", _lstm(1), dict(hidden_size=6), outputs=3, tol=(1e-4, 1e-4)),
+    C("dq_lstm_bidirectional", "DynamicQuantizeLSTM", _lstm(2), dict(hidden_size=6, direction="bidirectional"),
+      outputs=3, tol=(1e-4, 1e-4)),
+    C("dq_lstm_states_lengths", "DynamicQuantizeLSTM",
+      _lstm(1, middle=[i32([4, 2, 3]), f32(1, 3, 6), f32(1, 3, 6), None]), dict(hidden_size=6), outputs=3,
+      tol=(1e-4, 1e-4)),
+    C("dq_lstm_reverse_peephole", "DynamicQuantizeLSTM",
+      _lstm(1, middle=[None, None, None, f32(1, 18)]), dict(hidden_size=6, direction="reverse"), outputs=3,
+      tol=(1e-4, 1e-4)),
+]

@@ -134,3 +134,36 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, 
     if target.kind in "iu":
         return np.asarray(_saturate_integer(np.rint(real) + y_zero_point.astype(np.float64), target))
     return np.asarray(cast_array(real.astype(np.float32) + y_zero_point.astype(np.float32), target))
+
+
+# ------------------------------------------------------------------------- shared by quantized kernels
+def integer_product(a: np.ndarray, b: np.ndarray, a_bound: int, b_bound: int) -> np.ndarray:
+    """Exact ``a @ b`` of integer-valued operands with ``|a| <= a_bound`` and ``|b| <= b_bound``, as floats.
+
+    BLAS does the work: float32 when every partial sum fits its 24-bit mantissa exactly
+    (``K * a_bound * b_bound < 2**24``: K up to 258 for uint8 x int8 operands shifted by their zero
+    points), float64 otherwise (exact up to K ~ 1.3e11 for 8-bit operands)."""
+    depth = a.shape[-1] if a.ndim else 1
+    work = np.float32 if depth * a_bound * b_bound < (1 << 24) else np.float64
+    return np.matmul(a.astype(work, copy=False), b.astype(work, copy=False))
+
+
+def dynamic_uint8_parameters(x: np.ndarray) -> tuple[np.float32, np.float32]:
+    """(scale, zero point) onnxruntime's kernels pick to quantize ``x`` to uint8 on the fly.
+
+    The range always includes 0; an all-zero (or empty) tensor gets scale 1 (DynamicQuantizeLinear
+    itself returns 0 there); the zero point is ``round(-min / scale)`` clamped to [0, 255]."""
+    low = min(0.0, float(np.min(x))) if x.size else 0.0
+    high = max(0.0, float(np.max(x))) if x.size else 0.0
+    if low == high:
+        return np.float32(1.0), np.float32(0.0)
+    scale = np.float32((np.float32(high) - np.float32(low)) / np.float32(255))
+    zero_point = np.float32(np.clip(np.rint(np.float32(0) - np.float32(low) / scale), 0, 255))
+    return scale, zero_point
+
+
+def dynamic_quantize_uint8(x: np.ndarray):
+    """(x quantized to uint8 as float32 values minus the zero point, scale): ready for integer_product."""
+    scale, zero_point = dynamic_uint8_parameters(x)
+    q = np.clip(np.rint(x.astype(np.float32) / scale) + zero_point, 0, 255)
+    return q - zero_point, scale

@@ -94,8 +94,15 @@ def _scan(x_proj, step, states, seq_lens, reverse):
 
 
 def _recurrent(op, X, W, R, B, seq_lens, initial_states, P, *, hidden_size, direction, layout, clip,
-               activations, activation_alpha, activation_beta, linear_before_reset=0, input_forget=0):
-    """Shared driver: returns (Y, final hidden) for RNN/GRU and (Y, Y_h, Y_c) for LSTM."""
+               activations, activation_alpha, activation_beta, linear_before_reset=0, input_forget=0,
+               product=None):
+    """Shared driver: returns (Y, final hidden) for RNN/GRU and (Y, Y_h, Y_c) for LSTM.
+
+    ``product(x, w)`` computes ``x @ w.T`` for the LSTM's matrices (default: numpy's matmul; the
+    quantized com.microsoft::DynamicQuantizeLSTM passes its own, and W[d]/R[d] are then its keys)."""
+    if product is None:
+        def product(x, w):
+            return x @ w.T
     gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[op]
     if layout:
         X = np.swapaxes(X, 0, 1)
@@ -120,7 +127,7 @@ def _recurrent(op, X, W, R, B, seq_lens, initial_states, P, *, hidden_size, dire
     for d in range(num_directions):
         w, r = W[d], R[d]
         wb, rb = B[d][: gates * hidden], B[d][gates * hidden:]
-        x_proj = X @ w.T + wb  # [T, B, gates*hidden] in one matmul
+        x_proj = product(X, w) + wb  # [T, B, gates*hidden] in one matmul
         states = [np.zeros((batch, hidden), dtype) if s is None else s[d] for s in initial_states]
         f = funcs[d]
         if op == "RNN":
@@ -146,7 +153,7 @@ def _recurrent(op, X, W, R, B, seq_lens, initial_states, P, *, hidden_size, dire
 
             def step(xp, st, r=r, rb=rb, f=f, p_i=p_i, p_o=p_o, p_f=p_f):
                 h_prev, c_prev = st
-                g = xp + h_prev @ r.T + rb  # gate order i, o, f, c
+                g = xp + product(h_prev, r) + rb  # gate order i, o, f, c
                 gi, go, gf, gc = (g[:, k * hidden:(k + 1) * hidden] for k in range(4))
                 i = f[0](clipped(gi + p_i * c_prev))
                 forget = 1 - i if input_forget else f[0](clipped(gf + p_f * c_prev))
