@@ -34,6 +34,7 @@ import numpy as np  # noqa: E402
 
 import corpus_feeds as F  # noqa: E402
 import corpus_torch as T  # noqa: E402
+import corpus_transformers as H  # noqa: E402
 from corpus_pip import shipped  # noqa: E402
 from corpus_types import Built, Context, Entry  # noqa: E402
 
@@ -113,6 +114,18 @@ MODELS: list[Entry] = [
     Entry("torch_mlp_ts_op14", "torch-script", T.exported(T.mlp_spec, "script", opset=14)),
     Entry("torch_encoder_ts_op14", "torch-script", T.exported(T.encoder_spec, "script", opset=14)),
     Entry("torch_cond_dy", "torch-dynamo", T.exported(T.cond_spec, "dynamo")),
+    # transformers architectures, small configs, random weights
+    Entry("hf_bert_ts", "transformers", T.exported(H.bert_spec, "script", opset=14)),
+    Entry("hf_bert_dy", "transformers", T.exported(H.bert_spec, "dynamo")),
+    Entry("hf_distilbert_ts", "transformers", T.exported(H.distilbert_spec, "script", opset=14)),
+    Entry("hf_gpt2_ts", "transformers", T.exported(H.gpt2_spec, "script", opset=14)),
+    Entry("hf_gpt2_dy", "transformers", T.exported(H.gpt2_spec, "dynamo")),
+    Entry("hf_llama_ts", "transformers", T.exported(H.llama_spec, "script", opset=17)),
+    Entry("hf_llama_dy", "transformers", T.exported(H.llama_spec, "dynamo")),
+    Entry("hf_t5_encoder_ts", "transformers", T.exported(H.t5_encoder_spec, "script", opset=14)),
+    Entry("hf_bart_ts", "transformers", T.exported(H.bart_spec, "script", opset=14)),
+    Entry("hf_vit_ts", "transformers", T.exported(H.vit_spec, "script", opset=14)),
+    Entry("hf_vit_dy", "transformers", T.exported(H.vit_spec, "dynamo")),
 ]
 
 
