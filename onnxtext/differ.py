@@ -58,6 +58,10 @@ class Change:
                 text += f", max abs diff {_num(d['max_abs_diff'])}"
             if d.get("nan_mismatch"):
                 text += f", {d['nan_mismatch']} NaN vs number"
+            if d.get("elements"):
+                shown = [f"[{', '.join(map(str, i))}] {old} -> {new}" for i, old, new in d["elements"]]
+                more = d["differing"] - len(shown)
+                text += ": " + ", ".join(shown) + (f" and {more} more" if more > 0 else "")
             parts.append(text)
         elif self.old is None and self.new is not None:
             parts.append(f"added {self.new}")
@@ -78,6 +82,8 @@ class DiffResult:
     changes: list[Change]
     a_label: str = "a"
     b_label: str = "b"
+    #: path -> diffmatch.ScopeMatch: how the nodes of each graph and function body paired (for pictures)
+    scopes: dict = field(default_factory=dict, repr=False)
 
     @property
     def equal(self) -> bool:
@@ -139,7 +145,7 @@ def compare(a, b) -> DiffResult:
     mb, base_b, lb = _model(b, "b")
     ctx = _Ctx(base_a, base_b)
     _diff_model(ctx, ma, mb)
-    return DiffResult(ctx.changes, la, lb)
+    return DiffResult(ctx.changes, la, lb, ctx.scopes)
 
 
 def diff(a, b, *, format: str = "text", color: bool = False) -> str:
@@ -196,6 +202,7 @@ class _Ctx:
 
     def __init__(self, base_a, base_b):
         self.changes: list[Change] = []
+        self.scopes: dict = {}  # path -> diffmatch.ScopeMatch
         self.ids = itertools.count()
         self.base_a, self.base_b = base_a, base_b
 
@@ -282,20 +289,28 @@ def compare_tensors(ctx: _Ctx, ta: TensorProto, tb: TensorProto) -> list[tuple]:
     return [("values", None, None, None, detail)] if detail["differing"] else []
 
 
+ELEMENTS_SHOWN = 5  # differing weight elements listed with their old and new values; the rest are counted
+
+
 def value_difference(x: np.ndarray, y: np.ndarray) -> dict:
-    """Count of differing elements (NaN equals NaN) and the max absolute difference of the numeric ones."""
-    x, y = np.asarray(x).ravel(), np.asarray(y).ravel()
+    """Count of differing elements (NaN equals NaN), the max absolute difference of the numeric ones, and the
+    first ``ELEMENTS_SHOWN`` differing elements as ``[index, old, new]`` (values as printed by numpy)."""
+    x, y = np.asarray(x), np.asarray(y)
+    shape = x.shape
+    x, y = x.ravel(), y.ravel()
     idx = np.flatnonzero(x != y)
     detail = {"differing": int(idx.size), "total": int(x.size), "max_abs_diff": None, "nan_mismatch": 0}
-    if not idx.size or x.dtype == object or x.dtype.kind in "US":  # strings: no distance
+    if not idx.size:
         return detail
+    if x.dtype == object or x.dtype.kind in "US":  # strings: no distance
+        return _with_elements(detail, x, y, idx, shape)
     xs, ys = x[idx], y[idx]
     if x.dtype.kind in "iu" and x.dtype.itemsize == 8:  # exact for int64/uint64 extremes
         detail["max_abs_diff"] = int(max(abs(int(p) - int(q)) for p, q in zip(xs.tolist(), ys.tolist())))
-        return detail
+        return _with_elements(detail, x, y, idx, shape)
     if x.dtype.kind in "biu":
         detail["max_abs_diff"] = int(np.abs(xs.astype(np.int64) - ys.astype(np.int64)).max())
-        return detail
+        return _with_elements(detail, x, y, idx, shape)
     wide = np.complex128 if x.dtype.kind == "c" else np.float64
     xs, ys = xs.astype(wide), ys.astype(wide)
     both_nan = np.isnan(xs) & np.isnan(ys)  # NaN payloads or signs may differ bitwise: same value
@@ -306,4 +321,21 @@ def value_difference(x: np.ndarray, y: np.ndarray) -> dict:
     detail["nan_mismatch"] = int(nan.sum())
     if (~nan).any():
         detail["max_abs_diff"] = float(d[~nan].max())
+    return _with_elements(detail, x, y, idx[keep], shape)
+
+
+def _with_elements(detail: dict, x, y, idx, shape) -> dict:
+    """Add the first differing elements: ``[[i, j, ...], old, new]`` with values in their own precision."""
+    if idx.size:
+        first = idx[:ELEMENTS_SHOWN]
+        where = np.unravel_index(first, shape) if shape else [()] * len(first)
+        detail["elements"] = [[[int(c[k]) for c in where] if shape else [], _element(x[i]), _element(y[i])]
+                              for k, i in enumerate(first.tolist())]
     return detail
+
+
+def _element(v) -> str:
+    if isinstance(v, bytes):
+        return repr(v)
+    text = str(v)
+    return text if len(text) <= 40 else text[:37] + "..."

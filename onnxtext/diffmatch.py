@@ -38,6 +38,7 @@ import itertools
 import json
 import re
 from collections import defaultdict, deque
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from onnx import AttributeProto, TensorProto
@@ -54,6 +55,8 @@ class Recorder(Protocol):
     """What the scope diffs need from the change collector (implemented by ``differ._Ctx``)."""
 
     ids: itertools.count  # fresh value ids, shared by all scopes of one comparison
+    changes: list  # the changes recorded so far (``_diff_body`` attributes the new ones to nodes)
+    scopes: dict  # path -> ScopeMatch: how each scope's nodes paired (for pictures of the diff)
 
     def add(self, kind, path, subject, name=None, old=None, new=None, **detail) -> None: ...
     def fields(self, prefix, path, subject, a, b, names) -> None: ...
@@ -138,6 +141,24 @@ def _trim(names) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------- matching
+@dataclass
+class ScopeMatch:
+    """How the nodes of one scope paired, kept for pictures of the diff (``view/diffscene.py``).
+
+    ``a_to_b[i]`` is the index in ``nodes_b`` paired with ``nodes_a[i]`` (None: removed); ``node_changes[i]``
+    the changes of that pair (its own, and those inside its subgraphs); ``subscopes[(i, label)]`` the path of
+    the scope of a paired node's subgraph attribute ``label`` (``body``, ``branches[1]``);
+    ``weights[name_in_a]`` the changes of an initializer of this scope (renamed ones by their name in a)."""
+
+    path: str
+    nodes_a: list
+    nodes_b: list
+    a_to_b: list
+    node_changes: dict = field(default_factory=dict)
+    subscopes: dict = field(default_factory=dict)
+    weights: dict = field(default_factory=dict)
+
+
 class _Side:
     """The nodes of one scope of one model: value ids, producers, consumers, readiness and pairing."""
 
@@ -340,8 +361,9 @@ class _Matcher:
 
 
 # ---------------------------------------------------------------------------------------------- scopes
-def diff_graph(ctx: Recorder, path: str, ga, gb, outer_a: dict, outer_b: dict, top: bool = False) -> None:
-    """Diff two graphs; ``outer_*`` are the value ids of the enclosing scope (for subgraphs)."""
+def diff_graph(ctx: Recorder, path: str, ga, gb, outer_a: dict, outer_b: dict, top: bool = False) -> dict:
+    """Diff two graphs; ``outer_*`` are the value ids of the enclosing scope (for subgraphs). Returns the
+    initializers of enclosing scopes that this body reads under another name (renamed weights: a -> b)."""
     if top and ga.name != gb.name:
         ctx.add("graph.name", path, "graph", "name", _name(ga.name), _name(gb.name))
     ctx.fields("graph", path, "graph", ga, gb, ("doc_string",))
@@ -366,6 +388,7 @@ def diff_graph(ctx: Recorder, path: str, ga, gb, outer_a: dict, outer_b: dict, t
     outs = _interface(ctx, path, "output", ga.output, gb.output, by_name=top)
     sa, sb, renamed = _diff_body(ctx, path, ga.node, gb.node, ids_a, ids_b, [(x.name, y.name) for x, y in outs])
     _diff_initializers(ctx, path, ia, ib, {**renamed, **input_renames})
+    outer = {x: y for x, y in renamed.items() if x not in ia}  # weights of an enclosing scope, read only here
     sparse_a = {s.values.name: s for s in ga.sparse_initializer}
     sparse_b = {s.values.name: s for s in gb.sparse_initializer}
     for n in list(sparse_a) + [n for n in sparse_b if n not in sparse_a]:
@@ -376,6 +399,7 @@ def diff_graph(ctx: Recorder, path: str, ga, gb, outer_a: dict, outer_b: dict, t
             ctx.add(f"sparse_initializer.{how}", path, f"sparse_initializer {_name(n)}")
     _sources(ctx, path, "output", [(x.name, y.name) for x, y in outs], sa, sb)
     _value_infos(ctx, path, ga.value_info, gb.value_info, sa.ids, sb.ids)
+    return outer
 
 
 def diff_function(ctx: Recorder, path: str, fa, fb) -> None:
@@ -436,13 +460,17 @@ def _diff_body(ctx: Recorder, path: str, nodes_a, nodes_b, ids_a: dict, ids_b: d
     present in one model only that consumers pair up (renamed weights)."""
     sa, sb = _Side(nodes_a, ids_a), _Side(nodes_b, ids_b)
     _Matcher(ctx, sa, sb).run(seeds)
+    scope = ctx.scopes[path] = ScopeMatch(path, sa.nodes, sb.nodes, sa.match)
     renamed: dict[str, str] = {}
     taken: set[str] = set()
     for i, n in enumerate(sa.nodes):
         if sa.match[i] is None:
             ctx.add("node.removed", path, _ident(n))
         else:
+            start = len(ctx.changes)
             _diff_node(ctx, path, sa, sb, i, sa.match[i], renamed, taken)
+            if len(ctx.changes) > start:
+                scope.node_changes[i] = ctx.changes[start:]
     for j, n in enumerate(sb.nodes):
         if sb.match[j] is None:
             ctx.add("node.added", path, _ident(n))
@@ -477,10 +505,12 @@ def _diff_node(ctx: Recorder, path: str, sa: _Side, sb: _Side, i: int, j: int, r
         if x is None or y is None:
             ctx.add("node.attribute", path, subject, k, x and _attr_text(x), y and _attr_text(y))
         elif x.type == y.type == AttributeProto.GRAPH and not (x.ref_attr_name or y.ref_attr_name):
-            diff_graph(ctx, f"{path} > {subject()} > {k}", x.g, y.g, sa.ids, sb.ids)
+            sub_path = ctx.scopes[path].subscopes[(i, k)] = f"{path} > {subject()} > {k}"
+            _outer_renames(diff_graph(ctx, sub_path, x.g, y.g, sa.ids, sb.ids), renamed, taken)
         elif x.type == y.type == AttributeProto.GRAPHS and len(x.graphs) == len(y.graphs) and not x.ref_attr_name:
             for n, (g, h) in enumerate(zip(x.graphs, y.graphs)):
-                diff_graph(ctx, f"{path} > {subject()} > {k}[{n}]", g, h, sa.ids, sb.ids)
+                sub_path = ctx.scopes[path].subscopes[(i, f"{k}[{n}]")] = f"{path} > {subject()} > {k}[{n}]"
+                _outer_renames(diff_graph(ctx, sub_path, g, h, sa.ids, sb.ids), renamed, taken)
         elif x.type == y.type == AttributeProto.TENSOR and not (x.ref_attr_name or y.ref_attr_name):
             for how, name, old, new, detail in ctx.tensors(x.t, y.t):
                 ctx.add("node.attribute", path, subject, k if name is None else f"{k} {name}", old, new, **detail)
@@ -489,11 +519,21 @@ def _diff_node(ctx: Recorder, path: str, sa: _Side, sb: _Side, i: int, j: int, r
     ctx.fields("node", path, subject, na, nb, ("doc_string",))
 
 
+def _outer_renames(found: dict, renamed: dict, taken: set) -> None:
+    """Renamed weights of enclosing scopes found in a subgraph body, added to the enclosing scope's."""
+    for x, y in found.items():
+        if x not in renamed and y not in taken:
+            renamed[x] = y
+            taken.add(y)
+
+
 def _diff_initializers(ctx: Recorder, path: str, ia: dict, ib: dict, renamed: dict) -> None:
     matched_b = set()
+    scope = ctx.scopes.get(path)
     for n, t in ia.items():
         other = n if n in ib else renamed.get(n)
         subject = f"initializer {_name(n)}"
+        start = len(ctx.changes)
         if other is None:
             ctx.add("initializer.removed", path, subject, None, _tensor_type(t))
             continue
@@ -503,6 +543,8 @@ def _diff_initializers(ctx: Recorder, path: str, ia: dict, ib: dict, renamed: di
         for how, name, old, new, detail in ctx.tensors(t, ib[other]):
             ctx.add(f"initializer.{how}", path, subject, name, old, new, **detail)
         ctx.fields("initializer", path, subject, t, ib[other], ("doc_string",))
+        if scope is not None and len(ctx.changes) > start:
+            scope.weights[n] = ctx.changes[start:]
     for n, t in ib.items():
         if n not in matched_b:
             ctx.add("initializer.added", path, f"initializer {_name(n)}", None, None, _tensor_type(t))

@@ -155,7 +155,9 @@ CASES = [
     ("subgraph", sub("o = Neg(s)", "o = Neg(x)"), [("node.input", ["Neg -> o", "input 0", "s -> x"])]),
     ("subgraph-node", sub("o = Relu(s)", "o = Relu <alpha = 1.0> (s)"), [("node.attribute", ["Relu", "alpha", "added"])]),
     ("weight-values", sub("{1.0, 2.0, 3.0, 4.0}", "{1.0, 2.5, 3.0, 4.0}"),
-     [("initializer.values", ["initializer bias", "1 of 4 elements differ", "max abs diff 0.5"])]),
+     [("initializer.values", ["initializer bias", "1 of 4 elements differ", "max abs diff 0.5", ": [1] 2.0 -> 2.5"])]),
+    ("weight-all-values", sub("{1.0, 2.0, 3.0, 4.0}", "{1.5, 2.5, 3.5, 4.5}"),
+     [("initializer.values", ["4 of 4 elements differ", "[0] 1.0 -> 1.5, [1] 2.0 -> 2.5, [2] 3.0 -> 3.5, [3] 4.0 -> 4.5"])]),
     ("weight-dtype", sub("<float[4] bias", "<double[4] bias"), [("initializer.dtype", ["bias", "float -> double"])]),
     ("weight-shape", sub("<float[4] bias", "<float[1, 4] bias"), [("initializer.shape", ["bias", "[4] -> [1, 4]"])]),
     ("weight-renamed", rename_value("bias", "offset"), [("initializer.renamed", ["initializer bias", "bias -> offset"])]),
@@ -182,6 +184,36 @@ def test_changes(case_id, edit, expected):
 def graph(body: str, inputs="float[4] x", outputs="float[4] y") -> str:
     return f'<ir_version: 10, opset_import: ["": 21]>\ng ({inputs}) => ({outputs}) {{\n{body}\n}}\n'
 
+
+# an initializer of the main graph that only a branch reads
+SUBGRAPH_WEIGHT = """<ir_version: 10, opset_import: ["": 21]>
+g (bool c, float[2] x) => (float[2] y)
+<float[2] w = {1.0, 2.0}>
+{
+  y = If (c) <
+    then_branch = t () => (float[2] o) { o = Add(x, w) },
+    else_branch = e () => (float[2] o) { o = Neg(x) }
+  >
+}
+"""
+# ... and one read two levels down (a Loop body inside a branch)
+NESTED_WEIGHT = """<ir_version: 10, opset_import: ["": 21]>
+g (bool c, int64 n, float[2] x) => (float[2] y)
+<float[2] w = {1.0, 2.0}>
+{
+  y = If (c) <
+    then_branch = t () => (float[2] r) {
+      r = Loop (n, "", x) <
+        body = b (int64 i, bool k, float[2] o) => (bool k2, float[2] o2) {
+          k2 = Identity(k)
+          o2 = Add(o, w)
+        }
+      >
+    },
+    else_branch = e () => (float[2] r) { r = Neg(x) }
+  >
+}
+"""
 
 # (id, model a, model b, expected [(kind, fragments)]): how structure decides what pairs with what
 STRUCTURE = [
@@ -211,6 +243,13 @@ STRUCTURE = [
      '<float[4] v = {1.0, 2.0, 3.0, 5.0}> {\n  y = Add(x, v)\n}\n',
      [("input.renamed", ["w -> v"]), ("initializer.renamed", ["w -> v"]),
       ("initializer.values", ["initializer w", "1 of 4 elements differ", "max abs diff 1"])]),
+    ("weight-renamed-read-only-by-a-subgraph", SUBGRAPH_WEIGHT, SUBGRAPH_WEIGHT.replace(" w ", " weight ").replace("x, w)", "x, weight)"),
+     [("initializer.renamed", ["initializer w", "w -> weight"])]),
+    ("weight-renamed-read-only-by-a-nested-subgraph", NESTED_WEIGHT, NESTED_WEIGHT.replace(" w ", " v ").replace("(o, w)", "(o, v)"),
+     [("initializer.renamed", ["initializer w", "w -> v"])]),
+    ("weight-renamed-in-a-subgraph-and-changed", SUBGRAPH_WEIGHT,
+     SUBGRAPH_WEIGHT.replace(" w ", " weight ").replace("x, w)", "x, weight)").replace("2.0}", "3.0}"),
+     [("initializer.renamed", ["w -> weight"]), ("initializer.values", ["initializer w", "[1] 2.0 -> 3.0"])]),
     ("commuted-inputs",
      graph("s = Sub(x, z)\ny = Neg(s)", "float[4] x, float[4] z"), graph("s = Sub(z, x)\ny = Neg(s)", "float[4] x, float[4] z"),
      [("node.input", ["Sub", "input 0: x -> z"]), ("node.input", ["Sub", "input 1: z -> x"])]),
@@ -497,6 +536,36 @@ def test_cli_exit_status_end_to_end(files):
     codes = [subprocess.run([sys.executable, "-m", "onnxtext", "diff", str(a), str(b)], capture_output=True,
                             env=env).returncode for b in (same, changed)]
     assert codes == [0, 1]
+
+
+@pytest.mark.parametrize("shape,changed", [
+    ((12,), [3]),
+    ((3, 4), [(0, 1), (2, 3)]),
+    ((3, 4), [(0, 0), (0, 1), (0, 2), (1, 0), (1, 3), (2, 2), (2, 3)]),  # more than are listed: a count
+    ((2, 2, 2), [(1, 0, 1)]),
+])
+def test_changed_weight_elements_are_listed_then_counted(shape, changed):
+    from onnxtext.differ import ELEMENTS_SHOWN, value_difference
+
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) / 4
+    y = x.copy()
+    for k, where in enumerate(changed):
+        y[where] = -1.5 - k
+    detail = value_difference(x, y)
+    where = [list(w) if isinstance(w, tuple) else [w] for w in changed]  # row-major order, like np.nonzero
+    assert detail["elements"] == [[w, str(x[tuple(w)]), str(y[tuple(w)])] for w in where[:ELEMENTS_SHOWN]]
+    assert detail["differing"] == len(changed)
+    text = compare(_weights_text(x), _weights_text(y)).to_text()
+    more = len(changed) - ELEMENTS_SHOWN
+    assert (f"and {more} more" in text) == (more > 0), text
+    assert f"[{', '.join(map(str, where[0]))}] {x[tuple(where[0])]} -> {y[tuple(where[0])]}" in text
+
+
+def _weights_text(w: np.ndarray) -> str:
+    dims = ", ".join(map(str, w.shape))
+    values = ", ".join(repr(float(v)) for v in w.ravel())
+    return (f'<ir_version: 10, opset_import: ["": 21]>\ng (float[{dims}] x) => (float[{dims}] y)\n'
+            f"<float[{dims}] w = {{{values}}}>\n{{\n  y = Add(x, w)\n}}\n")
 
 
 def test_worked_example_of_the_docs_is_current():
