@@ -34,6 +34,7 @@ import numpy as np  # noqa: E402
 
 import corpus_feeds as F  # noqa: E402
 import corpus_torch as T  # noqa: E402
+import corpus_sklearn as S  # noqa: E402
 import corpus_transformers as H  # noqa: E402
 from corpus_pip import shipped  # noqa: E402
 from corpus_types import Built, Context, Entry  # noqa: E402
@@ -126,6 +127,10 @@ MODELS: list[Entry] = [
     Entry("hf_bart_ts", "transformers", T.exported(H.bart_spec, "script", opset=14)),
     Entry("hf_vit_ts", "transformers", T.exported(H.vit_spec, "script", opset=14)),
     Entry("hf_vit_dy", "transformers", T.exported(H.vit_spec, "dynamo")),
+    # scikit-learn through skl2onnx
+    *[Entry(f"skl_{name}", "skl2onnx", S.tabular(name)) for name in S.ESTIMATORS],
+    Entry("skl_tfidf_logreg", "skl2onnx", S.tfidf_pipeline),
+    Entry("skl_column_transformer", "skl2onnx", S.column_transformer),
 ]
 
 
@@ -136,8 +141,8 @@ def read_manifest(cache: Path) -> list[dict]:
 
 
 def write_manifest(cache: Path, records: list[dict]) -> None:
-    order = {e.name: i for i, e in enumerate(MODELS)}
-    records = sorted(records, key=lambda r: (order.get(r["name"], len(order)), r["name"]))
+    order = {e.name: i for i, e in enumerate(MODELS)}  # models no longer in the table are dropped
+    records = sorted((r for r in records if r["name"] in order), key=lambda r: order[r["name"]])
     tmp = cache / "manifest.json.tmp"
     tmp.write_text(json.dumps(records, indent=1) + "\n")
     os.replace(tmp, cache / "manifest.json")
