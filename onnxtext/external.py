@@ -281,6 +281,72 @@ def externalize(proto, files, target: str, model_dir: str, *, threshold: int = D
     return writer.finish()
 
 
+RELOCATE_MODES = ("auto", "copy", "keep")
+
+
+def relocate(proto, files, source_dir: str, target_dir: str, *, mode: str = "auto", reserved=(),
+             source: str | None = None) -> list[str]:
+    """Make the external references of ``proto`` (relative to ``source_dir``) right for a file written in
+    ``target_dir``; returns the side files copied.
+
+    ``mode``: ``"auto"`` rewrites a location relative to ``target_dir`` when the data file lies inside that
+    directory, and otherwise copies the file next to the output under its own location; ``"copy"`` always
+    copies; ``"keep"`` changes nothing. Locations never escape: a source location leading out of
+    ``source_dir`` is refused (as when reading), and so is a copy that would land outside ``target_dir``.
+    Copies go through ``files`` (:class:`onnxtext.io.AtomicFiles`), a file at a time, and appear only when
+    the caller commits; a side file that already is the very file read from is left alone.
+    """
+    if mode not in RELOCATE_MODES:
+        raise ValueError(f"mode must be one of {RELOCATE_MODES}, not {mode!r}")
+    by_location: dict[str, list[TensorProto]] = {}
+    first_label = {}
+    for label, t in iter_tensors(proto):
+        if is_external(t):
+            location = tensors.external_info(t).get("location", "")
+            by_location.setdefault(location, []).append(t)
+            first_label.setdefault(location, _describe(label, t))
+    if mode == "keep" or not by_location:
+        return []
+    where = f"{source}: " if source else ""
+    target_real = os.path.realpath(target_dir)
+    reserved_real = {os.path.realpath(r) for r in reserved}
+    copied = []
+    for location, members in by_location.items():
+        try:
+            src = tensors.safe_external_path(location, source_dir)
+        except ExternalDataError as e:
+            raise ExternalDataError(f"{where}{first_label[location]}: {e}") from None
+        rel = os.path.relpath(src, target_real)
+        if mode == "auto" and rel.split(os.sep)[0] != os.pardir and not os.path.isabs(rel):
+            new = rel.replace(os.sep, "/")
+        else:
+            dest = os.path.join(target_dir, *location.replace("\\", "/").split("/"))
+            new = output_location(dest, target_dir)
+            if os.path.realpath(dest) in reserved_real:
+                raise ExternalDataError(f"{where}external data {location!r} would be copied over the output "
+                                        f"file {dest}; write the output elsewhere")
+            if os.path.realpath(dest) != src:
+                _copy_file(files, src, dest, location, where)
+                copied.append(dest)
+        if new != location:
+            for t in members:
+                for e in t.external_data:
+                    if e.key == "location":
+                        e.value = new
+    return copied
+
+
+def _copy_file(files, src: str, dest: str, location: str, where: str) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(dest)), exist_ok=True)
+    try:
+        with tensors.open_data_file(src) as f:
+            out = files.open(dest)
+            for block in iter(lambda: f.read(1 << 22), b""):
+                out.write(block)
+    except OSError as e:
+        raise ExternalDataError(f"{where}cannot copy external data {location!r} ({src}): {e.strerror}") from None
+
+
 def _size(t: TensorProto, data) -> int:
     if data is not None:
         return len(data)

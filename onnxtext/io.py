@@ -229,14 +229,18 @@ def atomic_write(path: str, data: bytes | str, progress=None) -> None:
 
 
 def save(model, path, *, external_data: str | None = None, threshold: int | None = None, base_dir=None,
-         progress=None, keep_model: bool = True, source: str | None = None, **print_options) -> None:
+         progress=None, keep_model: bool = True, source: str | None = None, external_files: str = "auto",
+         **print_options) -> None:
     """Save ``model`` to ``path``: text for .onnxtext/.onnxtxt, binary protobuf otherwise (atomic).
 
     ``external_data`` (a file, or an existing directory for one file per tensor) moves every tensor of at
     least ``threshold`` bytes (default 1024) there and writes references to it, relative to the directory
     of ``path``; the side files and the model appear together or not at all. Tensors that are already
     external are copied from their location relative to ``base_dir`` (``source`` names the file they
-    come from in errors). ``model`` is left unchanged
+    come from in errors). Without ``external_data``, tensors that are still external references keep them,
+    made right for the directory of ``path`` (``external_files``, see :func:`onnxtext.external.relocate`:
+    ``"auto"`` rewrites the location or copies the file next to ``path``, ``"copy"``, ``"keep"``).
+    ``model`` is left unchanged
     (``keep_model=False`` skips that copy for callers that drop the model: it then holds the references).
     """
     path = os.fspath(path)
@@ -249,6 +253,17 @@ def save(model, path, *, external_data: str | None = None, threshold: int | None
                 externalize(model, files, os.fspath(external_data), model_dir(path),
                             threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
                             base_dir=base_dir, progress=progress, reserved=[path], source=source)
+                _write_model(files, model, path, progress, print_options)
+            finally:
+                _restore(saved)
+        elif external_files != "keep" and base_dir is not None and \
+                os.path.realpath(base_dir) != os.path.realpath(model_dir(path)):
+            from .external import relocate
+
+            saved = _snapshot(model, external_only=True) if keep_model else []
+            try:
+                relocate(model, files, os.fspath(base_dir), model_dir(path), mode=external_files, reserved=[path],
+                         source=source)
                 _write_model(files, model, path, progress, print_options)
             finally:
                 _restore(saved)
@@ -274,14 +289,16 @@ def _write_model(files, model, path, progress, print_options):
     files.write(path, data, progress)
 
 
-def _snapshot(model) -> list:
+def _snapshot(model, external_only: bool = False) -> list:
     """Each tensor with a copy of itself, so externalize() can be undone for a caller who keeps the model."""
     from onnx import TensorProto
 
-    from .external import iter_tensors
+    from .external import is_external, iter_tensors
 
     out = []
     for _, t in iter_tensors(model):
+        if external_only and not is_external(t):
+            continue
         copy = TensorProto()
         copy.CopyFrom(t)
         out.append((t, copy))

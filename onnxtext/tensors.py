@@ -263,12 +263,22 @@ def read_external(tensor: TensorProto, base_dir: str | None) -> bytes:
     if offset < 0 or (length is not None and length < 0):
         raise ExternalDataError(f"{label}: negative external data offset or length")
     try:
-        with open(path, "rb") as f:
+        with open_data_file(path) as f:
+            size = os.fstat(f.fileno()).st_size
+            # checked against the file before anything is allocated: a huge declared length is an error
+            if offset > size or (length is not None and offset + length > size):
+                want = f"{length} bytes at offset {offset}" if length is not None else f"data at offset {offset}"
+                raise ExternalDataError(f"{label}: external file {location!r} holds {size} bytes, {want} "
+                                        "expected (file truncated or changed?)")
             f.seek(offset)
             data = f.read() if length is None else f.read(length)
     except OSError as e:
         raise ExternalDataError(f"{label}: cannot read external data {location!r} ({path}): {e.strerror}") \
             from None
+    except ExternalDataError as e:
+        if str(e).startswith(label):
+            raise
+        raise ExternalDataError(f"{label}: external data {location!r}: {e}") from None
     if length is not None and len(data) != length:
         raise ExternalDataError(f"{label}: external file {location!r} holds {len(data)} bytes at "
                                 f"offset {offset}, {length} expected (file truncated or changed?)")
@@ -278,6 +288,29 @@ def read_external(tensor: TensorProto, base_dir: str | None) -> bytes:
         raise ExternalDataError(f"{label}: external file {location!r} does not match its checksum "
                                 f"{expected} (SHA1 of the file: {file_sha1(path)}); the file changed or is corrupt")
     return data
+
+
+def open_data_file(path: str):
+    """``path`` opened for binary reading when it is a regular file; ExternalDataError otherwise.
+
+    A FIFO, a character device (``/dev/zero``) or a socket is refused without reading from it: the file is
+    opened non-blocking (so a FIFO without a writer cannot hang the open) and checked with fstat.
+    """
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else \
+                "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+            raise ExternalDataError(f"{path} is {kind}, not a regular file; refusing to read it")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 _FILE_SHA1: dict[tuple, str] = {}
@@ -290,7 +323,7 @@ def file_sha1(path: str) -> str:
     digest = _FILE_SHA1.get(key)
     if digest is None:
         h = hashlib.sha1()
-        with open(path, "rb") as f:
+        with open_data_file(path) as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 h.update(block)
         digest = _FILE_SHA1[key] = h.hexdigest()

@@ -285,6 +285,8 @@ READ_WAYS = {
     "compile": lambda p: cli("compile", p, "-o", "out.onnx"),
     "compile-external": lambda p: cli("compile", p, "-o", "out.onnx", "--external-data", "out.bin"),
     "run": lambda p: cli("run", p, "--input", "X=" + str([[1.0] * 40])),
+    "print-elsewhere": lambda p: cli("print", p, "-o", "../outside/copy.onnxtext"),
+    "compile-keep-external": lambda p: cli("compile", p, "-o", "../outside/out.onnx", "--external-files", "auto"),
 }
 
 
@@ -389,13 +391,93 @@ def test_rewriting_the_side_file_a_model_reads_from(tmp_path, monkeypatch):
         onnxtext.load("m.onnxtext")
 
 
-def test_print_to_another_directory_notes_the_locations(tmp_path, monkeypatch, capsys):
-    onnxtext.save(runnable_model(), tmp_path / "m.onnx", external_data=tmp_path / "w.bin", threshold=THRESHOLD)
-    (tmp_path / "elsewhere").mkdir()
+def dynamo_style(directory):
+    """A model as torch's dynamo exporter writes it: m.onnx beside m.onnx.data (onnx's own writer)."""
+    model = runnable_model()
+    onnx.save_model(model, str(directory / "m.onnx"), save_as_external_data=True, location="m.onnx.data",
+                    size_threshold=0)
+    return model
+
+
+def values(path) -> dict:
+    """name -> array of every initializer, external data read by onnx (the oracle) from the file's folder."""
+    return {t.name: numpy_helper.to_array(t) for t in onnx.load(str(path)).graph.initializer}
+
+
+def test_print_then_compile_in_another_folder_needs_no_flags(tmp_path, monkeypatch):
+    """Issue 17 section 3: print into out/, compile there, with the dynamo exporter's m.onnx.data."""
+    model = dynamo_style(tmp_path)
     monkeypatch.chdir(tmp_path)
-    assert cli("print", "m.onnx", "-o", "elsewhere/m.onnxtext") == 0
-    err = capsys.readouterr().err
-    assert "note" in err and "'w.bin'" in err and "--external-data" in err
+    assert cli("print", "m.onnx", "-o", "out/m.onnxtext") == 0
+    assert (tmp_path / "out" / "m.onnx.data").read_bytes() == (tmp_path / "m.onnx.data").read_bytes()
+    assert cli("compile", "out/m.onnxtext", "-o", "out/back.onnx") == 0
+    back = values(tmp_path / "out" / "back.onnx")
+    assert not externals(onnx.load(str(tmp_path / "out" / "back.onnx"), load_external_data=False))  # embedded
+    for t in model.graph.initializer:
+        np.testing.assert_array_equal(back[t.name], numpy_helper.to_array(t))
+
+
+# (model folder, text path relative to cwd=tmp, mode) -> (location in the text, files copied next to the text)
+RELOCATIONS = [
+    ("sub", "m.onnxtext", "auto", "sub/m.onnx.data", []),  # data inside the text's folder: rewritten
+    ("sub", "m.onnxtext", "copy", "m.onnx.data", ["m.onnx.data"]),
+    ("sub", "m.onnxtext", "keep", "m.onnx.data", []),
+    (".", "out/deeper/m.onnxtext", "auto", "m.onnx.data", ["out/deeper/m.onnx.data"]),  # outside: copied
+    ("a/b", "a/m.onnxtext", "auto", "b/m.onnx.data", []),
+]
+
+
+@pytest.mark.parametrize("folder,text,mode,location,copied", RELOCATIONS)
+def test_print_makes_locations_right_for_the_text(tmp_path, monkeypatch, folder, text, mode, location, copied):
+    (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+    dynamo_style(tmp_path / folder)
+    monkeypatch.chdir(tmp_path)
+    before = {p for p in tmp_path.rglob("*") if p.is_file()}
+    assert cli("print", f"{folder}/m.onnx", "-o", text, "--external-files", mode) == 0
+    refs = externals(onnxtext.load(text, load_external_data=False))
+    assert {info["location"] for info in refs.values()} == {location}
+    new = {p for p in tmp_path.rglob("*") if p.is_file()} - before
+    assert sorted(str(p.relative_to(tmp_path)) for p in new) == sorted(copied + [text])
+    if mode != "keep":
+        assert {k: v.tolist() for k, v in arrays(onnxtext.load(text)).items()} == \
+            {k: v.tolist() for k, v in arrays(onnx.load(f"{folder}/m.onnx")).items()}
+
+
+@pytest.mark.parametrize("mode", ["auto", "copy"])
+def test_compile_keeps_external_data_external(tmp_path, monkeypatch, mode):
+    dynamo_style(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert cli("print", "m.onnx", "-o", "m.onnxtext") == 0
+    (tmp_path / "up").mkdir()
+    monkeypatch.chdir(tmp_path / "up")
+    # the data is outside up/: auto copies it there (a location may not lead out with ..)
+    assert cli("compile", "../m.onnxtext", "-o", "out.onnx", "--external-files", mode, "--check") == 0
+    refs = externals(onnx.load("out.onnx", load_external_data=False))
+    assert refs and {info["location"] for info in refs.values()} == {"m.onnx.data"}
+    assert (tmp_path / "up" / "m.onnx.data").read_bytes() == (tmp_path / "m.onnx.data").read_bytes()
+    assert {k: v.tolist() for k, v in values("out.onnx").items()} == \
+        {k: v.tolist() for k, v in values(tmp_path / "m.onnx").items()}
+
+
+def test_compile_into_a_subfolder_rewrites_the_location(tmp_path, monkeypatch):
+    (tmp_path / "out").mkdir()
+    dynamo_style(tmp_path / "out")
+    monkeypatch.chdir(tmp_path)
+    assert cli("print", "out/m.onnx", "-o", "m.onnxtext") == 0  # the text refers to out/m.onnx.data
+    assert cli("compile", "m.onnxtext", "-o", "out/back.onnx", "--external-files", "auto") == 0
+    refs = externals(onnx.load("out/back.onnx", load_external_data=False))
+    assert {info["location"] for info in refs.values()} == {"m.onnx.data"}
+    assert sorted(os.listdir(tmp_path / "out")) == ["back.onnx", "m.onnx", "m.onnx.data"]
+
+
+def test_save_from_python_relocates_references(tmp_path):
+    dynamo_style(tmp_path)
+    refs = onnxtext.load(tmp_path / "m.onnx", load_external_data=False)
+    (tmp_path / "o").mkdir()
+    onnxtext.save(refs, tmp_path / "o" / "m.onnxtext", base_dir=tmp_path)
+    assert (tmp_path / "o" / "m.onnx.data").exists()
+    assert externals(refs) == externals(onnx.load(str(tmp_path / "m.onnx"), load_external_data=False))  # unchanged
+    assert onnxtext.load(tmp_path / "o" / "m.onnxtext").graph.initializer[0].raw_data
 
 
 @pytest.mark.parametrize("data,needle", [("[]", "empty 'location'"), ('["offset": "0"]', "empty 'location'"),

@@ -2,7 +2,8 @@
 
 Writes to stdout by default so it works as a git textconv driver (``git config diff.onnx.textconv
 "onnxtext print"``). External data references print as references and their files are not opened: git
-hands textconv a temporary copy of the model, away from its data files.
+hands textconv a temporary copy of the model, away from its data files. With ``-o`` in another directory the
+references are made right for the text's directory (``--external-files``: rewritten, or the files copied).
 
 ``--external-data PATH`` moves every tensor of at least ``--external-threshold`` bytes to PATH (a file, or
 an existing directory for one file per tensor) and prints references to it, relative to the directory of
@@ -26,6 +27,10 @@ def add_arguments(p):
                    help="raw tensors with more than N elements print as a base64 block (default 256; -1: never)")
     p.add_argument("--width", type=int, default=100, help="line width (default 100)")
     add_external_arguments(p, "text")
+    p.add_argument("--external-files", choices=("auto", "copy", "keep"), default="auto",
+                   help="with -o in another directory than the model: 'auto' (default) rewrites external data "
+                   "locations relative to the text when the files are inside its directory and copies them next "
+                   "to it otherwise; 'copy' always copies; 'keep' leaves the locations unchanged")
     add_progress_arguments(p)
 
 
@@ -49,7 +54,7 @@ def add_progress_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from ..external import external_locations, externalize
+    from ..external import externalize, relocate
     from ..io import AtomicFiles, load, model_dir
     from ..printing.printer import to_text
     from ..progress import from_args
@@ -63,15 +68,11 @@ def run(args) -> int:
                 externalize(model, files, args.external_data, text_dir, threshold=args.external_threshold,
                             base_dir=model_dir(args.input), progress=progress,
                             reserved=[args.output] if args.output else (), source=args.input)
+            elif args.output and text_dir != model_dir(args.input):
+                relocate(model, files, model_dir(args.input), text_dir, mode=args.external_files,
+                         reserved=[args.output], source=args.input)
             progress.stage("printing", None)
             text = to_text(model, **options)
-            # '"location"' in text: a cheap test first (walking 50,000 nodes' attributes takes ~0.3 s)
-            if not args.external_data and args.output and text_dir != model_dir(args.input) and \
-                    '"location"' in text and external_locations(model):
-                print(f"onnxtext print: note: the model's external data locations "
-                      f"({', '.join(map(repr, external_locations(model)))}) are relative to "
-                      f"{model_dir(args.input)}; the text in {text_dir} refers to them unchanged (use "
-                      "--external-data to write a copy next to the text)", file=sys.stderr)
             if args.output:
                 files.write(args.output, text, progress)
     if not args.output:  # after the side files are in place
