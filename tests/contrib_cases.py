@@ -275,3 +275,81 @@ CASES += [
       _lstm(1, middle=[None, None, None, f32(1, 18)]), dict(hidden_size=6, direction="reverse"), outputs=3,
       tol=(1e-4, 1e-4)),
 ]
+
+# ---------------------------------------------------------------- static quantization (QOperator form)
+def q(scale, zero_point, dtype=np.uint8):
+    return [np.float32(scale), np.asarray(zero_point, dtype)]
+
+
+CASES += [
+    C("qlinear_add", "QLinearAdd", [u8(2, 3, 8), *q(0.02, 128), u8(2, 3, 8), *q(0.03, 100), *q(0.05, 120)],
+      tol=(0, 1)),
+    C("qlinear_add_broadcast_saturate", "QLinearAdd", [u8(4, 8), *q(0.2, 10), u8(8), *q(0.3, 5), *q(0.01, 0)],
+      tol=(0, 1)),
+    C("qlinear_add_int8", "QLinearAdd", [s8(3, 5), *q(0.02, 0, np.int8), s8(3, 5), *q(0.02, -3, np.int8),
+                                          *q(0.04, 2, np.int8)], tol=(0, 1)),
+    C("qlinear_mul", "QLinearMul", [u8(2, 6), *q(0.02, 128), u8(2, 6), *q(0.03, 100), *q(0.05, 120)], tol=(0, 1)),
+    C("qlinear_mul_int8_broadcast", "QLinearMul", [s8(3, 4), *q(0.05, 1, np.int8), s8(1, 4), *q(0.04, 0, np.int8),
+                                                    *q(0.1, -5, np.int8)], tol=(0, 1)),
+    C("qlinear_sigmoid", "QLinearSigmoid", [u8(3, 16), *q(0.05, 128), *q(1 / 256, 0)], tol=(0, 1)),
+    C("qlinear_sigmoid_int8", "QLinearSigmoid", [s8(3, 16), *q(0.05, 0, np.int8), *q(1 / 256, -128, np.int8)],
+      tol=(0, 1)),
+    C("qlinear_leaky_relu", "QLinearLeakyRelu", [u8(2, 3, 7), *q(0.04, 128), *q(0.03, 60)], dict(alpha=0.1),
+      tol=(0, 1)),
+    C("qlinear_leaky_relu_int8", "QLinearLeakyRelu", [s8(5, 5), *q(0.04, 3, np.int8), *q(0.02, -10, np.int8)],
+      tol=(0, 1)),
+    C("qlinear_concat", "QLinearConcat", [*q(0.05, 128), u8(2, 3, 4), *q(0.05, 128), u8(2, 5, 4), *q(0.02, 100)],
+      dict(axis=1), tol=(0, 1)),
+    C("qlinear_concat_three_last_axis", "QLinearConcat",
+      [*q(0.04, 10), u8(2, 3), *q(0.03, 0), u8(2, 1), *q(0.04, 10), u8(2, 4), *q(0.1, 200)], dict(axis=-1),
+      tol=(0, 1)),
+    C("qlinear_global_avg_pool", "QLinearGlobalAveragePool", [u8(2, 3, 5, 5), *q(0.05, 128), *q(0.02, 100)],
+      tol=(0, 1)),
+    C("qlinear_global_avg_pool_nhwc", "QLinearGlobalAveragePool", [u8(2, 4, 4, 3), *q(0.05, 128), *q(0.02, 100)],
+      dict(channels_last=1), tol=(0, 1)),
+    C("qlinear_global_avg_pool_int8", "QLinearGlobalAveragePool",
+      [s8(1, 3, 7, 7), *q(0.05, 2, np.int8), *q(0.01, -4, np.int8)], tol=(0, 1)),
+    C("qlinear_avg_pool", "QLinearAveragePool", [u8(1, 2, 6, 6), *q(0.05, 128), *q(0.03, 110)],
+      dict(kernel_shape=[3, 3], strides=[2, 2]), tol=(0, 1)),
+    C("qlinear_avg_pool_pads", "QLinearAveragePool", [u8(2, 3, 5, 5), *q(0.05, 128), *q(0.03, 110)],
+      dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1]), tol=(0, 1)),
+    C("qlinear_avg_pool_pads_count_include", "QLinearAveragePool", [u8(2, 3, 5, 5), *q(0.05, 128), *q(0.03, 110)],
+      dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1), tol=(0, 1)),
+    C("qlinear_avg_pool_nhwc_ceil", "QLinearAveragePool", [u8(1, 5, 5, 2), *q(0.05, 128), *q(0.03, 110)],
+      dict(kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1, channels_last=1), tol=(0, 1)),
+    C("qgemm_float_out", "QGemm", [u8(3, 8), *q(0.02, 128), s8(8, 5), *q(0.03, 0, np.int8)], tol=(1e-5, 1e-5)),
+    C("qgemm_requant_bias", "QGemm", [u8(3, 8), *q(0.02, 128), s8(8, 5), *q(0.03, 0, np.int8),
+                                      rand("int32", 5, low=-500, high=500), *q(0.1, 120)], tol=(0, 1)),
+    C("qgemm_trans_alpha_per_column", "QGemm", [u8(8, 3), *q(0.02, 128), s8(5, 8), scales(5),
+                                                np.zeros(5, np.int8), None, *q(0.1, 120)],
+      dict(transA=1, transB=1, alpha=0.5), tol=(0, 1)),
+    C("qgemm_u8u8_float_bias", "QGemm", [u8(4, 6), *q(0.02, 100), u8(6, 3), *q(0.03, 128),
+                                          rand("int32", 4, 3, low=-100, high=100)], tol=(1e-5, 1e-5)),
+]
+
+# ---------------------------------------------------------------- Tokenizer
+def strings(*rows):
+    return np.array(rows, dtype=object)
+
+
+TEXT = strings("Hello World", "I love computer science !", "")
+SKL_SEPARATORS = [" ", "[.]", "\\?", ",", ";", ":", "\\!", "\\(", "\\)", "\n", '"', "'", "-", "\\[", "\\]", "@"]
+CASES += [
+    C("tokenizer_space", "Tokenizer", [TEXT], dict(mark=0, mincharnum=1, pad_value="#", separators=[" "])),
+    C("tokenizer_mark", "Tokenizer", [TEXT], dict(mark=1, mincharnum=1, pad_value="#", separators=[" "])),
+    C("tokenizer_mincharnum", "Tokenizer", [TEXT], dict(mark=0, mincharnum=2, pad_value="", separators=[" "])),
+    C("tokenizer_2d", "Tokenizer", [strings(["a b", "c"], ["d e f", "g h"])],
+      dict(mark=0, mincharnum=1, pad_value="#", separators=[" "])),
+    C("tokenizer_characters", "Tokenizer", [strings("abc", "de")],
+      dict(mark=0, mincharnum=1, pad_value="#", separators=[""])),
+    C("tokenizer_skl2onnx_separators", "Tokenizer",
+      [strings("the quick, brown fox; jumps (over) the lazy dog!", "what? 'quoted' [x] a-b @c")],
+      dict(mark=0, mincharnum=1, pad_value="#", separators=SKL_SEPARATORS)),
+    C("tokenizer_tokenexp", "Tokenizer", [strings("the quick, brown_fox 42 jumps", "a b")],
+      dict(mark=0, mincharnum=1, pad_value="#", tokenexp="[a-zA-Z0-9_]+")),
+    C("tokenizer_tokenexp_words2", "Tokenizer", [strings("the quick, brown_fox 42 jumps", "a bb ccc \u00e9t\u00e9")],
+      dict(mark=0, mincharnum=1, pad_value="#", tokenexp="\\b\\w\\w+\\b")),
+    C("tokenizer_tokenexp_mark_min", "Tokenizer", [strings(["x yy zzz", "1 22"], ["", "q"])],
+      dict(mark=1, mincharnum=2, pad_value="<pad>", tokenexp="[a-z0-9]+")),
+    C("tokenizer_all_empty", "Tokenizer", [strings("", "")], dict(mark=0, mincharnum=1, pad_value="#", separators=[" "])),
+]

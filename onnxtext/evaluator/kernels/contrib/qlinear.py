@@ -1,0 +1,158 @@
+"""com.microsoft static quantization in QOperator form: QLinearAdd, QLinearMul, QLinearConcat,
+QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax, QLinearGlobalAveragePool, QLinearAveragePool,
+QGemm, and the com.microsoft QuantizeLinear/DequantizeLinear the older quantizer emits.
+
+Every operand carries its scale and zero point. The element-wise kernels work as onnxruntime's:
+add and mul in float32 on the zero-point-shifted integers scaled by the ratios of the scales, then
+round half to even, add the output zero point and saturate; unary ones (sigmoid, leaky relu) and
+concat's requantization use a 256-entry lookup table ``quantize(f(dequantize(v)))`` built per call.
+The pools average in float32 on dequantized values (global: integer sums, one scale). QGemm
+multiplies exactly in integers (BLAS, :func:`..quantize.integer_product`), adds the int32 ``C``, then
+scales by ``alpha * a_scale * b_scale`` and requantizes to ``y_scale``/``y_zero_point`` (float output
+when ``y_scale`` is absent).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...registry import kernel
+from ..activation import _sigmoid
+from ..pool import average_pool
+from ..quantize import dequantize_linear, integer_product, quantize_linear
+from . import MS
+
+
+def _scalar(v, default=0.0):
+    return np.float32(default) if v is None else np.float32(np.asarray(v).reshape(-1)[0])
+
+
+def _requantize(values, zero_point, like):
+    """float32 values (already divided by the output scale) -> the integer type of ``like``."""
+    info = np.iinfo(like)
+    return np.clip(np.rint(values) + _scalar(zero_point), info.min, info.max).astype(like)
+
+
+def _shifted(x, zero_point):
+    return x.astype(np.float32) - _scalar(zero_point)
+
+
+@kernel("QLinearAdd", since=1, domain=MS)
+def qlinear_add(A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale, C_zero_point=None):
+    c_scale = _scalar(C_scale)
+    value = (_shifted(A, A_zero_point) * (_scalar(A_scale) / c_scale) +
+             _shifted(B, B_zero_point) * (_scalar(B_scale) / c_scale))
+    return _requantize(value, C_zero_point, A.dtype)
+
+
+@kernel("QLinearMul", since=1, domain=MS)
+def qlinear_mul(A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale, C_zero_point=None):
+    ratio = _scalar(A_scale) * _scalar(B_scale) / _scalar(C_scale)
+    value = _shifted(A, A_zero_point) * _shifted(B, B_zero_point) * ratio
+    return _requantize(value, C_zero_point, A.dtype)
+
+
+def _table(dtype, x_scale, x_zero_point, y_scale, y_zero_point, fn):
+    """The 256-entry table v -> quantize(fn(dequantize(v))) for 8-bit ``dtype``, indexed by v - min."""
+    info = np.iinfo(dtype)
+    codes = np.arange(info.min, info.max + 1, dtype=np.int64)
+    real = (codes.astype(np.float32) - _scalar(x_zero_point)) * _scalar(x_scale)
+    return _requantize(fn(real) / _scalar(y_scale), y_zero_point, dtype)
+
+
+def _lookup(X, table):
+    return table[X.astype(np.int64) - np.iinfo(X.dtype).min]
+
+
+@kernel("QLinearSigmoid", since=1, domain=MS)
+def qlinear_sigmoid(X, X_scale, X_zero_point, Y_scale, Y_zero_point=None):
+    return _lookup(X, _table(X.dtype, X_scale, X_zero_point, Y_scale, Y_zero_point, _sigmoid))
+
+
+@kernel("QLinearLeakyRelu", since=1, domain=MS)
+def qlinear_leaky_relu(X, X_scale, X_zero_point, Y_scale, Y_zero_point=None, *, alpha=0.01):
+    def leaky(v):
+        return np.where(v >= 0, v, v * np.float32(alpha))
+    return _lookup(X, _table(X.dtype, X_scale, X_zero_point, Y_scale, Y_zero_point, leaky))
+
+
+@kernel("QLinearConcat", since=1, domain=MS)
+def qlinear_concat(Y_scale, Y_zero_point, *inputs, axis):
+    """Inputs come in triples (tensor, scale, zero point); each is requantized to Y's parameters."""
+    parts = []
+    for x, scale, zero_point in zip(inputs[0::3], inputs[1::3], inputs[2::3]):
+        if _scalar(scale) == _scalar(Y_scale) and _scalar(zero_point) == _scalar(Y_zero_point):
+            parts.append(x)
+        else:
+            parts.append(_lookup(x, _table(x.dtype, scale, zero_point, Y_scale, Y_zero_point, lambda v: v)))
+    return np.concatenate(parts, axis=axis)
+
+
+@kernel("QLinearSoftmax", since=1, domain=MS)
+def qlinear_softmax(X, X_scale, x_zero_point, y_scale, y_zero_point, *, axis=-1, opset=13):
+    real = (_shifted(X, x_zero_point) * _scalar(X_scale))
+    if opset < 13:
+        shape = X.shape
+        real = real.reshape(int(np.prod(shape[:axis % X.ndim])), -1)
+        axis = -1
+    e = np.exp(real - real.max(axis=axis, keepdims=True))
+    probs = (e / e.sum(axis=axis, keepdims=True)).reshape(X.shape)
+    return _requantize(probs / _scalar(y_scale), y_zero_point, X.dtype)
+
+
+def _channels_first(X, channels_last):
+    return np.moveaxis(X, -1, 1) if channels_last else X
+
+
+@kernel("QLinearGlobalAveragePool", since=1, domain=MS)
+def qlinear_global_average_pool(X, x_scale, x_zero_point, y_scale, y_zero_point, *, channels_last=0):
+    x = _channels_first(X, channels_last)
+    spatial = tuple(range(2, x.ndim))
+    size = int(np.prod(x.shape[2:]))
+    sums = x.astype(np.int64).sum(axis=spatial, keepdims=True) - np.int64(_scalar(x_zero_point)) * size
+    value = sums.astype(np.float32) * (_scalar(x_scale) / (_scalar(y_scale) * np.float32(size)))
+    y = _requantize(value, y_zero_point, X.dtype)
+    return np.moveaxis(y, 1, -1) if channels_last else y
+
+
+@kernel("QLinearAveragePool", since=1, domain=MS)
+def qlinear_average_pool(X, x_scale, x_zero_point, y_scale, y_zero_point=None, *, auto_pad="NOTSET",
+                         ceil_mode=0, count_include_pad=0, kernel_shape, pads=None, strides=None,
+                         channels_last=0):
+    x = _channels_first(X, channels_last)
+    real = _shifted(x, x_zero_point) * _scalar(x_scale)
+    pooled = average_pool(real, auto_pad=auto_pad, ceil_mode=ceil_mode, count_include_pad=count_include_pad,
+                          kernel_shape=kernel_shape, pads=pads, strides=strides)
+    y = _requantize(pooled / _scalar(y_scale), y_zero_point, X.dtype)
+    return np.moveaxis(y, 1, -1) if channels_last else y
+
+
+@kernel("QGemm", since=1, domain=MS)
+def qgemm(A, a_scale, a_zero_point, B, b_scale, b_zero_point, C=None, y_scale=None, y_zero_point=None, *,
+          alpha=1.0, transA=0, transB=0):
+    a = _shifted(A, a_zero_point)
+    b_zp = np.asarray(b_zero_point).astype(np.float32)
+    b = B.astype(np.float32)
+    if transA:
+        a = a.T
+    if transB:
+        b = b.T
+    b = b - (b_zp.reshape(1, -1) if b_zp.size > 1 else b_zp.reshape(()))
+    acc = integer_product(a, b, 255, 255).astype(np.float64)
+    if C is not None:
+        acc = acc + C.astype(np.float64)
+    b_scale = np.asarray(b_scale).astype(np.float32)
+    scale = np.float32(alpha) * _scalar(a_scale) * (b_scale.reshape(1, -1) if b_scale.size > 1 else b_scale.reshape(()))
+    if y_scale is None:
+        return (acc.astype(np.float32) * scale).astype(np.float32)
+    return _requantize(acc.astype(np.float32) * (scale / _scalar(y_scale)), y_zero_point, A.dtype)
+
+
+@kernel("QuantizeLinear", since=1, domain=MS)
+def quantize_linear_ms(x, y_scale, y_zero_point=None, *, axis=1):
+    return quantize_linear(x, y_scale, y_zero_point, axis=axis)
+
+
+@kernel("DequantizeLinear", since=1, domain=MS)
+def dequantize_linear_ms(x, x_scale, x_zero_point=None, *, axis=1):
+    return dequantize_linear(x, x_scale, x_zero_point, axis=axis)

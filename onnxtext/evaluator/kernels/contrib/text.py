@@ -1,0 +1,55 @@
+"""com.microsoft::Tokenizer (skl2onnx's text vectorizers emit it).
+
+Each string of X ([C] or [N, C]) becomes its tokens along a new last axis, padded with ``pad_value``
+to the longest token count D: output [C, D] or [N, C, D]. Tokens come either from splitting on the
+``separators`` (regular expressions; a single empty separator splits into characters) or from the
+matches of ``tokenexp``. Tokens shorter than
+``mincharnum`` characters are dropped; ``mark=1`` adds the start-of-text (U+0002) and end-of-text
+(U+0003) markers around each row. The expressions are onnxruntime's RE2 syntax, run with Python's
+``re`` in ASCII mode (RE2's ``\w``, ``\b`` and ``\d`` are ASCII), which agrees on the constructs
+the converters write (classes, alternations, escapes, word boundaries).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ....errors import EvalError
+from ...registry import kernel
+from . import MS
+
+_START, _END = "\x02", "\x03"
+
+
+def _splitter(separators, tokenexp):
+    if tokenexp:
+        pattern = re.compile(tokenexp, re.ASCII)
+        return lambda s: [m.group(0) for m in pattern.finditer(s)]
+    if separators is None:
+        raise EvalError("Tokenizer needs 'separators' or 'tokenexp'")
+    if list(separators) == [""]:
+        return list  # characters
+    pattern = re.compile("|".join(f"(?:{s})" for s in separators), re.ASCII)
+    return lambda s: pattern.split(s)
+
+
+@kernel("Tokenizer", since=1, domain=MS)
+def tokenizer(X, *, mark, mincharnum, pad_value, separators=None, tokenexp=None):
+    if X.ndim not in (1, 2):
+        raise EvalError(f"Tokenizer takes [C] or [N, C] strings, got rank {X.ndim}")
+    if separators is not None and tokenexp:
+        raise EvalError("Tokenizer: 'separators' and 'tokenexp' cannot both be set")
+    split = _splitter(separators, tokenexp)
+    rows = []
+    for text in X.reshape(-1):
+        tokens = [t for t in split(str(text)) if t and len(t) >= mincharnum]
+        if mark:
+            tokens = [_START] + tokens + [_END]
+        rows.append(tokens)
+    width = max((len(r) for r in rows), default=0)
+    out = np.full((len(rows), width), pad_value, dtype=object)
+    for i, tokens in enumerate(rows):
+        out[i, :len(tokens)] = tokens
+    return out.reshape(X.shape + (width,))
