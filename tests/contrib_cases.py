@@ -353,3 +353,9 @@ CASES += [
       dict(mark=1, mincharnum=2, pad_value="<pad>", tokenexp="[a-z0-9]+")),
     C("tokenizer_all_empty", "Tokenizer", [strings("", "")], dict(mark=0, mincharnum=1, pad_value="#", separators=[" "])),
 ]
+CASES += [
+    C("qlinear_softmax", "QLinearSoftmax", [u8(2, 3, 10), *q(0.05, 128), *q(1 / 256, 0)], dict(opset=13),
+      tol=(0, 1)),
+    C("qlinear_softmax_int8_axis1_v12", "QLinearSoftmax", [s8(2, 3, 4), *q(0.05, 0, np.int8), *q(1 / 256, -128, np.int8)],
+      dict(opset=12, axis=1), tol=(0, 1)),
+]

@@ -1,4 +1,4 @@
-"""com.microsoft::Tokenizer (skl2onnx's text vectorizers emit it).
+r"""com.microsoft::Tokenizer (skl2onnx's text vectorizers emit it).
 
 Each string of X ([C] or [N, C]) becomes its tokens along a new last axis, padded with ``pad_value``
 to the longest token count D: output [C, D] or [N, C, D]. Tokens come either from splitting on the
