@@ -233,3 +233,36 @@ def type_errors(s, node: onnx.NodeProto, input_types: dict) -> str | None:
         return (f"{node.op_type}: missing input {missing.name} "
                 f"(signature: {signature(s).split('  ')[0]})")
     return None
+
+
+def attribute_type(attr) -> str:
+    """A schema attribute's type as onnxtext writes it: ``float``, ``ints``, ``graph``..."""
+    return _attr_type(attr)
+
+
+def first_paragraph(text: str) -> str:
+    """The first paragraph of a schema's documentation (up to the first blank line)."""
+    text = (text or "").strip()
+    return text.split("\n\n", 1)[0].strip()
+
+
+def markdown(s) -> str:
+    """Markdown for an editor's hover: signature, since-version, attributes, type constraints, first paragraph."""
+    name = f"{s.domain}.{s.name}" if canonical_domain(s.domain) else s.name
+    ins = ", ".join(_formal(p) for p in s.inputs)
+    outs = ", ".join(_formal(p) for p in s.outputs)
+    lines = [f"```\n{name}({ins}) -> ({outs})\n```",
+             f"**{name}** since opset {s.since_version}" + (f" of `{s.domain}`" if canonical_domain(s.domain) else "")
+             + (" (deprecated)" if s.deprecated else "")]
+    if s.attributes:
+        lines.append("Attributes:\n" + "\n".join(
+            f"- `{a_name}`: `{a_type}`" + (" (required)" if default == "required" else
+                                           f" = `{default.partition('=')[2].strip()}`" if default else "")
+            for a_name, a_type, default in attributes(s)))
+    if s.type_constraints:
+        lines.append("Types:\n" + "\n".join(
+            f"- `{c.type_param_str}`: {', '.join(c.allowed_type_strs)}" for c in s.type_constraints))
+    para = first_paragraph(s.doc)
+    if para:
+        lines.append(para)
+    return "\n\n".join(lines)
