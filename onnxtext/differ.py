@@ -84,6 +84,8 @@ class DiffResult:
     b_label: str = "b"
     #: path -> diffmatch.ScopeMatch: how the nodes of each graph and function body paired (for pictures)
     scopes: dict = field(default_factory=dict, repr=False)
+    #: the two ModelProtos compared (external data not loaded)
+    models: tuple = field(default=(), repr=False)
 
     @property
     def equal(self) -> bool:
@@ -145,7 +147,7 @@ def compare(a, b) -> DiffResult:
     mb, base_b, lb = _model(b, "b")
     ctx = _Ctx(base_a, base_b)
     _diff_model(ctx, ma, mb)
-    return DiffResult(ctx.changes, la, lb, ctx.scopes)
+    return DiffResult(ctx.changes, la, lb, ctx.scopes, (ma, mb))
 
 
 def diff(a, b, *, format: str = "text", color: bool = False) -> str:

@@ -8,7 +8,9 @@ It writes, for the current repository (or with ``--global`` for the user):
   hash, min, max and mean, so a changed weight is one changed line instead of megabytes of base64);
 * ``diff.onnx.cachetextconv true`` (git caches the text per blob in refs/notes/textconv/onnx);
 * ``diff.onnx.xfuncname``: a pattern matching the first line of a graph or function, so hunk headers name
-  the graph or function a change is in.
+  the graph or function a change is in;
+* ``difftool.onnxtext.cmd``: ``git difftool -t onnxtext -- model.onnx`` draws both versions of each changed
+  model in one picture (``onnxtext diff --html``, a page in the temporary directory opened in the browser).
 
 git hands textconv a temporary copy of the file, so external-data tensors print as references
 (``["location": ..., "offset": ..., "length": ...]``) rather than failing.
@@ -27,6 +29,9 @@ DEFAULT_COMMAND = "onnxtext print --elide"
 #: Graphs and functions start at column 0 with their (possibly quoted) name, then ``(`` or ``<``
 #: (see Printer.print_graph / print_function); nodes are indented, headers start with ``<``.
 XFUNCNAME = r'^("[^"]*"|[A-Za-z_][A-Za-z0-9_.]*) [(<].*$'
+#: git difftool runs this with $LOCAL, $REMOTE (the two versions) and $MERGED (the path in the work tree)
+DIFFTOOL = ('onnxtext diff -q --html "${TMPDIR:-/tmp}/onnxtext-diff-$(basename "$MERGED").html" --open '
+            '"$LOCAL" "$REMOTE"')
 
 
 def add_arguments(p):
@@ -50,10 +55,11 @@ def run(args) -> int:
         scope = ["--local"]
         where = top
     for key, value in (("diff.onnx.textconv", args.textconv), ("diff.onnx.cachetextconv", "true"),
-                       ("diff.onnx.xfuncname", XFUNCNAME)):
+                       ("diff.onnx.xfuncname", XFUNCNAME), ("difftool.onnxtext.cmd", DIFFTOOL)):
         _git(["config", *scope, key, value], f"cannot set {key}")
     added = _add_attribute_lines(attributes, [f"{p} diff=onnx" for p in (args.pattern or ["*.onnx"])])
     print(f"configured {where}: diff.onnx.textconv = {args.textconv!r}, cachetextconv, xfuncname")
+    print("pictures of changes: git difftool -t onnxtext -- MODEL.onnx (onnxtext diff --html, opens a browser)")
     print(f"{attributes}: " + (", ".join(added) + " added" if added else "already set up"))
     return 0
 

@@ -94,6 +94,8 @@ def svg_markup(scene: Scene, placed: Placed, *, standalone: bool, expanded: bool
         x, y, bw, bh = placed.boxes[b.id]
         mark = f" {b.mark}" if b.mark else ""
         attrs = f' data-path="{_e(b.path)}" data-cluster="{b.cluster}"'
+        if b.path_a:
+            attrs += f' data-path-a="{_e(b.path_a)}"'
         if b.expands:
             attrs += f' data-expands="{" ".join(b.expands)}"'
         if b.line:
@@ -123,7 +125,7 @@ def page_data(scene: Scene, source: str = "") -> dict:
     """The JSON the page's script reads: per box its text, line, weights, changes; clusters; model facts."""
     boxes = {}
     for b in scene.boxes:
-        item = {"kind": b.kind, "title": b.title, "path": b.path, "text": b.text, "search": b.search}
+        item = {"kind": b.kind, "title": b.title, "path": b.path or b.path_a, "text": b.text, "search": b.search}
         if b.line:
             item["line"] = b.line
         if b.weights:

@@ -48,6 +48,7 @@ class Box:
     search: str = ""  # lowercase words the search box matches (op, node name, output names)
     mark: str = ""  # diff: "added", "removed", "changed" or ""
     changes: list[str] = field(default_factory=list)  # diff: what changed, one line each
+    path_a: str = ""  # diff pictures: the path of the same element in model a ("" when b only)
 
 
 @dataclass
