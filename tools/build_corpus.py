@@ -34,6 +34,7 @@ import numpy as np  # noqa: E402
 
 import corpus_feeds as F  # noqa: E402
 import corpus_torch as T  # noqa: E402
+import corpus_ort as O  # noqa: E402
 import corpus_sklearn as S  # noqa: E402
 import corpus_transformers as H  # noqa: E402
 from corpus_pip import shipped  # noqa: E402
@@ -63,6 +64,9 @@ def _vad(batch, samples=576, sr=True, state="state"):
 def _img(name, shape, lo=0.0, hi=1.0):
     return lambda rng: {name: F.image(rng, shape, lo, hi)}
 
+
+LN14 = ("onnxruntime's optimizer fuses a LayerNormalization of the default domain (opset 17 and later) "
+        "into this opset-14 model: onnxruntime runs it, onnx.checker finds no such operator at opset 14")
 
 MODELS: list[Entry] = [
     # name, kind, builder (+ feeds), onnx.checker's known objection
@@ -131,6 +135,17 @@ MODELS: list[Entry] = [
     *[Entry(f"skl_{name}", "skl2onnx", S.tabular(name)) for name in S.ESTIMATORS],
     Entry("skl_tfidf_logreg", "skl2onnx", S.tfidf_pipeline),
     Entry("skl_column_transformer", "skl2onnx", S.column_transformer),
+    # onnxruntime's quantizers, transformer optimizer and float16 converter
+    Entry("ort_bert_qdyn", "ort-quantized", O.quantized_dynamic(H.bert_spec)),
+    Entry("ort_lstm_qdyn", "ort-quantized", O.quantized_dynamic(T.lstm_spec, op_types=["LSTM", "MatMul", "Gather"])),
+    Entry("ort_cnn_qop", "ort-quantized", O.quantized_static(T.cnn_spec, "QOperator")),
+    Entry("ort_cnn_qdq", "ort-quantized", O.quantized_static(T.cnn_spec, "QDQ")),
+    Entry("ort_llama_nbits", "ort-quantized", O.matmul_nbits(H.llama_spec)),
+    Entry("ort_bert_opt", "ort-optimized", O.optimized(H.bert_eager_spec, "bert", 4, 64)),
+    Entry("ort_bert_sdpa_opt", "ort-optimized", O.optimized(H.bert_spec, "bert", 4, 64), checker=LN14),
+    Entry("ort_gpt2_opt", "ort-optimized", O.optimized(H.gpt2_spec, "gpt2", 4, 64), checker=LN14),
+    Entry("ort_bert_opt_fp16", "ort-optimized", O.optimized(H.bert_eager_spec, "bert", 4, 64, fp16=True)),
+    Entry("ort_cnn_fp16", "ort-optimized", O.float16(T.cnn_spec)),
 ]
 
 

@@ -39,14 +39,19 @@ def _text_spec(rng, model, vocab, keys, outputs, batch=2, seq=16, first=None):
     return Spec(_Outputs.wrap(model.eval(), keys, outputs), args, list(keys), list(outputs), dynamic)
 
 
-def bert_spec(rng) -> Spec:
-    """BertModel (a MiniLM-sized encoder: 2 layers, hidden 64): last_hidden_state and pooler_output."""
+def bert_spec(rng, attn: str = "sdpa") -> Spec:
+    """BertModel (a MiniLM-sized encoder: 2 layers, hidden 64): last_hidden_state and pooler_output.
+    ``attn="eager"`` is the attention form that onnxruntime's optimizer fuses (optimum exports it)."""
     from transformers import BertConfig, BertModel
 
     config = BertConfig(vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=128, max_position_embeddings=128)
+                        intermediate_size=128, max_position_embeddings=128, attn_implementation=attn)
     return _text_spec(rng, BertModel(config), 1000, ("input_ids", "attention_mask", "token_type_ids"),
                       ("last_hidden_state", "pooler_output"), first=101)
+
+
+def bert_eager_spec(rng) -> Spec:
+    return bert_spec(rng, "eager")
 
 
 def distilbert_spec(rng) -> Spec:
