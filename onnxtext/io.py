@@ -14,7 +14,7 @@ import tempfile
 from .errors import ModelFileError, OnnxTextError
 
 TEXT_EXTENSIONS = (".onnxtext", ".onnxtxt")
-_PAIRS_DATA = re.compile(rb'=\s*\[\s*["\]]')  # also matches string lists: a false positive costs little
+_PAIRS_DATA = re.compile(r'=\s*\[\s*["\]]')  # also matches string lists: a false positive costs little
 _CHUNK = 4 << 20  # bytes per read/write step when a progress bar is shown
 
 
@@ -32,65 +32,146 @@ def looks_like_text(data: bytes) -> bool:
     return not stripped or stripped[:1] in b"<#/\"_" or stripped[:1].isalpha()
 
 
-def read_text_or_bytes(path: str, progress=None) -> bytes | bytearray:
-    """The whole file; with a progress reporter, read in chunks (into one buffer) so the bar moves."""
+#: Model files larger than this are refused before reading (``load(..., max_bytes=)`` or the environment
+#: variable ``ONNXTEXT_MAX_FILE_BYTES`` raise it; docs/limits.md). Real models stay far below: protobuf
+#: cannot even decode a binary of 2 GiB, and big weights belong in external data.
+MAX_FILE_BYTES = 16 << 30
+_PROTOBUF_LIMIT = 2 ** 31
+
+
+def max_file_bytes() -> int:
+    """The size cap for model files: ``$ONNXTEXT_MAX_FILE_BYTES`` when set, else :data:`MAX_FILE_BYTES`."""
+    value = os.environ.get("ONNXTEXT_MAX_FILE_BYTES", "").strip()
+    if value:
+        try:
+            return int(value)
+        except ValueError:
+            raise ModelFileError(f"ONNXTEXT_MAX_FILE_BYTES={value!r} is not a number of bytes") from None
+    return MAX_FILE_BYTES
+
+
+def open_model_file(path: str, max_bytes: int | None = None):
+    """``(stream, size)`` for a model file that is a regular file within the size cap; ModelFileError else.
+
+    FIFOs, devices (``/dev/zero``), sockets and directories are refused without reading from them (the open
+    is non-blocking, so a FIFO with no writer cannot hang it).
+    """
+    import stat
+
+    limit = max_file_bytes() if max_bytes is None else max_bytes
     try:
-        with open(path, "rb") as f:
-            if progress is None:
-                return f.read()
-            size = os.fstat(f.fileno()).st_size
-            stage = progress.stage("reading " + os.path.basename(path), size)
-            buf = bytearray(size)
-            view, pos = memoryview(buf), 0
-            while pos < size:
-                n = f.readinto(view[pos:pos + _CHUNK])
-                if not n:
-                    break
-                pos += n
-                stage.advance(n)
-            view.release()
-            rest = f.read()  # the file grew while we read it
-            if pos < size:
-                del buf[pos:]
-            buf += rest
-            return buf
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise ModelFileError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise ModelFileError(f"{path}: is a directory, not a model file") from None
     except OSError as e:
         raise ModelFileError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ModelFileError(f"{path}: is a directory, not a model file")
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) or \
+                stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file"
+            raise ModelFileError(f"{path}: is {kind}, not a regular file; model files are read only from "
+                                 "regular files")
+        if st.st_size > limit:
+            raise ModelFileError(f"{path}: {st.st_size} bytes, above the model file size limit of {limit} bytes "
+                                 "(raise it with ONNXTEXT_MAX_FILE_BYTES or load(..., max_bytes=); docs/limits.md)")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb"), st.st_size
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_text_or_bytes(path: str, progress=None, max_bytes: int | None = None) -> bytes | bytearray:
+    """The whole file (a regular file within the size cap); with a progress reporter, read in chunks (into
+    one buffer) so the bar moves."""
+    f, size = open_model_file(path, max_bytes)
+    limit = max_file_bytes() if max_bytes is None else max_bytes
+    try:
+        with f:
+            if progress is None:
+                data = f.read(limit + 1)
+            else:
+                stage = progress.stage("reading " + os.path.basename(path), size)
+                buf = bytearray(size)
+                view, pos = memoryview(buf), 0
+                while pos < size:
+                    n = f.readinto(view[pos:pos + _CHUNK])
+                    if not n:
+                        break
+                    pos += n
+                    stage.advance(n)
+                view.release()
+                rest = f.read(limit + 1 - pos)  # the file grew while we read it
+                if pos < size:
+                    del buf[pos:]
+                buf += rest
+                data = buf
+    except OSError as e:
+        raise ModelFileError(f"{path}: cannot read: {e.strerror}") from None
+    if len(data) > limit:  # it grew past the cap while we read it
+        raise ModelFileError(f"{path}: above the model file size limit of {limit} bytes (docs/limits.md)")
+    return data
+
+
+def read_model_source(path, progress=None, max_bytes: int | None = None):
+    """The one loader that tells binary from text: the text (``str``) of an onnxtext file, or the decoded
+    ``onnx.ModelProto`` of a binary one. ModelFileError for missing, empty, special, oversized, corrupt or
+    non-UTF-8 files. :func:`load`, ``check`` and ``info`` all read files through it.
+    """
+    return _read_source(os.fspath(path), progress, max_bytes)[0]
+
+
+def _read_source(path: str, progress, max_bytes):
+    """``(text or ModelProto, whether a binary may hold external data)``."""
+    data = read_text_or_bytes(path, progress, max_bytes)
+    if not data[:4096].strip() and not data.strip():  # strip() copies: only when the start is blank
+        raise ModelFileError(f"{path}: empty file, not an ONNX model")
+    if looks_like_text(data) or path.endswith(TEXT_EXTENSIONS):
+        if progress is not None:
+            progress.stage("parsing", None)
+        try:
+            return data.decode("utf-8", errors="strict"), False
+        except UnicodeDecodeError as e:
+            line = data.count(b"\n", 0, e.start) + 1
+            column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+            raise ModelFileError(f"{path}:{line}:{column}: not valid UTF-8 (byte 0x{data[e.start]:02x} at offset "
+                                 f"{e.start}), and not a binary ONNX model") from None
+    if progress is not None:
+        progress.stage("decoding", None)
+    # TensorProto field 14 (data_location), varint 1 (EXTERNAL): a scan of the bytes is ~100x cheaper than
+    # walking every attribute of the decoded model, and rules out external data in most models
+    return load_binary(data, path), b"\x70\x01" in data
 
 
 def load(path, *, kind: str = "model", load_external_data: bool = True, progress=None,
-         external_limit: int | None = None):
+         external_limit: int | None = None, max_bytes: int | None = None):
     """Load a model from ``path`` (binary or text). Text may also hold a graph/function with kind='any'.
 
     External data is read into the tensors (like ``onnx.load``), resolved relative to the directory of
     ``path``, verified (length, checksum) and refused when its location escapes that directory.
     ``load_external_data=False`` keeps the references as they are (what ``print`` shows).
     ``external_limit``: refuse, before reading any, external data adding up to more bytes than this.
+    ``max_bytes``: the model file size cap (default :func:`max_file_bytes`).
     """
     path = os.fspath(path)
-    data = read_text_or_bytes(path, progress)
-    if not data[:4096].strip() and not data.strip():  # strip() copies: only when the start is blank
-        raise ModelFileError(f"{path}: empty file, not an ONNX model")
-    if progress is not None:
-        progress.stage("parsing" if looks_like_text(data) else "decoding", None)
-    is_text = looks_like_text(data) or path.endswith(TEXT_EXTENSIONS)
-    # walking every attribute of a 50,000-node model costs ~0.3 s in Python; a scan of the bytes is ~100x
-    # cheaper and rules out external data in most models (a false positive only costs the walk)
-    maybe_external = load_external_data and _may_reference_external_data(data, is_text)
+    source, maybe_binary_external = _read_source(path, progress, max_bytes)
+    is_text = isinstance(source, str)
     if is_text:
         from .syntax.parser import parse, parse_model
 
-        text = data.decode("utf-8", errors="strict") if _utf8(data) else None
-        if text is None:
-            raise ModelFileError(f"{path}: not valid UTF-8 text and not a binary ONNX model")
-        del data
-        model = parse_model(text, filename=path) if kind == "model" else parse(text, filename=path)
+        # walking every attribute of a 50,000-node model costs ~0.3 s in Python; a scan of the text is much
+        # cheaper and rules out external data in most models (a false positive only costs the walk)
+        maybe_external = load_external_data and _may_reference_external_data(source)
+        model = parse_model(source, filename=path) if kind == "model" else parse(source, filename=path)
+        del source
     else:
-        model = load_binary(data, path)
+        model = source
+        maybe_external = load_external_data and maybe_binary_external
     if maybe_external:
         from .errors import ExternalDataError
         from .external import resolve
@@ -102,24 +183,15 @@ def load(path, *, kind: str = "model", load_external_data: bool = True, progress
     return model
 
 
-def _may_reference_external_data(data, is_text: bool) -> bool:
-    """False only when no tensor in the file can have data_location EXTERNAL."""
-    if is_text:  # external data is `= [` pairs `]` (or `= []`), or an @data_location EXTERNAL annotation
-        return _PAIRS_DATA.search(data) is not None or b"EXTERNAL" in data
-    return b"\x70\x01" in data  # TensorProto field 14 (data_location), varint 1 (EXTERNAL)
+def _may_reference_external_data(text: str) -> bool:
+    """False only when no tensor in the text can have data_location EXTERNAL."""
+    # external data is `= [` pairs `]` (or `= []`), or an @data_location EXTERNAL annotation
+    return _PAIRS_DATA.search(text) is not None or "EXTERNAL" in text
 
 
 def model_dir(path) -> str:
     """The directory external data locations of the file ``path`` are relative to."""
     return os.path.dirname(os.path.abspath(os.fspath(path)))
-
-
-def _utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-        return True
-    except UnicodeDecodeError:
-        return False
 
 
 def load_binary(data: bytes, path: str = "<bytes>"):

@@ -105,18 +105,13 @@ def check(model_or_text_or_path, *, filename: str | None = None, base_dir: str |
         path = os.fspath(src)
         filename = filename or path
         base_dir = base_dir or os.path.dirname(os.path.abspath(path))
-        with open(path, "rb") as f:
-            data = f.read()
-        if _looks_binary(data):
-            m = onnx.ModelProto()
-            try:
-                m.ParseFromString(data)
-            except Exception as e:  # protobuf DecodeError
-                return [Diagnostic("error", "model.decode", f"{path} is not an ONNX model: {e}",
-                                   "IR spec: Models", file=filename)]
-            src = m
-        else:
-            src = data
+        from ..errors import ModelFileError
+        from ..io import read_model_source
+
+        try:
+            src = read_model_source(path)  # the text, or the decoded binary model
+        except ModelFileError as e:
+            return [Diagnostic("error", "model.decode", str(e), "IR spec: Models", file=filename)]
     if isinstance(src, str) and re.fullmatch(r"[^\s{}()<>=]+\.(onnx|onnxtext|onnxtxt|txt)", src):
         from ..errors import ModelFileError
 
@@ -137,12 +132,6 @@ def check(model_or_text_or_path, *, filename: str | None = None, base_dir: str |
     out = ctx.diagnostics
     out.sort(key=lambda d: (d.line or 0, d.column or 0, d.path, d.rule))
     return out
-
-
-def _looks_binary(data: bytes) -> bool:
-    from ..io import looks_like_text
-
-    return not looks_like_text(data)
 
 
 def _from_text(text: str, filename):

@@ -29,25 +29,12 @@ def decode_model_version(v: int) -> str:
 
 def read_model(path: str):
     """A ModelProto from a binary or text file (ParseError / ModelFileError on bad input)."""
-    import onnx
-
-    from ..checker import _as_model, _looks_binary
-    from ..errors import ModelFileError
+    from ..checker import _as_model
+    from ..io import read_model_source
     from ..syntax.parser import parse
 
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise ModelFileError(f"{path}: {e.strerror}") from None
-    if _looks_binary(data):
-        m = onnx.ModelProto()
-        try:
-            m.ParseFromString(data)
-        except Exception as e:  # noqa: BLE001 - protobuf DecodeError
-            raise ModelFileError(f"{path}: not an ONNX model ({e})") from None
-        return m
-    return _as_model(parse(data, filename=path))
+    source = read_model_source(path)
+    return _as_model(parse(source, filename=path)) if isinstance(source, str) else source
 
 
 def summary(model) -> dict:
