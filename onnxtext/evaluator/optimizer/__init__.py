@@ -42,8 +42,10 @@ def _rules() -> tuple[Rule, ...]:
     from ..kernels.conv_clamped import affine_relus_into_pointwise_convs
     from ..kernels.pool import pools_after_pointwise_maps, pools_before_pointwise_convs
     from ..plan import chain_concats
+    from . import shape_arithmetic
 
     return (
+        Rule(shape_arithmetic.NAME, shape_arithmetic.LEVEL, shape_arithmetic.apply, shape_arithmetic.__doc__),
         Rule("pool_after_pointwise_map", 2, pools_after_pointwise_maps,
              "AveragePool moved after a channel-narrowing pointwise Conv and its affine steps"),
         Rule("fold_affine_and_relu", 2, fusion.fold_pairs,
