@@ -248,6 +248,8 @@ def test_proto_violation(mutate, rule, path):
 def test_every_rule_has_a_violating_case():
     covered = {rule for path in CASES for rule, _ in expected_marks(open(path).read())}
     covered |= {c[1] for c in PROTO_CASES}
+    for path in glob.glob(os.path.join(HERE, "shape_cases", "*.onnxtext")):  # tests/test_shapes.py
+        covered |= set(re.findall(r"#\s*<-\s*([a-z][a-z.\-]+)\s+\"", open(path, encoding="utf-8").read()))
     assert set(RULES) - covered == set()
 
 

@@ -82,7 +82,7 @@ def rule(rule_id: str, kind: str, spec: str, severity: str = "error"):
 
 
 def _load_rules():
-    from . import devices, functions, graph, ir_version, model, operators, tensors, training  # noqa: F401
+    from . import devices, functions, graph, ir_version, model, operators, shapes, tensors, training  # noqa: F401
 
 
 def check(model_or_text_or_path, *, filename: str | None = None, base_dir: str | None = None,

@@ -1,0 +1,213 @@
+"""Type and shape rules: node inputs that do not fit their operator, declared types that contradict what the
+producing node makes, dimension symbols bound to two sizes.
+
+One pass per graph (main graph, subgraphs, training graphs) walks the nodes in order with the types known so
+far (graph inputs, initializers, outer scopes, earlier outputs) and asks :mod:`.inference` for each node's
+output types. A graph's results are computed once and cached on the checker context; a node's subgraphs are
+checked before the node, so that a mistake inside an ``If`` branch is reported at its own line and not a
+second time at the ``If``. Function bodies have no input types and are not inferred here (calls to them are,
+through onnx's function inference).
+"""
+
+from __future__ import annotations
+
+from collections import ChainMap
+
+from onnx import TensorProto, TypeProto
+
+from . import operator_shapes, rule
+from .inference import (Dimensions, better, constant_value, dims, elem_type, infer_node, inputs_text, reason,
+                        subgraphs, type_text, whole_model_types)
+
+_NODE = ("IR spec: Nodes / Operators (a node's input types MUST satisfy its operator's type constraints and "
+         "shape rules; checked with onnx shape inference)")
+_DECLARED = ("IR spec: Graphs / Nodes (a declared output or value_info type MUST agree with the type its "
+             "producing node makes)")
+_DIMENSION = "IR spec: Tensor Shapes (a dimension variable denotes one size throughout a model's graphs)"
+#: constant inputs up to this many elements are handed to onnx's inference (Reshape's shape, Slice's starts...)
+_DATA_ELEMENTS = 1024
+
+
+def _results(ctx, scope, rule_id):
+    state = getattr(ctx, "shape_state", None)
+    if state is None:
+        state = ctx.shape_state = ShapeState(ctx)
+    if scope.kind != "graph":
+        return
+    if scope.path not in state.results:  # a top-level graph (subgraphs are done with their node)
+        outer = {}
+        if scope.path.startswith("training_info"):
+            outer = state.initializer_types(ctx.model.graph)
+        state.run_scope(scope.proto, scope.path, ChainMap(outer), ChainMap({}), scope.opsets)
+    for r, p, m in state.results.get(scope.path, ()):
+        if r == rule_id:
+            yield p, m
+
+
+@rule("type.node", "graph", _NODE)
+def node_input_types(ctx, scope, path, _):
+    yield from _results(ctx, scope, "type.node")
+
+
+@rule("type.declared", "graph", _DECLARED)
+def declared_types(ctx, scope, path, _):
+    yield from _results(ctx, scope, "type.declared")
+
+
+@rule("type.dimension", "graph", _DIMENSION)
+def dimension_symbols(ctx, scope, path, _):
+    yield from _results(ctx, scope, "type.dimension")
+
+
+def tensor_type(t: TensorProto) -> TypeProto:
+    tp = TypeProto()
+    tp.tensor_type.elem_type = t.data_type
+    shape = tp.tensor_type.shape
+    for d in t.dims:
+        shape.dim.add().dim_value = d
+    return tp
+
+
+def _size(t: TensorProto) -> int:
+    n = 1
+    for d in t.dims:
+        n *= d
+    return n
+
+
+class ShapeState:
+    """What one check run knows about types: onnx's whole-model result, dimension classes, results per graph."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.model = ctx.model
+        self.whole = whole_model_types(ctx.model)
+        self.dims = Dimensions()
+        self.results: dict[str, list] = {}
+        self.opset_list = list(ctx.model.opset_import)
+
+    def initializer_types(self, g) -> dict:
+        return {t.name: tensor_type(t) for t in g.initializer}
+
+    def where(self, path: str, label: str) -> str:
+        line = self.ctx.spans.locate(path)[0]
+        return f"{label}, line {line}" if line else f"{label} at {path}"
+
+    def run_scope(self, g, path: str, outer: ChainMap, outer_data: ChainMap, opsets: dict) -> dict:
+        """Check one graph; returns its own value types (for the node that owns it)."""
+        out = self.results.setdefault(path, [])
+        types, data = outer.new_child(), outer_data.new_child()
+        whole = self.whole.get(path, {})
+        declared = {}
+        for v in g.input:
+            t = better(v.type if v.HasField("type") else None, whole.get(v.name))
+            if t is not None:
+                types[v.name] = t
+        for t in g.initializer:
+            types[t.name] = tensor_type(t)
+            if _size(t) <= _DATA_ELEMENTS and t.data_location != TensorProto.EXTERNAL:
+                data[t.name] = t
+        for s in g.sparse_initializer:
+            tp = tensor_type(s.values)
+            del tp.tensor_type.shape.dim[:]
+            for d in s.dims:
+                tp.tensor_type.shape.dim.add().dim_value = d
+            types[s.values.name] = tp
+        for key in ("value_info", "output"):
+            for v in getattr(g, key):
+                if v.HasField("type") and v.type.WhichOneof("value"):
+                    declared[v.name] = (v.type, f"{path}.{key}[{v.name}]")
+        for i, node in enumerate(g.node):
+            self.run_node(node, f"{path}.node[{i}]", types, data, declared, whole, opsets, out)
+        for v in g.output:
+            if v.name not in types and v.name in declared:
+                types[v.name] = declared[v.name][0]
+        return types.maps[0]
+
+    def run_node(self, node, npath, types, data, declared, whole, opsets, out) -> None:
+        inside = False  # a subgraph has errors of its own: the node's inference would only repeat them
+        branches = []
+        for sp, sg in subgraphs(node, npath):
+            own = self.run_scope(sg, sp, types, data, opsets)
+            inside |= self._has_errors(sp)
+            branches.append((sp.rsplit("[", 1)[-1].split("]")[0], [(v.name, own.get(v.name)) for v in sg.output]))
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.output:
+            t = constant_value(node)
+            if t is not None and _size(t) <= _DATA_ELEMENTS:
+                data[node.output[0]] = t
+        try:
+            inferred = infer_node(node, types, data, opsets, self.opset_list, self.model.ir_version,
+                                  self.ctx.functions)
+            why = None if inferred is None else operator_shapes.problem(node, types, data)
+        except Exception as e:  # noqa: BLE001 - onnx's InferenceError / ValidationError: the node's mistake
+            inferred, why = None, reason(e, node.op_type)
+        if why and not inside:
+            shown = inputs_text(node, types)
+            if branches and node.op_type == "If":
+                shown = "; ".join(f"{b} makes " + ", ".join(type_text(t) for _, t in outs) for b, outs in branches)
+            out.append(("type.node", npath, f"{node.op_type}: {why}: {shown}"))
+        inferred = inferred or {}
+        if not inside:
+            self._inner_dimensions(node, npath, types, out)
+        for o in node.output:
+            if not o:
+                continue
+            t = inferred.get(o)
+            d = declared.get(o)
+            agrees = True
+            if d is not None and t is not None:
+                agrees = self._compare(o, d, t, node, npath, out)
+            best = better(t, whole.get(o)) if agrees else t
+            if d is not None and agrees:
+                best = better(best, d[0]) if best is None or elem_type(best) == elem_type(d[0]) else best
+            if best is not None:
+                types[o] = best
+
+    def _has_errors(self, path: str) -> bool:
+        return any(p.startswith(path) and r != "type.dimension" for k, items in self.results.items()
+                   if k.startswith(path) for r, p, _ in items)
+
+    def _compare(self, name, declared, t, node, npath, out) -> None:
+        d, dpath = declared
+        said = f"{name!r} is declared {type_text(d)}, but {self.where(npath, node.op_type)} makes {type_text(t)}"
+        kd, kt = d.WhichOneof("value"), t.WhichOneof("value")
+        dd, dt = dims(d), dims(t)
+        if kd != kt or (kd == "tensor_type" and (
+                (elem_type(d) and elem_type(t) and elem_type(d) != elem_type(t))
+                or (dd is not None and dt is not None and (
+                    len(dd) != len(dt)
+                    or any(isinstance(a, int) and isinstance(b, int) and a != b for a, b in zip(dd, dt)))))):
+            out.append(("type.declared", dpath, said))
+            return False
+        if dd is not None and dt is not None:
+            for a, b in zip(dd, dt):
+                problem = self.dims.unify(a, b, self.where(dpath, f"{name!r}"))
+                if problem:
+                    out.append(("type.dimension", dpath, problem))
+        return True
+
+    def _inner_dimensions(self, node, npath, types, out) -> None:
+        """MatMul / Gemm: the inner dimensions are one size, also when they are symbols."""
+        if node.domain not in ("", "ai.onnx") or node.op_type not in ("MatMul", "Gemm") or len(node.input) < 2:
+            return
+        a, b = dims(types.get(node.input[0])), dims(types.get(node.input[1]))
+        if not a or not b:
+            return
+        ta = tb = 0
+        if node.op_type == "Gemm":
+            for at in node.attribute:
+                if at.name == "transA":
+                    ta = at.i
+                elif at.name == "transB":
+                    tb = at.i
+            if len(a) != 2 or len(b) != 2:
+                return
+            k1, k2 = a[0 if ta else 1], b[1 if tb else 0]
+        else:
+            k1, k2 = a[-1], (b[-2] if len(b) >= 2 else b[0])
+        if isinstance(k1, int) and isinstance(k2, int):
+            return  # onnx's inference compares sizes
+        problem = self.dims.unify(k1, k2, self.where(npath, node.op_type))
+        if problem:
+            out.append(("type.dimension", npath, f"{node.op_type}: inner dimensions differ: {problem}: "
+                                                 f"{inputs_text(node, types)}"))
