@@ -25,6 +25,7 @@ COMMANDS = {
     "repl": ("repl", "interactive model building and evaluation"),
     "info": ("info", "summary of a model: IR version, opsets, sizes"),
     "view": ("view", "draw a model's graph as an HTML page or an SVG picture"),
+    "lsp": ("lsp", "language server for editors (LSP over stdio)"),
     "git-setup": ("git_setup", "configure git to diff .onnx files as text"),
 }
 

@@ -1,0 +1,150 @@
+"""One analysis of a document's text: its parse, its index, its diagnostics (as LSP diagnostics).
+
+:func:`analyse` is what the server runs after an edit (debounced, off the event loop). It parses the text
+with the public API (``onnxtext.parse``), collects every parse error when that fails (the parser's first
+error, then the ones recovery finds), and otherwise runs ``onnxtext.check`` and builds the
+:class:`~.index.DocumentIndex` that navigation, hover and completion read. Each diagnostic carries its rule
+id as ``code`` and a range covering the culprit token; related information points at the other location:
+the opener of an unclosed bracket, or the first definition of a name defined twice.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from lsprotocol import types as lsp
+
+from .index import DocumentIndex, Span, build_index
+
+_WORD = re.compile(r'"(?:[^"\\\n]|\\.)*"|@?[A-Za-z_][A-Za-z0-9_.]*|-?[0-9][0-9.eE+-]*|\S')
+_OPENED_AT = re.compile(r"the '(.)' opened at line (\d+), column (\d+) is not closed")
+#: rules whose diagnostic sits on the second definition of a name
+_DUPLICATE_RULES = ("graph.ssa", "graph.unique-names", "graph.shadowing", "fn.unique")
+
+
+@dataclass
+class Analysis:
+    uri: str
+    version: int | None
+    text: str
+    model: object = None  # the parsed proto (ModelProto, GraphProto, ...) or None
+    index: DocumentIndex | None = None
+    diagnostics: list = field(default_factory=list)  # lsp.Diagnostic
+    _inferred: dict | None = None
+
+    def inferred_types(self) -> dict:
+        """Value name -> ValueInfoProto from onnx shape inference over the model (cached; {} when it fails)."""
+        if self._inferred is None:
+            self._inferred = {}
+            model = as_model(self.model)
+            if model is not None:
+                import onnx.shape_inference
+
+                try:
+                    inferred = onnx.shape_inference.infer_shapes(model)
+                except Exception:  # noqa: BLE001 - inference is a bonus for hover; a model it rejects has none
+                    inferred = None
+                if inferred is not None:
+                    g = inferred.graph
+                    for vi in [*g.value_info, *g.output, *g.input]:
+                        self._inferred[vi.name] = vi
+        return self._inferred
+
+
+def to_range(line: int, column: int, end_line: int | None = None, end_column: int | None = None) -> lsp.Range:
+    """A 1-based (line, column) span as an LSP range (0-based; columns counted in code points)."""
+    start = lsp.Position(max(line - 1, 0), max(column - 1, 0))
+    if end_line is None:
+        return lsp.Range(start, lsp.Position(start.line, start.character + 1))
+    return lsp.Range(start, lsp.Position(max(end_line - 1, 0), max(end_column - 1, 0)))
+
+
+def span_range(span: Span) -> lsp.Range:
+    return to_range(span.line, span.column, span.end_line, span.end_column)
+
+
+def word_range(lines: list[str], line: int | None, column: int | None) -> lsp.Range:
+    """The range of the token starting at (line, column): a name, a quoted string, a number, or one char."""
+    if line is None:
+        return to_range(1, 1)
+    column = column or 1
+    src = lines[line - 1] if 0 < line <= len(lines) else ""
+    m = _WORD.match(src, column - 1)
+    end = m.end() + 1 if m and m.start() == column - 1 else column + 1
+    return to_range(line, column, line, end)
+
+
+def as_model(obj):
+    """The parsed proto as a ModelProto (a graph, function or node is wrapped), or None."""
+    if obj is None:
+        return None
+    import onnx
+
+    if isinstance(obj, onnx.ModelProto):
+        return obj
+    m = onnx.ModelProto(ir_version=onnx.IR_VERSION)
+    if isinstance(obj, onnx.GraphProto):
+        m.graph.CopyFrom(obj)
+    elif isinstance(obj, onnx.FunctionProto):
+        m.functions.append(obj)
+        m.opset_import.extend(obj.opset_import)
+    elif isinstance(obj, onnx.NodeProto):
+        m.graph.node.append(obj)
+    if not m.opset_import:
+        m.opset_import.add(domain="", version=onnx.defs.onnx_opset_version())
+    return m
+
+
+def analyse(uri: str, version, text: str, filename: str | None = None) -> Analysis:
+    """Parse, index and check ``text``."""
+    import onnxtext
+
+    out = Analysis(uri, version, text)
+    lines = text.split("\n")
+    try:
+        out.model = onnxtext.parse(text, filename=filename)
+    except onnxtext.ParseError as first:
+        out.diagnostics = [_parse_diagnostic(e, lines, uri) for e in first.errors]
+        return out
+    except RecursionError:
+        out.diagnostics = [lsp.Diagnostic(to_range(1, 1), "input nested too deeply", lsp.DiagnosticSeverity.Error,
+                                          code="parse.syntax", source="onnxtext")]
+        return out
+    out.index = build_index(text)
+    for d in onnxtext.check(text, filename=filename):
+        out.diagnostics.append(_check_diagnostic(d, lines, uri, out.index))
+    return out
+
+
+def _parse_diagnostic(e, lines, uri) -> lsp.Diagnostic:
+    rng = word_range(lines, e.line, e.column)
+    if e.end_column and e.line:
+        rng = to_range(e.line, e.column or 1, e.line, e.end_column)
+    message = e.message + (f" (hint: {e.hint})" if e.hint else "")
+    related = []
+    m = _OPENED_AT.search(message)
+    if m:
+        line, col = int(m.group(2)), int(m.group(3))
+        related.append(lsp.DiagnosticRelatedInformation(
+            lsp.Location(uri, to_range(line, col)), f"the {m.group(1)!r} opened here is not closed"))
+    return lsp.Diagnostic(rng, message, lsp.DiagnosticSeverity.Error, code="parse.syntax", source="onnxtext",
+                          related_information=related or None)
+
+
+def _check_diagnostic(d, lines, uri, index: DocumentIndex | None) -> lsp.Diagnostic:
+    rng = word_range(lines, d.line, d.column)
+    related = []
+    occ = index.at(d.line, d.column) if (index is not None and d.line) else None
+    if occ is not None:
+        rng = span_range(occ.span)
+        if d.rule in _DUPLICATE_RULES:
+            scope = occ.scope.parent if d.rule == "graph.shadowing" else occ.scope
+            first = (scope.resolve(occ.name) if scope is not None else None) if occ.kind == "value" \
+                else index.functions.get(occ.name)
+            if first is not None and first is not occ:
+                related.append(lsp.DiagnosticRelatedInformation(
+                    lsp.Location(uri, span_range(first.span)), f"{occ.name!r} is first defined here"))
+    severity = lsp.DiagnosticSeverity.Error if d.severity == "error" else lsp.DiagnosticSeverity.Warning
+    return lsp.Diagnostic(rng, d.message, severity, code=d.rule, source="onnxtext",
+                          related_information=related or None)
