@@ -53,7 +53,7 @@ def _name(path):
 @pytest.mark.parametrize("path", CASES, ids=[_name(p) for p in CASES])
 def test_case_file(path):
     text = open(path, encoding="utf-8").read()
-    diags = check(text)
+    diags = check(text, lint=True)
     assert collections.Counter((d.rule, d.line) for d in diags) == expected_marks(text), "\n".join(map(str, diags))
     for d in diags:
         assert d.path and d.message and d.spec.startswith("IR spec") and d.severity in ("error", "warning")
@@ -73,7 +73,36 @@ def test_case_file_fixed_is_clean(path):
         assert fixed.count(old) == 1, f"{old!r} must occur exactly once"
         fixed = fixed.replace(old, new)
     text = fixed
-    assert [str(d) for d in check(text)] == []
+    assert [str(d) for d in check(text, lint=True)] == []
+
+
+# (case file, rule, line, severity by default, severity with strict=True); lint rules run only with lint=True
+SEVERITIES = [
+    ("model_opset_import_same_version", "model.opset-import", 5, "warning", "error"),
+    ("model_opset_import_same_version", "graph.unique-names", 8, "warning", "error"),
+    ("model_opset_import", "model.opset-import", 3, "error", "error"),
+    ("graph_unique_names", "graph.unique-names", 12, "warning", "error"),
+    ("graph_unique_names", "graph.unique-names", 13, "error", "error"),
+    ("graph_ssa", "graph.ssa", 7, "error", "error"),
+    ("model_domain", "model.domain", 2, None, "warning"),
+    ("model_identifier", "model.identifier", 5, None, "warning"),
+]
+
+
+@pytest.mark.parametrize("case,rule,line,default,strict", SEVERITIES, ids=[f"{s[0]}:{s[2]}" for s in SEVERITIES])
+def test_severity_fits_real_models(case, rule, line, default, strict):
+    """Spec rules runtimes tolerate are warnings (errors under strict); exporter-wide style advice is lint."""
+    text = open(os.path.join(HERE, "checker_cases", case + ".onnxtext"), encoding="utf-8").read()
+
+    def severity(**kw):
+        found = {d.severity for d in check(text, **kw) if (d.rule, d.line) == (rule, line)}
+        assert len(found) <= 1
+        return found.pop() if found else None
+
+    assert severity() == default
+    assert severity(strict=True) == (strict if default else None)
+    assert severity(lint=True) == (default or "warning")
+    assert severity(lint=True, strict=True) == strict
 
 
 def test_every_violating_case_has_a_clean_counterpart():

@@ -30,7 +30,7 @@ class Diagnostic:
     ``column`` (1-based) are set when the model came from text.
     """
 
-    severity: str  # "error" or "warning"
+    severity: str  # "error" or "warning" (lint-level rules report warnings, only when asked for)
     rule: str  # stable id, e.g. "graph.ssa"
     message: str  # names the culprit: value, node, attribute, field
     spec: str  # the IR-spec / versioning clause the rule comes from
@@ -60,7 +60,7 @@ class Rule:
     id: str
     kind: str  # which element the walker passes: model, graph, node, function, tensor, sparse, type
     spec: str
-    severity: str
+    severity: str  # "error", "warning", or "lint" (style advice every exporter triggers: run with lint=True)
     func: object
 
 
@@ -69,7 +69,11 @@ RULES: dict[str, Rule] = {}
 
 
 def rule(rule_id: str, kind: str, spec: str, severity: str = "error"):
-    """Register a rule function for elements of ``kind``; it yields (path, message[, severity])."""
+    """Register a rule function for elements of ``kind``; it yields (path, message[, severity]).
+
+    A yielded severity ``"tolerated"`` marks a spec rule that runtimes do not enforce: a warning, an error
+    under ``strict``.
+    """
 
     def deco(func):
         if rule_id in RULES:
@@ -86,12 +90,17 @@ def _load_rules():
 
 
 def check(model_or_text_or_path, *, filename: str | None = None, base_dir: str | None = None,
-          rules: set[str] | None = None) -> list[Diagnostic]:
+          rules: set[str] | None = None, strict: bool = False, lint: bool = False) -> list[Diagnostic]:
     """Check a model against the IR-spec rules and return every diagnostic (errors and warnings).
 
     Text that does not parse yields the parse errors as diagnostics of rule ``parse.syntax`` (up to ~20).
     ``base_dir`` is the directory external data locations are resolved against (default: the file's
     directory, or the current directory). ``rules`` restricts the run to those rule ids.
+
+    Severity fits real models: an error is a model the IR spec forbids AND mainstream runtimes reject or
+    misread. Spec rules runtimes tolerate (duplicate node names, a domain imported twice with one version)
+    are warnings that say so, errors with ``strict=True``. Style advice every exporter triggers (no
+    ``model.domain``, names that are not C identifiers) runs only with ``lint=True``.
     """
     import onnx
 
@@ -124,8 +133,9 @@ def check(model_or_text_or_path, *, filename: str | None = None, base_dir: str |
         wrapped_text = diags
     else:
         model = _as_model(src)
-    ctx = Context(model, text=text, filename=filename, base_dir=base_dir,
-                  rules=[r for r in RULES.values() if rules is None or r.id in rules])
+    ctx = Context(model, text=text, filename=filename, base_dir=base_dir, strict=strict,
+                  rules=[r for r in RULES.values() if (rules is None or r.id in rules)
+                         and (lint or r.severity != "lint" or (rules is not None and r.id in rules))])
     # a bare graph/function/node is not a model: model-level advice (domain) does not apply to it
     ctx.wrapped = wrapped_text if text is not None else not isinstance(src, onnx.ModelProto)
     walk(ctx)

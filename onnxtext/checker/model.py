@@ -15,12 +15,17 @@ _C90 = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 def opset_imports(ctx, m, path, _):
     if not len(m.opset_import):
         yield "opset_import", "the model imports no operator set (opset_import is empty)"
-    seen = set()
+    seen = {}
     for o in m.opset_import:
         d = "" if o.domain == "ai.onnx" else o.domain
-        if d in seen:
-            yield f"opset_import[{o.domain}]", f"domain {o.domain or 'ai.onnx'!r} is imported twice"
-        seen.add(d)
+        if d in seen and seen[d] == o.version:
+            yield (f"opset_import[{o.domain}]", f"domain {o.domain or 'ai.onnx'!r} is imported twice, both times "
+                   f"version {o.version} (onnx.checker and onnxruntime accept it; an error under --strict)",
+                   "tolerated")
+        elif d in seen:
+            yield (f"opset_import[{o.domain}]", f"domain {o.domain or 'ai.onnx'!r} is imported twice, with "
+                   f"versions {seen[d]} and {o.version}")
+        seen.setdefault(d, o.version)
         if o.version < 1:
             yield f"opset_import[{o.domain}]", f"domain {o.domain or 'ai.onnx'!r} has invalid version {o.version}"
     for i, f in enumerate(m.functions):
@@ -80,14 +85,14 @@ def metadata_unique(ctx, m, path, _):
 
 
 @rule("model.domain", "model", "IR spec: Models (domain: a reverse-DNS name of the model's namespace, SHOULD be set)",
-      "warning")
+      "lint")
 def model_domain(ctx, m, path, _):
     if not m.domain and not ctx.wrapped:
         yield "domain", "the model has no domain (e.g. domain: \"com.example.models\")"
 
 
 @rule("model.identifier", "graph", "IR spec: Names Within a Graph (names MUST adhere to C90 identifier syntax)",
-      "warning")
+      "lint")
 def c90_names(ctx, scope, path, _):
     """One warning per graph listing the first offending names (real models break this rule massively)."""
     g = scope.proto

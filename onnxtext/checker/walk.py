@@ -71,7 +71,7 @@ def opset_map(imports, base=None) -> dict:
 class Context:
     """State of one check run: the model, its source positions and the diagnostics so far."""
 
-    def __init__(self, model, *, text=None, filename=None, base_dir=None, rules=()):
+    def __init__(self, model, *, text=None, filename=None, base_dir=None, rules=(), strict=False):
         from ..syntax.positions import SpanMap
 
         self.model = model
@@ -80,6 +80,7 @@ class Context:
         self.text = text
         self.filename = filename
         self.base_dir = base_dir
+        self.strict = strict
         self.spans = SpanMap.from_text(text) if text is not None else SpanMap()
         self.diagnostics: list[Diagnostic] = []
         self.functions = {(f.domain, f.name, f.overload): f for f in model.functions}
@@ -92,6 +93,10 @@ class Context:
             for item in r.func(self, elem, path, scope) or ():
                 p, msg = item[0], item[1]
                 sev = item[2] if len(item) > 2 else r.severity
+                if sev == "tolerated":
+                    sev = "error" if self.strict else "warning"
+                elif sev == "lint":
+                    sev = "warning"
                 line, col = item[3] if len(item) > 3 else self.spans.locate(p)  # a rule may know the token
                 self.diagnostics.append(Diagnostic(sev, r.id, msg, r.spec, p, line, col, self.filename))
 
