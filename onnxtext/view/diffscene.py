@@ -63,8 +63,11 @@ class DiffSceneBuilder:
 
     # ------------------------------------------------------------------------------------------ both sides
     def pair_scope(self, diff_path: str, ga: GraphProto, gb: GraphProto, pa: str, pb: str, cluster: str,
-                   weights_a: dict, weights_b: dict, prod_a: dict, prod_b: dict, top: bool) -> None:
+                   weights_a: dict, weights_b: dict, prod_a: dict, prod_b: dict, top: bool,
+                   weight_changes: dict | None = None) -> None:
         sm = self.result.scopes.get(diff_path)
+        # changes of the weights visible here (this scope's and the enclosing scopes'), by name in a
+        weight_changes = {**(weight_changes or {}), **(sm.weights if sm is not None else {})}
         scene = self.scene
         weights_a = {**weights_a, **{t.name: t for t in ga.initializer}}
         weights_b = {**weights_b, **{t.name: t for t in gb.initializer}}
@@ -96,7 +99,7 @@ class DiffSceneBuilder:
             else:
                 box.path_a = f"{pa}.node[{i}]"
                 ids_a[i] = box.id
-                self._mark_changes(box, sm, i, diff_path, ga.node[i], weights_a)
+                self._mark_changes(box, sm, i, diff_path, ga.node[i], weights_a, weight_changes)
             ids_b[j] = box.id
             k = self.b.functions.get((n.domain, n.op_type, n.overload))
             if k is not None:
@@ -135,7 +138,7 @@ class DiffSceneBuilder:
                 if sub is not None and label in bodies_a:
                     suffix_a, g_a = bodies_a.pop(label)
                     self.pair_scope(sub, g_a, g, f"{pa}.node[{i}]{suffix_a}", cl.path, cl.id, weights_a, weights_b,
-                                    prod_a, prod_b, top=False)
+                                    prod_a, prod_b, top=False, weight_changes=weight_changes)
                 else:
                     self.one_side("b", g, cl.path, cl.id, weights_b, prod_b)
             for label, (suffix_a, g_a) in bodies_a.items():  # bodies of a paired node that b no longer has
@@ -178,21 +181,25 @@ class DiffSceneBuilder:
         self.scene.boxes.append(box)
         return box
 
-    def _mark_changes(self, box: Box, sm, i: int, diff_path: str, node_a, weights_a: dict) -> None:
-        own, inside = [], set()
+    def _mark_changes(self, box: Box, sm, i: int, diff_path: str, node_a, weights_a: dict,
+                      weight_changes: dict) -> None:
+        own, short, inside = [], [], set()
         for c in sm.node_changes.get(i, ()):
             if c.path == diff_path:
                 own.append(c.what() or c.kind)
+                short.append(own[-1])
             else:
                 inside.add(c.path.rsplit(" > ", 1)[-1])
         for x in dict.fromkeys(node_a.input):
-            for c in sm.weights.get(x, ()) if x in weights_a else ():
+            for c in weight_changes.get(x, ()) if x in weights_a else ():
                 own.append(f"{x}: {c.what() or c.kind}")
+                short.append(f"{x}: {_brief(c)}")
         own += [f"changes inside {label}" for label in sorted(inside)]
+        short += [f"changes inside {label}" for label in sorted(inside)]
         if not own:
             return
         box.mark, box.changes = "changed", own
-        box.lines += [("change", cut("~ " + c)) for c in own[:_MAX_CHANGE_LINES]]
+        box.lines += [("change", cut("~ " + c)) for c in short[:_MAX_CHANGE_LINES]]
         if len(own) > _MAX_CHANGE_LINES:
             box.lines.append(("change", f"+{len(own) - _MAX_CHANGE_LINES} more changes"))
 
@@ -240,6 +247,15 @@ class DiffSceneBuilder:
                                 cl.path, cl.id, {}, {}, {}, {}, top=False)
             else:
                 self.one_side(side, _function_graph(f), cl.path, cl.id, {}, {})
+
+
+def _brief(change) -> str:
+    """A weight change in a few words for a box: the changed elements first (the panel has the rest)."""
+    d = change.detail
+    if d.get("elements"):
+        first = ", ".join(f"[{', '.join(map(str, i))}] {old} -> {new}" for i, old, new in d["elements"][:2])
+        return first if d["differing"] == 1 else f"{d['differing']} of {d['total']}: {first}"
+    return change.what() or change.kind
 
 
 def _pair_interface(la: list, lb: list, by_name: bool):
