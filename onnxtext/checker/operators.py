@@ -23,6 +23,13 @@ def _local(ctx, node):
 
 @rule("op.domain", "node", "IR spec: Operator Sets (each model MUST explicitly name the operator sets it relies on)")
 def domain_imported(ctx, node, path, scope):
+    if scope.function is not None:
+        # a function body sees only its own imports, also for calls of other model-local functions
+        own = {schemas.canonical_domain(o.domain) for o in scope.function.opset_import}
+        if schemas.canonical_domain(node.domain) not in own:
+            yield path, (f"node {_label(node)} uses domain {node.domain or 'ai.onnx'!r}, which is not in the "
+                         f"opset_import of function {scope.function.name!r}")
+        return
     if node.domain not in scope.opsets and _local(ctx, node) is None:
         where = "the function's" if scope.function is not None else "the model's"
         yield path, (f"node {_label(node)} uses domain {node.domain or 'ai.onnx'!r}, which is not in "
