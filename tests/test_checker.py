@@ -24,6 +24,9 @@ from onnx import TensorProto, helper
 import onnxtext
 from onnxtext.checker import RULES, _load_rules, check
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import realmodels  # noqa: E402 - tests/realmodels.py, the real-model corpus helpers
+
 _load_rules()  # RULES is filled when the rule modules are imported (check() does it too)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -84,6 +87,8 @@ SEVERITIES = [
     ("graph_unique_names", "graph.unique-names", 12, "warning", "error"),
     ("graph_unique_names", "graph.unique-names", 13, "error", "error"),
     ("graph_ssa", "graph.ssa", 7, "error", "error"),
+    ("op_unknown_onnxruntime", "op.unknown", 6, "warning", "error"),
+    ("op_unknown", "op.unknown", 6, "error", "error"),
     ("model_domain", "model.domain", 2, None, "warning"),
     ("model_identifier", "model.identifier", 5, None, "warning"),
 ]
@@ -103,6 +108,13 @@ def test_severity_fits_real_models(case, rule, line, default, strict):
     assert severity(strict=True) == (strict if default else None)
     assert severity(lint=True) == (default or "warning")
     assert severity(lint=True, strict=True) == strict
+
+
+@pytest.mark.parametrize("model", realmodels.params())
+def test_real_models_check_without_errors(model):
+    """The real-model corpus (docs/corpus.md): valid models that runtimes run get no error by default."""
+    errors = [str(d) for d in check(model.load()) if d.severity == "error"]
+    assert errors == []
 
 
 def test_every_violating_case_has_a_clean_counterpart():
