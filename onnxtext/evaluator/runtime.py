@@ -20,6 +20,7 @@ import onnx
 
 from .. import dtypes, tensors
 from ..errors import EvalError, ModelFileError, OnnxTextError
+from .feed_dims import DimensionCheck
 from .optimizer import MAX_LEVEL, check_options
 from .plan import (GraphPlan, KernelContext, Preparation, attribute_value, prepare_graph,  # noqa: F401
                    schema_defaults)
@@ -116,6 +117,7 @@ class Evaluator:
         self._n_required = len(self.input_names)
         self.output_names = [o.name for o in g.output]
         self._input_types = {i.name: i.type for i in g.input}
+        self._dims = DimensionCheck(self._input_types)
         if engine == "onnxruntime":
             self._ort = _onnxruntime_session(self.model, model, self.base_dir, threads)
             return
@@ -191,6 +193,7 @@ class Evaluator:
         for name in self.input_names:
             if name not in feeds:
                 raise EvalError(f"missing input {name!r}")
+        self._dims.check(env)
         if trace is not None or timeout is not None:
             env[CONTROL] = RunControl(trace, timeout)
         # inf/nan results are ONNX semantics, not errors: silence numpy's float warnings once per run
