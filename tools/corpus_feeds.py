@@ -24,7 +24,8 @@ def audio(rng: np.random.Generator, batch: int, samples: int) -> np.ndarray:
     rows = []
     for _ in range(batch):
         f0 = rng.uniform(90, 250)
-        wave = sum(rng.uniform(0.05, 0.3) / k * np.sin(2 * np.pi * f0 * k * t + rng.uniform(0, 6.3)) for k in range(1, 6))
+        wave = sum(rng.uniform(0.05, 0.3) / k * np.sin(2 * np.pi * f0 * k * t + rng.uniform(0, 6.3))
+                   for k in range(1, 6))
         envelope = 0.5 + 0.5 * np.sin(2 * np.pi * rng.uniform(2, 6) * t)
         rows.append(wave * envelope + rng.normal(0, 0.01, samples))
     return np.clip(np.array(rows), -1, 1).astype(np.float32)
