@@ -30,7 +30,7 @@ class Client:
         @self.client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
         def _diags(params: lsp.PublishDiagnosticsParams):
             with self._cond:
-                self.diagnostics.setdefault(params.uri, []).append((params.version, params.diagnostics,
+                self.diagnostics.setdefault(params.uri, []).append((params.version, list(params.diagnostics),
                                                                     time.perf_counter()))
                 self._cond.notify_all()
 
@@ -101,7 +101,8 @@ class Client:
         """A request by its LSP method name (``textDocument/hover``) or a custom one (``onnxtext/print``)."""
         async def go():
             return await self.client.protocol.send_request_async(method, params)
-        return self.run(go())
+        result = self.run(go())
+        return result._asdict() if hasattr(result, "_asdict") else result  # custom results come as namedtuples
 
     def position(self, uri: str, line: int, character: int):
         return lsp.TextDocumentIdentifier(uri), lsp.Position(line, character)

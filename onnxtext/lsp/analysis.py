@@ -96,8 +96,9 @@ def as_model(obj):
     return m
 
 
-def analyse(uri: str, version, text: str, filename: str | None = None) -> Analysis:
-    """Parse, index and check ``text``."""
+def analyse(uri: str, version, text: str, filename: str | None = None, *, lint: bool = False,
+            strict: bool = False) -> Analysis:
+    """Parse, index and check ``text`` (``lint``, ``strict``: as for ``onnxtext.check``)."""
     import onnxtext
 
     out = Analysis(uri, version, text)
@@ -112,7 +113,7 @@ def analyse(uri: str, version, text: str, filename: str | None = None) -> Analys
                                           code="parse.syntax", source="onnxtext")]
         return out
     out.index = build_index(text)
-    for d in onnxtext.check(text, filename=filename):
+    for d in onnxtext.check(text, filename=filename, lint=lint, strict=strict):
         out.diagnostics.append(_check_diagnostic(d, lines, uri, out.index))
     return out
 
@@ -132,10 +133,22 @@ def _parse_diagnostic(e, lines, uri) -> lsp.Diagnostic:
                           related_information=related or None)
 
 
+def _culprit(index: DocumentIndex, d):
+    """The name token a diagnostic is about: the one at its position, or the first name quoted in its message
+    at or after its position on its line (a rule may point at a whole value entry: ``float[2] 'x'``)."""
+    occ = index.at(d.line, d.column)
+    if occ is not None:
+        return occ
+    for o in index.occurrences:
+        if o.span.line == d.line and o.span.column >= d.column and f"'{o.name}'" in d.message:
+            return o
+    return None
+
+
 def _check_diagnostic(d, lines, uri, index: DocumentIndex | None) -> lsp.Diagnostic:
     rng = word_range(lines, d.line, d.column)
     related = []
-    occ = index.at(d.line, d.column) if (index is not None and d.line) else None
+    occ = _culprit(index, d) if (index is not None and d.line) else None
     if occ is not None:
         rng = span_range(occ.span)
         if d.rule in _DUPLICATE_RULES:

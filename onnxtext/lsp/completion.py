@@ -26,8 +26,12 @@ from .index import DocumentIndex
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*$")
 
 
-def complete(text: str, line: int, column: int, index: DocumentIndex | None, opsets: dict) -> list:
-    """Completion items at 1-based (line, column) of ``text``. ``opsets``: imported domain -> version."""
+def complete(text: str, line: int, column: int, index: DocumentIndex | None, opsets: dict,
+             stale: bool = False) -> list:
+    """Completion items at 1-based (line, column) of ``text``. ``opsets``: imported domain -> version.
+
+    ``stale``: ``index`` comes from an earlier text (the current one does not parse), so its positions may
+    be off: the scope at the cursor is then found by the name of the graph whose ``{`` encloses it."""
     from ..repl.completion import open_brackets
 
     lines = text.split("\n")
@@ -49,7 +53,7 @@ def complete(text: str, line: int, column: int, index: DocumentIndex | None, ops
     if prev == "=" and not head.rstrip().endswith("=>"):
         return operator_items(opsets, index)
     if inner[0] == "(" and inner[1] and _is_call(head, inner[1]):
-        return value_items(index, line, column)
+        return value_items(index, _scope(text, offset, index, line, column, stale))
     if inner[0] in ("(", "<", "[") or prev == ":":
         return type_items()
     return []
@@ -128,10 +132,33 @@ def attribute_items(op: str, opsets: dict, index: DocumentIndex | None) -> list:
     return items
 
 
-def value_items(index: DocumentIndex | None, line: int, column: int) -> list:
+_GRAPH_HEAD = re.compile(r'([A-Za-z_][A-Za-z0-9_]*|"(?:[^"\\]|\\.)*")\s*\((?:[^()]|\([^()]*\))*\)\s*=>')
+
+
+def _scope(text: str, offset: int, index: DocumentIndex | None, line: int, column: int, stale: bool):
     if index is None:
+        return None
+    if not stale:
+        return index.scope_at(line, column)
+    from ..syntax.hints import open_brackets
+    from ..syntax.literal_data import unescape
+
+    braces = [off for ch, off in open_brackets(text, offset) if ch == "{"]
+    if braces:
+        heads = list(_GRAPH_HEAD.finditer(text, 0, braces[-1]))
+        if heads:
+            name = heads[-1].group(1)
+            if name.startswith('"'):
+                name = unescape(name).decode("utf-8", "replace")
+            for s in index.scopes:
+                if s.name == name:
+                    return s
+    return index.scopes[0] if index.scopes else None
+
+
+def value_items(index: DocumentIndex | None, scope) -> list:
+    if index is None or scope is None:
         return []
-    scope = index.scope_at(line, column)
     seen = {}
     s = scope
     while s is not None:

@@ -72,9 +72,11 @@ class Occurrence:
     span: Span
     scope: Scope
     role: str  # "input", "initializer", "output" (node output), "param", "use", "graph-output", "value_info",
-    #            "function", "call", "attr", "attr-ref"
+    #            "function", "call", "attr", "attr-ref", "call-attr" (an attribute set by a call of a
+    #            model-local function: it names the function's attribute)
     quoted: bool = False
     detail: str = ""  # declared type text, when the occurrence declares one
+    function: str = ""  # for "call-attr": the "domain.name" of the local function called
 
     @property
     def defines(self) -> bool:
@@ -144,7 +146,11 @@ class DocumentIndex:
         if occ.kind == "function":
             return self.functions.get(occ.name)
         if occ.kind == "fattr":
-            return occ.scope.defs.get("@" + occ.name)
+            scope = occ.scope
+            if occ.role == "call-attr":
+                f = self.functions.get(occ.function)
+                scope = f.scope if f is not None else None
+            return scope.defs.get("@" + occ.name) if scope is not None else None
         return None
 
     def references(self, occ: Occurrence, include_declaration: bool = True) -> list:
@@ -183,6 +189,11 @@ def build_index(text: str) -> DocumentIndex | None:
         return None
     idx = DocumentIndex()
     _Walker(idx, text).run(tree, start)
+    for node in idx.nodes:  # attributes set by calls of local functions name the function's attributes
+        key = f"{node.domain}.{node.op}"
+        if key in idx.functions:
+            idx.occurrences += [Occurrence(name, "fattr", span, node.scope, "call-attr", function=key)
+                                for name, span in node.attributes]
     idx.occurrences.sort(key=lambda o: (o.span.line, o.span.column))
     return idx
 
@@ -401,7 +412,9 @@ class _Walker:
         key = f"{domain}.{fname}"
         scope = Scope("function", fname, path, None, tree_span(tree), function=key)
         self.idx.scopes.append(scope)
-        self.fold(tree)
+        end = tree_span(tree)
+        if end is not None and end.end_line > tok.line:  # from the name: the header above stays visible
+            self.idx.folds.append((tok.line, end.end_line, "region"))
         definition = Occurrence(key, "function", token_span(tok), scope, "function", quoted)
         self.idx.occurrences.append(definition)
         self.idx.functions.setdefault(key, definition)

@@ -15,8 +15,9 @@ Beyond the standard features, two requests let an editor show a binary model as 
   the file's model leaves the file untouched.
 
 Settings (``initializationOptions`` or ``workspace/didChangeConfiguration`` under ``onnxtext``): ``width``
-(line width of printed models), ``lintLevel`` (``"warning"``: every diagnostic, ``"error"``: errors only,
-``"syntax"``: parse errors only).
+(line width of printed models), ``lintLevel`` (``"lint"``: also the style advice of ``check --lint``,
+``"warning"``: errors and warnings, the default; ``"error"``: errors only; ``"syntax"``: parse errors only),
+``strict`` (``check --strict``: spec rules runtimes tolerate become errors).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class OnnxTextServer(LanguageServer):
     # ------------------------------------------------------------------------------------------ analysis
     def _analyse_now(self, uri: str) -> Analysis:
         doc = self.workspace.get_text_document(uri)
-        an = analyse(uri, doc.version, doc.source, filename=_filename(uri))
+        an = analyse(uri, doc.version, doc.source, filename=_filename(uri), **self.check_options())
         self._store(an)
         return an
 
@@ -77,10 +78,13 @@ class OnnxTextServer(LanguageServer):
             self.publish(an)
         return an
 
+    def check_options(self) -> dict:
+        return {"lint": self.settings.get("lintLevel") == "lint", "strict": bool(self.settings.get("strict"))}
+
     def publish(self, an: Analysis) -> None:
         level = self.settings.get("lintLevel", "warning")
         shown = [d for d in an.diagnostics
-                 if level == "warning" or (level == "error" and d.severity == lsp.DiagnosticSeverity.Error)
+                 if level in ("lint", "warning") or (level == "error" and d.severity == lsp.DiagnosticSeverity.Error)
                  or d.code == "parse.syntax"]
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(an.uri, shown, an.version))
 
@@ -96,7 +100,9 @@ class OnnxTextServer(LanguageServer):
         doc = self.workspace.get_text_document(uri)
         text, version = doc.source, doc.version
         loop = asyncio.get_running_loop()
-        an = await loop.run_in_executor(None, lambda: analyse(uri, version, text, filename=_filename(uri)))
+        options = self.check_options()
+        an = await loop.run_in_executor(None, lambda: analyse(uri, version, text, filename=_filename(uri),
+                                                              **options))
         if self.workspace.get_text_document(uri).source == text:
             self._store(an)
             self.publish(an)
@@ -125,14 +131,14 @@ def _settings(options) -> dict:
     if not isinstance(options, dict):
         return {}
     options = options.get("onnxtext", options)
-    return {k: options[k] for k in ("width", "lintLevel") if k in options}
+    return {k: options[k] for k in ("width", "lintLevel", "strict") if k in options}
 
 
 @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
 def _configuration(ls: OnnxTextServer, params: lsp.DidChangeConfigurationParams):
     ls.settings.update(_settings(params.settings))
-    for an in ls.analyses.values():
-        ls.publish(an)
+    for uri in list(ls.analyses):
+        ls.publish(ls._analyse_now(uri))
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
@@ -172,8 +178,10 @@ def _completion(ls: OnnxTextServer, params: lsp.CompletionParams):
     uri = params.text_document.uri
     doc = ls.workspace.get_text_document(uri)
     index = ls.last_index.get(uri)
+    an = ls.analyses.get(uri)
+    stale = an is None or an.index is not index or an.text != doc.source
     opsets = index.opsets if index is not None else {}
-    items = complete(doc.source, *_pos(params.position), index, opsets)
+    items = complete(doc.source, *_pos(params.position), index, opsets, stale)
     return lsp.CompletionList(is_incomplete=False, items=items)
 
 
