@@ -275,3 +275,43 @@ def test_switch_off(monkeypatch):
     monkeypatch.setattr(fastparse, "ENABLED", False)
     assert fastparse.parse(PLAIN[0], "model") is None
     assert onnxtext.parse_model(PLAIN[0]) is not None
+
+
+# ------------------------------------------------------------------------------------------ per-statement fallback
+# Texts with one statement beyond the scanner among plain ones: the scanner must keep the text, hand only that
+# statement to the Lark grammar (onnxtext/syntax/statement.py), and build the same proto as the Lark parse.
+# Each line: (text, how many statements Lark parses alone). A newcomer adds a line.
+_SPARSE = ('sparse_value = sparse_tensor(float[5]) = sparse(float[2] v = raw {1.0, 2.0}, int64[2] i = raw {0, 3})')
+STATEMENT_FALLBACK = [
+    (f'g (float[5] x) => (float[5] y) {{\n  a = Relu(x)\n  c = Constant <\n    {_SPARSE}\n  > ()\n  y = Add(a, c)\n}}', 1),
+    ('g (float[N] x) => (float[N] y) {\n  a = Relu(x)\n  c = If <then_branch = t () => (type() "u") { "u" = Neg(a) },'
+     ' else_branch = e () => (type() "u") { "u" = Relu(a) }> (b)\n  y = Add(a, c)\n}', 1),
+    (f'g (float[5] x) => (float[5] y) {{\n  c = Constant <{_SPARSE}> ()\n  d = Constant <{_SPARSE}> ()  # two\n'
+     '  @doc_string "d" y = Add(c, d)\n}', 2),
+    (f'g (float[5] x) => (float[5] y) {{\n  c = Constant <{_SPARSE}> ()\n}}', 1),  # the last statement
+    (f'g (float[5] x) => (float[5] y) {{\n  [n] c = Constant <{_SPARSE}> ()\n  y = Neg(c)\n}}', 1),
+    (f'g (float[5] x) => (float[5] y) {{\n  [n] c = Constant <{_SPARSE}> () <a = 1>\n  y = Neg(c)\n}}', None),  # 2 lists
+    (f'g (float[5] x) => (float[5] y) {{\n  c = L <g = h () => (float z) {{ z = Constant <{_SPARSE}> () }}> ()\n'
+     '  y = Neg(c)\n}', 1),  # nested: the subgraph's statement, found inside the scanner's own reading
+    # followed by an error: the scanner gives up and Lark reports it
+    (f'g (float[5] x) => (float[5] y) {{\n  c = Constant <{_SPARSE}> ()\n  y = Neg(c\n}}', None),
+    (f'g (float[5] x) => (float[5] y) {{\n  c = Constant <{_SPARSE}> ( \n  y = Neg(c)\n}}', None),
+]
+
+
+@pytest.mark.parametrize("text,lark_statements", STATEMENT_FALLBACK)
+def test_one_statement_falls_back_not_the_text(text, lark_statements, monkeypatch):
+    calls = []
+    real = fastparse.parse_node_at
+
+    def counting(s, pos):
+        calls.append(pos)
+        return real(s, pos)
+
+    monkeypatch.setattr(fastparse, "parse_node_at", counting)
+    kept = fastparse.parse(text, "model") is not None
+    assert kept == (lark_statements is not None)
+    if kept:
+        assert len(calls) == lark_statements
+    assert_same(text)
+    assert_same(text, "graph")

@@ -26,6 +26,7 @@ from __future__ import annotations
 from onnx import NodeProto, TensorShapeProto, TypeProto
 
 from . import builder as _b
+from .statement import parse_node_at
 from .fastlex import (Fallback, _ALL_FLOATS, _ALL_INTS, _ANNOT_RE, _B, _COMPOUND, _DOC_RE, _DTYPE_RE, _ENTRY_RE,
                        _F32_MAX, _IDENT_RE, _INF, _INT_RE, _KEYWORDS, _NAME_RE, _NODE_RE, _NUMBER_RE, _SKIP,
                        _STRING_RE, _attrs, _base64, _ids, _name, _number, _quoted, _tensor_info)
@@ -400,7 +401,7 @@ class _Scanner:
                 if type(v) is not int or not -2**63 <= v < 2**63:
                     return None
         kw = {"data_type": dt.enum, "dims": dims, dt.field: vals}
-        if name:
+        if name is not None:  # a written name, even "", is set (as build_tensor does)
             kw["name"] = name
         return kw
 
@@ -416,34 +417,53 @@ class _Scanner:
         if dt.kind == "string" or len(e.data.values) != -(-count * dt.bits // 8):
             return None  # the builder's errors
         kw = {"data_type": dt.enum, "dims": dims, "raw_data": e.data.values}
-        if e.name:
+        if e.name is not None:  # a written name, even "", is set (as build_tensor does)
             kw["name"] = e.name
         return kw
 
     # ------------------------------------------------------------------ nodes
     def node_list(self, into) -> None:
-        """Node statements up to the closing brace, added to the repeated field ``into``."""
+        """Node statements up to the closing brace, added to the repeated field ``into``. A statement this
+        scanner does not fully understand is parsed alone by the Lark grammar (:mod:`.statement`)."""
         self.lit("{")
         s, match, add = self.s, _NODE_RE.match, into.add
         pos = self.pos
         while True:
             m = match(s, pos)
-            if m is None:
-                self.pos = pos
-                p = self.ws()
-                if s.startswith("}", p):
-                    self.pos = p + 1
-                    return
-                ann = self.annotations()
-                m = match(s, self.pos)
-                if m is None:  # tensor/graph attributes, comments inside the statement...
-                    into.append(self.node_general(ann))
-                    pos = self.pos
-                    continue
-                _b.apply_annotations(self.node(m, add), ann)
-            else:
-                self.node(m, add)
-            pos = m.end()
+            start, count = pos, len(into)
+            try:
+                if m is None:
+                    self.pos = pos
+                    p = start = self.ws()
+                    if s.startswith("}", p):
+                        self.pos = p + 1
+                        return
+                    ann = self.annotations()
+                    m = match(s, self.pos)
+                    if m is None:  # tensor/graph attributes, comments inside the statement...
+                        into.append(self.node_general(ann))
+                        pos = self.pos
+                        continue
+                    _b.apply_annotations(self.node(m, add), ann)
+                else:
+                    self.node(m, add)
+                pos = m.end()
+            except Fallback:
+                del into[count:]
+                into.append(self.statement(start, general=m is not None))
+                pos = self.pos
+
+    def statement(self, start: int, general: bool) -> NodeProto:
+        """The node statement at ``start`` that the one-regex path gave up on: read rule by rule
+        (``general``), else parsed alone by the Lark grammar."""
+        if general:
+            self.pos = start
+            try:
+                return self.node_general(self.annotations())
+            except Fallback:
+                pass
+        node, self.pos = parse_node_at(self.s, start)
+        return node
 
     def node(self, m, add) -> NodeProto:
         """Add the NodeProto of a matched statement, exactly as Builder.node makes it."""
@@ -451,8 +471,8 @@ class _Scanner:
         if "." in op:
             parts = [_name(x) for x in _NAME_RE.findall(op)]
             domain, op_type = ".".join(parts[:-1]), parts[-1]
-        else:
-            domain, op_type = "", (_quoted(op) if op[0] == '"' else op)
+        else:  # no prefix: the domain field stays unset, as Builder.node leaves it
+            domain, op_type = None, (_quoted(op) if op[0] == '"' else op)
         if attrs1 is not None or attrs2 is not None:
             if attrs1 is not None and attrs2 is not None:
                 raise Fallback  # the builder's error: Lark reports it
@@ -498,7 +518,8 @@ class _Scanner:
         inputs = self.id_list(")")
         self.lit(")")
         attrs2 = self.attr_list() if self.peek("<") else None
-        return _B.node([ann, label, outputs, (".".join(path[:-1]), path[-1], overload), attrs1, inputs, attrs2])
+        domain = ".".join(path[:-1]) if len(path) > 1 else None  # no prefix: unset, as Builder.op_ref
+        return _B.node([ann, label, outputs, (domain, path[-1], overload), attrs1, inputs, attrs2])
 
     def attr_list(self, function: bool = False) -> list:
         """``<name = value, ...>``; a function's list (``function``) also has bare attribute names."""
