@@ -39,6 +39,7 @@ class Case:
     outputs: int = 1
     tol: tuple = (1e-5, 1e-5)
     domain: str = "com.microsoft"
+    opset: int = 17  # of the ONNX domain
     expect: object = None  # for operators onnxruntime's CPU build lacks: the documented formula
 
 
@@ -358,4 +359,9 @@ CASES += [
       tol=(0, 1)),
     C("qlinear_softmax_int8_axis1_v12", "QLinearSoftmax", [s8(2, 3, 4), *q(0.05, 0, np.int8), *q(1 / 256, -128, np.int8)],
       dict(opset=12, axis=1), tol=(0, 1)),
+]
+CASES += [  # onnxruntime's LayerNormalization in the ONNX domain of opset-14 models (its transformer optimizer)
+    C("layer_norm_opset14", "LayerNormalization", [f32(2, 3, 16), f32(16), f32(16)], dict(epsilon=1e-5), outputs=3,
+      domain="", opset=14),
+    C("layer_norm_opset14_axis", "LayerNormalization", [f32(2, 3, 4), f32(3, 4)], dict(axis=1), domain="", opset=14),
 ]

@@ -67,7 +67,7 @@ def build(case, values):
     inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
               for n, v in zip(names, values) if n]
     graph = helper.make_graph([node], case.id, inputs, [helper.make_value_info(o, onnx.TypeProto()) for o in outs])
-    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    opsets = [helper.make_opsetid("", case.opset), helper.make_opsetid("com.microsoft", 1)]
     model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = 9
     feeds = {n: v for n, v in zip(names, values) if n}

@@ -21,8 +21,9 @@ class DimensionCheck:
         for name, tp in input_types.items():
             if tp.WhichOneof("value") != "tensor_type" or not tp.tensor_type.HasField("shape"):
                 continue
-            axes = [(axis, d.dim_value if d.HasField("dim_value") else None, d.dim_param or None)
-                    for axis, d in enumerate(tp.tensor_type.shape.dim)]
+            # (a negative dim_value, which some exporters write, means unknown, as in onnxruntime)
+            axes = [(axis, d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None,
+                     d.dim_param or None) for axis, d in enumerate(tp.tensor_type.shape.dim)]
             axes = [a for a in axes if a[1] is not None or a[2] is not None]
             if axes:
                 self.constraints.append((name, axes))

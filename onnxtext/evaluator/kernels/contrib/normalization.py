@@ -1,6 +1,8 @@
 """com.microsoft normalizations: SkipLayerNormalization, SkipSimplifiedLayerNormalization,
 SimplifiedLayerNormalization (RMS norm, also registered in the ONNX domain where onnxruntime puts it),
-EmbedLayerNormalization.
+EmbedLayerNormalization; and LayerNormalization in the ONNX domain before opset 17, which onnxruntime
+has as a contrib operator and its transformer optimizer emits into opset-14 models (the same
+computation as the standard one of opset 17).
 
 All normalize over the last axis in float32 (float16 inputs are widened, like onnxruntime's CPU
 kernels), then scale by ``gamma`` and add ``beta``. The "skip" forms first add ``skip`` and the
@@ -13,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...registry import kernel
+from ..normalization import layer_normalization
 from . import MS
 
 _DEFAULT_EPSILON = 1e-12  # the transformer optimizer always sets it; onnxruntime's default
@@ -89,3 +92,8 @@ def embed_layer_normalization(input_ids, segment_ids, word_embedding, position_e
     if not mask_index_type:
         mask_index = np.zeros(0, np.int32)
     return y, mask_index, total.astype(word_embedding.dtype)
+
+
+@kernel("LayerNormalization", since=1)
+def layer_normalization_contrib(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1):
+    return layer_normalization(X, Scale, B, axis=axis, epsilon=epsilon, stash_type=stash_type)
