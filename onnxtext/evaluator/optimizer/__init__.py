@@ -42,10 +42,12 @@ def _rules() -> tuple[Rule, ...]:
     from ..kernels.conv_clamped import affine_relus_into_pointwise_convs
     from ..kernels.pool import pools_after_pointwise_maps, pools_before_pointwise_convs
     from ..plan import chain_concats
-    from . import shape_arithmetic
+    from . import gelu, layer_norm, matmul_add, rms_norm, shape_arithmetic
 
+    patterns = [m.RULE for m in (gelu, layer_norm, rms_norm, matmul_add)]
     return (
         Rule(shape_arithmetic.NAME, shape_arithmetic.LEVEL, shape_arithmetic.apply, shape_arithmetic.__doc__),
+        *(Rule(r.name, r.level, r.apply, r.doc) for r in patterns),
         Rule("pool_after_pointwise_map", 2, pools_after_pointwise_maps,
              "AveragePool moved after a channel-narrowing pointwise Conv and its affine steps"),
         Rule("fold_affine_and_relu", 2, fusion.fold_pairs,

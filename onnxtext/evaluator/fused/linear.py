@@ -1,0 +1,23 @@
+"""A product with a constant weight and its bias as one step (rule ``matmul_add``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class MatMulAdd:
+    """``a @ w + b`` with the bias added in place into the product; ``fallback`` for other inputs."""
+
+    __slots__ = ("w", "b", "fallback")
+
+    def __init__(self, w, b, fallback):
+        self.w, self.b, self.fallback = w, b, fallback
+
+    def __call__(self, a):
+        if type(a) is not np.ndarray or a.dtype != self.w.dtype or a.ndim < 1:
+            return self.fallback(a)
+        y = np.matmul(a, self.w)
+        if type(y) is not np.ndarray:  # a 1-D a gives a 1-D product; a 0-d result would be a scalar
+            return self.fallback(a)
+        y += self.b
+        return y
