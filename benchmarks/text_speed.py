@@ -1,8 +1,8 @@
 """Benchmark onnxtext's parser and printer against onnx's C++ ``onnx.parser`` / ``onnx.printer``.
 
-    python benchmarks/text_speed.py [--only node,weight,startup] [--runs N] [--nodes N] [--lark]
+    python benchmarks/text_speed.py [--only node,weight,startup,real] [--runs N] [--nodes N] [--lark]
 
-Three workloads (issue 7), each measured against its peer in the same run (medians of ``--runs`` runs):
+Four workloads (issues 7 and 17), each measured against its peer in the same run (medians of ``--runs`` runs):
 
 * ``node``: a chain of ``--nodes`` (50,000) Add/Mul/Relu nodes with node names, quoted value names
   (``"v.12"``) and a tiny ``float[1]`` initializer per Add/Mul. Rows: onnxtext parse vs
@@ -16,6 +16,10 @@ Three workloads (issue 7), each measured against its peer in the same run (media
 * ``startup``: wall time of ``python -c "import onnxtext"`` and ``onnxtext --help`` (the console script
   beside the interpreter, else ``python -m onnxtext``),
   next to ``python -c pass`` as the interpreter's own floor.
+* ``real``: every model of the real-model corpus (``python tools/build_corpus.py``; skipped with a note when
+  it is not built): onnxtext's parse of its own text vs ``onnx.parser.parse_model`` of onnx's printer's text
+  (issue 17 section 4's bar: at most 0.5x). Models whose own text onnx's parser cannot read get no ratio.
+  The onnxtext parse must give the model back exactly.
 
 The peers appear only here, as yardsticks; onnxtext never calls them.
 """
@@ -45,8 +49,8 @@ import onnx.printer  # noqa: E402
 import onnxtext  # noqa: E402
 
 # the issue's bars: onnxtext time / onnx time
-BARS = {"node parse": 15.0, "node print": 3.0, "weight round trip": 1 / 3, "weight peak RSS / size": 3.0,
-        "startup": 0.3}
+BARS = {"node parse": 5.0, "node print": 2.5, "weight round trip": 1 / 3, "weight peak RSS / size": 3.0,
+        "startup": 0.3, "real parse": 0.5}
 
 
 # ---------------------------------------------------------------------------------------------- models
@@ -207,6 +211,34 @@ def bench_startup(args, table):
     row(table, "startup: onnxtext --help", wall(cli + ["--help"]), floor, bar=BARS["startup"])
 
 
+def bench_real(args, table):
+    import realmodels
+
+    models = realmodels.corpus_models()
+    if not models:
+        print(f"real: skipped ({realmodels.NOT_BUILT})", file=sys.stderr)
+        return
+    ratios = []
+    for model in models:
+        m = model.load()
+        ours_text = onnxtext.to_text(m)
+        if onnxtext.parse_model(ours_text).SerializeToString() != m.SerializeToString():
+            print(f"real: {model.name}: the onnxtext round trip is not byte-exact", file=sys.stderr)
+        t_parse = median_time(lambda: onnxtext.parse_model(ours_text), args.runs)
+        try:
+            onnx_text = onnx.printer.to_text(m)
+            onnx.parser.parse_model(onnx_text)
+            t_onnx = median_time(lambda: onnx.parser.parse_model(onnx_text), args.runs)
+        except Exception:  # noqa: BLE001 - onnx's parser cannot read its printer's text of this model
+            t_onnx = None
+        row(table, f"real parse: {model.name} ({model.nodes} nodes)", t_parse, t_onnx, bar=BARS["real parse"])
+        if t_onnx:
+            ratios.append(t_parse / t_onnx)
+    if ratios:
+        geo = float(np.exp(np.mean(np.log(ratios))))
+        table.append((f"real parse: geometric mean of {len(ratios)} ratios", geo, 1.0, geo, "x", None))
+
+
 def print_table(table):
     print(f"{'workload':44} {'onnxtext':>10} {'peer':>10} {'ratio':>8}  bar")
     for name, ours, peer, ratio, unit, bar in table:
@@ -228,8 +260,8 @@ def print_table(table):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", default="node,weight,startup",
-                    help="comma-separated workloads among node, weight, startup (default: all)")
+    ap.add_argument("--only", default="node,weight,startup,real",
+                    help="comma-separated workloads among node, weight, startup, real (default: all)")
     ap.add_argument("--runs", type=int, default=5, help="timed runs per measurement (medians)")
     ap.add_argument("--nodes", type=int, default=50000, help="nodes in the node-heavy chain")
     ap.add_argument("--lark", action="store_true", help="also time the Lark-only parse of the chain (slow)")
@@ -241,7 +273,8 @@ def main(argv=None) -> int:
         return 0
     table: list = []
     for part in args.only.split(","):
-        {"node": bench_node, "weight": bench_weight, "startup": bench_startup}[part.strip()](args, table)
+        {"node": bench_node, "weight": bench_weight, "startup": bench_startup,
+         "real": bench_real}[part.strip()](args, table)
     print_table(table)
     return 0
 
