@@ -273,6 +273,12 @@ def test_bad_feeds_are_refused_naming_the_input(feeds, message):
     assert message in str(info.value)
 
 
+def test_unknown_dims_are_not_checked():
+    text = MLP.replace("float[N, 4] x, float[N, S] mask", 'float[N, 4] x, float["?", "?"] mask')
+    ev = Evaluator(text)
+    assert ev.run(None, {"x": np.zeros((2, 4), np.float32), "mask": np.zeros((3, 5), np.float32)})[1].shape == (3, 5)
+
+
 def test_symbol_shared_within_one_input_is_checked():
     text = MLP.replace("float[N, S] mask", "float[N, N] mask").replace("float[N, S] masked", "float[N, N] masked")
     with pytest.raises(EvalError, match=r"input 'mask': dimension 1 \(N\) is 3, but input 'x' dimension 0 gives N = 2"):
