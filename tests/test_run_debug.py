@@ -283,3 +283,19 @@ def test_symbol_shared_within_one_input_is_checked():
     text = MLP.replace("float[N, S] mask", "float[N, N] mask").replace("float[N, S] masked", "float[N, N] masked")
     with pytest.raises(EvalError, match=r"input 'mask': dimension 1 \(N\) is 3, but input 'x' dimension 0 gives N = 2"):
         Evaluator(text).run(None, {"x": np.zeros((2, 4), np.float32), "mask": np.zeros((2, 3), np.float32)})
+
+
+@pytest.mark.parametrize("body,rule,culprit", [
+    ("  y = Neg(x)\n  y = Abs(x)\n", "graph.ssa", "  y = Abs(x)"),
+    ("  y = Neg(t)\n  t = Abs(x)\n", "graph.topological", "  y = Neg(t)"),
+    ("  y = Neg(nowhere)\n", "graph.undefined", "  y = Neg(nowhere)"),
+])
+def test_invalid_graph_is_refused_with_the_checkers_line(tmp_path, capsys, body, rule, culprit):
+    text = '<\n  ir_version: 9,\n  opset_import: ["": 17]\n>\n\ng (float[2] x) => (float[2] y)\n{\n' + body + "}\n"
+    path = tmp_path / "invalid.onnxtext"
+    path.write_text(text)
+    rc, out, err = run_cli(capsys, path, "--input", "x=[1,2]")
+    assert rc == 1 and out == "" and "Traceback" not in err
+    first = err.splitlines()[0]
+    assert first.startswith(f"{path}:{line_of(text, culprit.strip())}:") and f"error[{rule}]" in first
+    assert "the graph is invalid, so it was not run" in err

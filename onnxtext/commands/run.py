@@ -65,6 +65,8 @@ def run(args) -> int:
     if debugging and args.engine != "numpy":
         raise OnnxTextError("--trace, --dump and --compare run the embedded evaluator; drop --engine")
     lines = SourceLines(args.model) if debugging or args.engine == "numpy" else SourceLines()
+    if args.engine == "numpy":
+        refuse_invalid_graph(args.model)
     try:
         ev = Evaluator(args.model, seed=args.seed, engine=args.engine, **({"optimize": 0} if debugging else {}))
         feeds = make_feeds(ev, args)
@@ -80,6 +82,23 @@ def run(args) -> int:
     if args.output_dir:
         save_outputs(args.output_dir, ev.output_names, outputs)
     return 0 if matched else 1
+
+
+#: the checker rules whose violations make a graph impossible to run as written (onnxruntime refuses them)
+GRAPH_RULES = {"graph.ssa", "graph.topological", "graph.undefined", "graph.output-produced"}
+
+
+def refuse_invalid_graph(path: str) -> None:
+    """Raise the checker's diagnostics (file, line) when the graph assigns a value twice, uses one
+    before (or without) defining it, or leaves an output unproduced."""
+    from ..checker import check
+    from ..errors import OnnxTextError
+
+    errors = [d for d in check(path, rules=GRAPH_RULES) if d.severity == "error"]
+    if errors:
+        raise OnnxTextError("\n".join(str(d) for d in errors) +
+                            f"\nthe graph is invalid, so it was not run ({len(errors)} error"
+                            f"{'s' if len(errors) > 1 else ''}; onnxtext check {path} lists every problem)")
 
 
 def located(error, lines) -> str:
