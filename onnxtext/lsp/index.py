@@ -171,15 +171,13 @@ class DocumentIndex:
 
 
 def parse_tree(text: str):
-    """(tree, start symbol) for ``text``, or (None, None) when it does not parse as any kind of text."""
-    from ..syntax.grammar import get_parser
+    """(tree, start symbol) for ``text``, or (None, None) when it does not parse as any kind of text.
 
-    for start in ("model", "graph", "function", "node"):
-        try:
-            return get_parser().parse(text, start=start), start
-        except Exception:  # noqa: BLE001 - not this kind of text; try the next start symbol
-            continue
-    return None, None
+    The parse is :func:`onnxtext.syntax.positions.plain_tree`'s, which the checker's spans reuse for the
+    same text: analysing a document parses it into a tree once."""
+    from ..syntax.positions import plain_tree
+
+    return plain_tree(text)
 
 
 def build_index(text: str) -> DocumentIndex | None:
@@ -206,11 +204,22 @@ def _tokens(t):
             yield from _tokens(c)
 
 
+def _edge_token(t, last: bool):
+    """The first (or last) token of a tree, descending one child per level (children may be None)."""
+    while isinstance(t, Tree):
+        for c in (reversed(t.children) if last else t.children):
+            if c is not None and (isinstance(c, Token) or _edge_token(c, last) is not None):
+                t = c
+                break
+        else:
+            return None
+    return t if isinstance(t, Token) else None
+
+
 def tree_span(t) -> Span | None:
-    toks = list(_tokens(t))
-    if not toks:
+    a, b = _edge_token(t, False), _edge_token(t, True)
+    if a is None or b is None:
         return None
-    a, b = toks[0], toks[-1]
     return Span(a.line, a.column, b.end_line, b.end_column)
 
 

@@ -9,11 +9,13 @@ the tree builds a table from checker paths (``graph.node[3].attribute[body].g.no
 (line, column) of the first token of that element. A diagnostic whose exact path is not in the table takes
 the position of its nearest ancestor that is (``...node[3].attribute[alpha].t`` -> the attribute).
 
-The cost is one extra parse of the text, paid only by ``check``; nothing changes in the parse path.
+The cost is one extra parse of the text, paid only by ``check`` (and shared with the language server's index
+through :func:`plain_tree`); nothing changes in the parse path.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 
 from lark import Token, Tree
@@ -31,18 +33,13 @@ class SpanMap:
 
     @classmethod
     def from_text(cls, text: str) -> SpanMap:
-        from .grammar import get_parser
-
-        for start, prefix in (("model", ""), ("graph", "graph"), ("function", "functions[0]"),
-                              ("node", "graph.node[0]")):
-            try:
-                tree = get_parser().parse(text, start=start)
-            except Exception:  # noqa: BLE001 - not this kind of text; try the next start symbol
-                continue
-            table: dict = {}
-            {"model": _model, "graph": _graph, "function": _function, "node": _node}[start](tree, prefix, table)
-            return cls(table, table.pop("@literals", []))
-        return cls()
+        tree, start = plain_tree(text)
+        if tree is None:
+            return cls()
+        prefix = {"model": "", "graph": "graph", "function": "functions[0]", "node": "graph.node[0]"}[start]
+        table: dict = {}
+        {"model": _model, "graph": _graph, "function": _function, "node": _node}[start](tree, prefix, table)
+        return cls(table, table.pop("@literals", []))
 
     def locate(self, path: str):
         """(line, column) of ``path`` or of its nearest located ancestor; (None, None) without text."""
@@ -56,6 +53,23 @@ class SpanMap:
                 break
             p = p[:m.start()]
         return self.table.get(p) or self.table.get("", (None, None))
+
+
+@functools.lru_cache(maxsize=1)
+def plain_tree(text: str):
+    """(plain lark tree, start symbol) of ``text``, or (None, None) when it parses as no kind of text.
+
+    The last text's tree is kept: the language server indexes the very text it then checks, and the two
+    share this parse (callers must not modify the tree).
+    """
+    from .grammar import get_parser
+
+    for start in ("model", "graph", "function", "node"):
+        try:
+            return get_parser().parse(text, start=start), start
+        except Exception:  # noqa: BLE001 - not this kind of text; try the next start symbol
+            continue
+    return None, None
 
 
 def first_token(t):
