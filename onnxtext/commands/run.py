@@ -223,14 +223,14 @@ def comparison_report(cmp, lines) -> str:
         bad = [v for v in cmp.outputs if not v.matches]
         if not bad:
             return head + ": all match"
-        return head + ": outputs differ\n" + "\n".join("    " + v.text() for v in bad)
+        return head + ": outputs differ\n" + "\n".join("    " + v.text(engine) for v in bad)
     nc = cmp.first_divergence
     node = nc.node
     where = lines.where(nc.path)
     op = f"{node.domain}::{node.op_type}" if node.domain not in ("", "ai.onnx") else node.op_type
     out = [head + ": first divergence at",
            f"  {where + '  ' if where else ''}{nc.path}  {op}" + (f" {node.name!r}" if node.name else "")]
-    out += ["    " + v.text() for v in nc.values if not v.matches]
+    out += ["    " + v.text(engine) for v in nc.values if not v.matches]
     later = sum(1 for n in cmp.nodes if not n.matches) - 1
     if later:
         out.append(f"  ({later} later node{'s' if later > 1 else ''} differ too, possibly as a consequence)")

@@ -200,13 +200,14 @@ class ValueDifference:
     ours: object = None
     theirs: object = None
 
-    def text(self) -> str:
+    def text(self, other: str = "other") -> str:
+        """One line: the reason, or the largest differences and the worst element of both engines."""
         if self.reason:
             return f"{self.name}: {self.reason}"
         where = f" at {list(self.worst_index)}" if self.worst_index else ""
         detail = ""
         if self.worst_index:
-            detail = f" (onnxtext {self.ours!r}, other {self.theirs!r})"
+            detail = f" (onnxtext {self.ours!r}, {other} {self.theirs!r})"
         return f"{self.name}: max abs diff {_num(self.max_abs)}, max rel diff {_num(self.max_rel)}{where}{detail}"
 
 
