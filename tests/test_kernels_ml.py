@@ -344,3 +344,17 @@ def test_recurrent_layout_1_matches_layout_0():
     np.testing.assert_allclose(y, expected[0].transpose(2, 0, 1, 3), rtol=1e-6)
     np.testing.assert_allclose(y_h, expected[1].transpose(1, 0, 2), rtol=1e-6)
     np.testing.assert_allclose(y_c, expected[2].transpose(1, 0, 2), rtol=1e-6)
+
+
+def _ml_schema_versions():
+    import onnx.defs
+
+    return sorted({(s.name, s.since_version) for s in onnx.defs.get_all_schemas_with_history()
+                   if s.domain == "ai.onnx.ml" and not s.deprecated})
+
+
+@pytest.mark.parametrize("op,version", _ml_schema_versions(), ids=lambda v: str(v))
+def test_every_ai_onnx_ml_operator_version_has_a_kernel(op, version):
+    from onnxtext.evaluator.registry import lookup
+
+    assert lookup(op, "ai.onnx.ml", version) is not None, f"no kernel for ai.onnx.ml::{op} at opset {version}"
