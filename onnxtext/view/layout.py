@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from ..errors import OnnxTextError
 from .scene import Scene
 
+_LARGE = 1500  # boxes above which dot's network simplex iterations are limited
 CHAR_W = 7.2  # px per character of the 12px monospace font used for boxes
 LINE_H = 16.0  # px per text line
 PAD_X, PAD_Y = 10.0, 8.0
@@ -83,6 +84,10 @@ def dot_source(scene: Scene) -> str:
             out.append(indent + "}")
 
     emit("", "")
+    if len(scene.boxes) > _LARGE:
+        # dot's x-positioning (network simplex) dominates on thousands of boxes: fewer iterations, a layout
+        # a little less balanced, several times faster (benchmarks/view_speed.py)
+        out.insert(2, "graph [nslimit=0.05, nslimit1=0.05];")
     for lk in scene.links:
         out.append(f"{lk.src} -> {lk.dst} [id={lk.id}];")
     out.append("}")

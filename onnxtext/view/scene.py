@@ -13,6 +13,7 @@ with the value's type: declared (inputs, outputs, value_info) or inferred by onn
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from onnx import AttributeProto, GraphProto, ModelProto, TypeProto
@@ -85,7 +86,9 @@ class Scene:
 
 
 # ---------------------------------------------------------------------------------------------- labels
+@functools.lru_cache(maxsize=1)
 def _printer():
+    """One printer for types and attribute values (their print methods keep no state between calls)."""
     from ..printing.printer import Printer
 
     return Printer(width=10**9, elide=True)
