@@ -172,6 +172,15 @@ EDGE = [
     '/// doc\ng (float x) => (float y) { y = Relu(x) }',
     '<ir_version: 8, metadata_props: ["k": "v"]>\ng (float x) => (float y) { y = Relu(x) }',
     '<ir_version: 8>\ng (float x) => (float y) { y = Relu(x) }\ntraining_info { algorithm: a () => () {} }',
+    # number lists (the scanner builds plain decimal lists itself): ints, floats, mixed, specials, hex, ranges
+    'g (float x) => (float y) { y = Foo<a = [1, -2, 3,], b = [ 1 ,2 ]>(x) }',
+    'g (float x) => (float y) { y = Foo<a = [1, 2.5, -inf, NaN, 1e3], b = [0.1]>(x) }',
+    'g (float x) => (float y) { y = Foo<a = [1, 0x3F800000], b = [0x1, 2]>(x) }',
+    'g (float x) => (float y) { y = Foo<a = [9223372036854775807, -9223372036854775808]>(x) }',
+    'g (float x) => (float y) { y = Foo<a = [9223372036854775808]>(x) }',
+    'g (float x) => (float y) { y = Foo<a: floats = [1, 2], b: ints = [1.5]>(x) }',
+    'g (float x) => (float y) { y = Foo<a = [1e400, 1]>(x) }',
+    'g (float x) => (float y) { y = Foo<a = [007, 1], b = [1,, 2]>(x) }',
     # errors at the edges
     '', '<', 'g (float x) => (float y) {', 'g (float x) => (float y) { y = Relu(x) } }',
     'g (float x) => (float y) { y = Relu(x) } trailing', 'g (floot x) => (float y) { y = Relu(x) }',

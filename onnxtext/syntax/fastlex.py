@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from onnx import TypeProto
+from onnx import AttributeProto, TypeProto
 
 from . import builder as _b
 from .literal_data import decode_base64
@@ -37,7 +37,9 @@ _DOC_RE = re.compile(r"///[^\n]*")
 _ANNOT_RE = re.compile(r"@[A-Za-z_][A-Za-z0-9_]*")
 _IDS = f"((?:{_NAME})?(?:{_W},{_W}(?:{_NAME})?)*)"
 _ID_TOKEN = re.compile(f"{_NAME}|,|[ \t\f\r\n]+", re.S)
-_SIMPLE_ATTRS = f"<((?:[^<>{{}}()\"\\[\\]#/]|{_STRING}|\\[(?:[^<>{{}}()\"\\[\\]#/]|{_STRING})*\\])*)>"
+# runs of plain characters are matched possessively (++): they cannot hold a quote or bracket, so nothing
+# after them could want them back, and a long attribute list costs one step per run, not per character
+_SIMPLE_ATTRS = f"<((?:[^<>{{}}()\"\\[\\]#/]++|{_STRING}|\\[(?:[^<>{{}}()\"\\[\\]#/]++|{_STRING})*\\])*)>"
 
 # One plain node statement: [label] outputs = domain.Op:overload <attrs> (inputs) <attrs>
 _NODE_RE = re.compile(
@@ -52,6 +54,9 @@ _ATTR_RE = re.compile(
     f"{_W}({_NAME}){_W}(?::{_W}({_IDENT}){_W})?={_W}"  # 1: name, 2: declared type
     f"({_SCALAR}|\\[{_W}(?:{_SCALAR}(?:{_W},{_W}{_SCALAR})*(?:{_W},)?)?{_W}\\]){_W}(,|\\Z)", re.S)  # 3, 4
 _SCALAR_ONLY = re.compile(_SCALAR, re.S)
+_ALL_INT_LIST = re.compile(f"\\[{_W}{_INT}(?:{_W},{_W}{_INT})*{_W},?{_W}\\]")
+_DECIMAL = f"(?:{_SPECIAL}|{_FLOAT}|{_INT})(?![xX0-9])"  # no HEX: a hex literal is a bit pattern (Bits)
+_ALL_NUMBER_LIST = re.compile(f"\\[{_W}{_DECIMAL}(?:{_W},{_W}{_DECIMAL})*{_W},?{_W}\\]")
 _INT_RE = re.compile(_INT)
 # A value entry in its plain form: type name (= {numbers})? followed by ',' or the closing bracket
 _ENTRY_RE = re.compile(f"{_W}({_DTYPE}(?:{_W}\\[[^\\[\\]\"<>{{}}()=#/:]*\\])?){_W}({_NAME}){_W}"
@@ -167,6 +172,22 @@ def _attrs(text: str) -> list:
         if m is None:
             raise Fallback
         name, declared, value = m.group(1), m.group(2), m.group(3)
+        if value[0] == "[" and declared is None and _ALL_NUMBER_LIST.fullmatch(value):
+            # a plain list of decimal numbers (tree ensembles hold tens of thousands): what Builder.attr makes,
+            # ints when every item is an INT, else floats (an INT among FLOATs is its value as a float)
+            body = value[1:-1].rstrip(" \t\f\r\n")
+            toks = (body[:-1] if body.endswith(",") else body).split(",")  # int()/float() skip the blanks
+            if _ALL_INT_LIST.fullmatch(value):
+                a = AttributeProto(name=_name(name), type=AttributeProto.INTS)
+                a.ints.extend(map(int, toks))
+            else:
+                a = AttributeProto(name=_name(name), type=AttributeProto.FLOATS)
+                a.floats.extend(map(float, toks))
+            out.append(a)
+            pos = m.end()
+            if m.group(4) == "" and pos < n:
+                raise Fallback
+            continue
         if value[0] == "[":  # validated by _ATTR_RE: its scalars are the tokens findall meets
             v = ("list", [_scalar(tok) for tok in _SCALAR_ONLY.findall(value)])
         else:
