@@ -14,6 +14,7 @@ update binding; inference then sees the updated values.
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 import onnx
@@ -92,7 +93,8 @@ class Evaluator:
     random operators; ``engine="onnxruntime"`` runs the same model with onnxruntime instead (optional
     dependency; inference only). ``threads=N`` limits the BLAS library numpy uses to N threads (see
     :func:`set_blas_threads`: this is process-wide) or, with the onnxruntime engine, the session's
-    intra-op threads.
+    intra-op threads; without it, runs are timed to choose between the library's count and one
+    thread (:mod:`.threads`: two BLAS threads on busy cores can be many times slower).
 
     ``optimize`` is the optimizer level (:mod:`.optimizer`; default the highest, 0 runs every node
     as its own step with no rewrite and no constant folding: the reference path); ``disable`` names
@@ -121,8 +123,15 @@ class Evaluator:
         if engine == "onnxruntime":
             self._ort = _onnxruntime_session(self.model, model, self.base_dir, threads)
             return
+        self._threads = None  # the ThreadChooser timing runs, when the caller did not fix the count
         if threads is not None:
             set_blas_threads(threads)
+        else:
+            most = _BLAS_INITIAL_THREADS if _blas_functions()[1] is not None else None
+            if most is not None and most > 1:
+                from .threads import ThreadChooser
+
+                self._threads = ThreadChooser(most, set_blas_threads)
         _settle_allocator()
         self.opsets = {normalize_domain(o.domain): o.version for o in self.model.opset_import}
         if opsets:
@@ -196,10 +205,15 @@ class Evaluator:
         self._dims.check(env)
         if trace is not None or timeout is not None:
             env[CONTROL] = RunControl(trace, timeout)
+        chooser = self._threads
+        if chooser is not None:
+            threads, start = chooser.pick(), time.perf_counter()
         # inf/nan results are ONNX semantics, not errors: silence numpy's float warnings once per run
         # so kernels need no errstate of their own (a context manager per node costs ~1 us)
         with np.errstate(all="ignore"):
             plan.execute(env)
+        if chooser is not None:
+            chooser.record(threads, time.perf_counter() - start)
         try:
             return [env[n] for n in plan.output_names]
         except KeyError as e:
@@ -365,23 +379,37 @@ def set_blas_threads(threads: int) -> bool:
     starting Python instead.
     """
     import ctypes
-    for lib in _openblas_libraries():
-        for name in _BLAS_SETTERS:
-            setter = getattr(lib, name, None)
-            if setter is not None:
-                setter(ctypes.c_int(threads))
-                return True
-    return False
+    setter = _blas_functions()[0]
+    if setter is None:
+        return False
+    setter(ctypes.c_int(threads))
+    return True
 
 
 def get_blas_threads() -> int | None:
     """The thread count of numpy's OpenBLAS (None when it cannot be found, see :func:`set_blas_threads`)."""
-    for lib in _openblas_libraries():
-        for name in _BLAS_SETTERS:
-            getter = getattr(lib, name.replace("_set_", "_get_"), None)
-            if getter is not None:
-                return int(getter())
-    return None
+    getter = _blas_functions()[1]
+    return None if getter is None else int(getter())
+
+
+_BLAS: tuple | None = None
+_BLAS_INITIAL_THREADS = 1  # the library's own count when first found (what the thread chooser tries)
+
+
+def _blas_functions() -> tuple:
+    """(setter, getter) of numpy's OpenBLAS thread count, found once per process (None, None if absent)."""
+    global _BLAS, _BLAS_INITIAL_THREADS
+    if _BLAS is None:
+        _BLAS = (None, None)
+        for lib in _openblas_libraries():
+            for name in _BLAS_SETTERS:
+                setter = getattr(lib, name, None)
+                if setter is not None:
+                    _BLAS = (setter, getattr(lib, name.replace("_set_", "_get_"), None))
+                    if _BLAS[1] is not None:
+                        _BLAS_INITIAL_THREADS = int(_BLAS[1]())
+                    return _BLAS
+    return _BLAS
 
 
 def _openblas_libraries():
