@@ -105,6 +105,34 @@ V5_TREE = dict(  # TreeEnsemble (opset 5): one tree with a BRANCH_MEMBER root an
 )
 X_MEMBER = np.array([[1.0, 0, 0.7], [3.0, 0, 0.1], [2.0, 0, 0.9], [-1.0, 0, 0.2], [0.5, 0, 0.4]], np.float32)
 
+def random_forest(n_trees, depth, n_features, seed, mode="BRANCH_LEQ", n_targets=2):
+    """Complete binary regression trees of ``depth`` (legacy encoding), every interior node one ``mode``."""
+    rng = np.random.default_rng(seed)
+    attrs = {k: [] for k in ("nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_values", "nodes_modes",
+                             "nodes_truenodeids", "nodes_falsenodeids", "nodes_missing_value_tracks_true",
+                             "target_treeids", "target_nodeids", "target_ids", "target_weights")}
+    interior = 2 ** depth - 1
+    for t in range(n_trees):
+        for n in range(2 * interior + 1):
+            leaf = n >= interior
+            for k, v in (("nodes_treeids", t), ("nodes_nodeids", n),
+                         ("nodes_featureids", 0 if leaf else int(rng.integers(n_features))),
+                         ("nodes_values", 0.0 if leaf else float(rng.normal())),
+                         ("nodes_modes", "LEAF" if leaf else mode), ("nodes_truenodeids", 0 if leaf else 2 * n + 1),
+                         ("nodes_falsenodeids", 0 if leaf else 2 * n + 2),
+                         ("nodes_missing_value_tracks_true", int(not leaf and rng.random() < 0.5))):
+                attrs[k].append(v)
+            if leaf:
+                for target in range(n_targets):
+                    for k, v in (("target_treeids", t), ("target_nodeids", n), ("target_ids", target),
+                                 ("target_weights", float(rng.normal()))):
+                        attrs[k].append(v)
+    return dict(attrs, n_targets=n_targets)
+
+
+X_WIDE = np.random.default_rng(7).normal(size=(40, 5)).astype(np.float32)
+X_WIDE[::7, 2] = np.nan
+
 CASES = [
     ("binarizer", "Binarizer", XF, [("Y", F)], {"X": X2}, dict(threshold=0.4)),
     ("array_feature_extractor", "ArrayFeatureExtractor", [("X", F), ("I", I64)], [("Y", F)],
@@ -227,6 +255,15 @@ CASES = [
     ("tree_classifier_binary_class0_margin_logistic", "TreeEnsembleClassifier", XF, LABEL_SCORE, {"X": X3},
      dict(TREES, **dict(BINARY_TARGETS, class_ids=[0] * 5, class_weights=[0.1, -0.4, 0.2, -0.3, 0.25]),
           classlabels_int64s=[0, 1], post_transform="LOGISTIC")),
+    ("tree_regressor_single_mode_leq", "TreeEnsembleRegressor", XF, [("Y", F)], {"X": X3},
+     dict(TREES, **REG_TARGETS, n_targets=2,
+          nodes_modes=["BRANCH_LEQ", "BRANCH_LEQ", "LEAF", "LEAF", "LEAF", "BRANCH_LEQ", "LEAF", "LEAF"])),
+    ("forest_depth5_leq_nan", "TreeEnsembleRegressor", XF, [("Y", F)], {"X": X_WIDE},
+     dict(random_forest(12, 5, 5, seed=1), aggregate_function="AVERAGE")),
+    ("forest_depth3_gt_nan", "TreeEnsembleRegressor", XF, [("Y", F)], {"X": X_WIDE},
+     random_forest(7, 3, 5, seed=2, mode="BRANCH_GT")),
+    ("forest_depth4_lt_one_row", "TreeEnsembleRegressor", XF, [("Y", F)], {"X": X_WIDE[:1]},
+     random_forest(5, 4, 5, seed=3, mode="BRANCH_LT", n_targets=1)),
     ("tree_ensemble_v5_member", "TreeEnsemble", XF, [("Y", F)], {"X": X_MEMBER},
      dict(V5_TREE, n_targets=2), 5),
     ("tree_ensemble_v5_max", "TreeEnsemble", XF, [("Y", F)], {"X": X_MEMBER},
@@ -358,3 +395,19 @@ def test_every_ai_onnx_ml_operator_version_has_a_kernel(op, version):
     from onnxtext.evaluator.registry import lookup
 
     assert lookup(op, "ai.onnx.ml", version) is not None, f"no kernel for ai.onnx.ml::{op} at opset {version}"
+
+
+def test_two_forests_in_one_model_keep_their_own_trees():
+    """The per-node forest cache must not hand one node's trees to another."""
+    first, second = random_forest(3, 3, 5, seed=11), random_forest(4, 2, 5, seed=12)
+    nodes = [helper.make_node("TreeEnsembleRegressor", ["X"], ["A"], domain="ai.onnx.ml", **first),
+             helper.make_node("TreeEnsembleRegressor", ["X"], ["B"], domain="ai.onnx.ml", **second)]
+    graph = helper.make_graph(nodes, "two", [_value_info("X", F)], [_value_info("A", F), _value_info("B", F)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19), helper.make_opsetid("ai.onnx.ml", 3)])
+    model.ir_version = 9
+    check(model, {"X": X_WIDE})
+    ev = Evaluator(model)
+    a1, b1 = ev.run(None, {"X": X_WIDE})
+    a2, b2 = ev.run(None, {"X": X_WIDE[::-1].copy()})
+    np.testing.assert_array_equal(a2, a1[::-1])
+    np.testing.assert_array_equal(b2, b1[::-1])

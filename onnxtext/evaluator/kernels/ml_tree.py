@@ -3,12 +3,17 @@
 All three attribute encodings are converted to one flat form (:class:`Forest`): arrays over nodes
 (feature, threshold, comparison mode, true/false child, NaN direction, leaf flag, membership set)
 and a list of leaf contributions (node, target, weight). Evaluation walks every (sample, tree) pair
-at once: one vectorized step per depth level, moving all walkers that still sit on an interior node.
+at once: one vectorized step per depth level. When every interior node compares with one mode (as
+sklearn's BRANCH_LEQ forests do) leaves loop onto themselves and all walkers take exactly ``depth``
+steps without masking; otherwise each step moves the walkers still on an interior node.
+
+The Forest of a node is built once and kept (:func:`cached_forest`, keyed by the identity of the
+node's attribute values, which the plan prepares once), with its per-node leaf values per target.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -36,9 +41,50 @@ class Forest:
     leaf_node: np.ndarray     # [K] node index of each contribution
     leaf_target: np.ndarray   # [K] target (or class) index
     leaf_weight: np.ndarray   # [K] float64
+    _derived: dict = field(default_factory=dict, repr=False, compare=False)  # walk tables, leaf values
+
+    def _walk_tables(self):
+        """(compare ufunc, true child, false child, depth) for the single-mode walk, or None."""
+        if "walk" not in self._derived:
+            interior = self.mode != LEAF
+            modes = np.unique(self.mode[interior])
+            ops = {LEQ: np.less_equal, LT: np.less, GTE: np.greater_equal, GT: np.greater, EQ: np.equal,
+                   NEQ: np.not_equal}
+            walk = None
+            if modes.size <= 1 and (modes.size == 0 or int(modes[0]) in ops):
+                nodes = np.arange(self.mode.size)
+                true_child = np.where(interior, self.true_child, nodes)  # leaves loop onto themselves
+                false_child = np.where(interior, self.false_child, nodes)
+                depth = _depth(self.roots, true_child, false_child, interior)
+                if depth is not None:
+                    walk = (ops[int(modes[0])] if modes.size else np.less_equal, true_child, false_child, depth)
+            self._derived["walk"] = walk
+        return self._derived["walk"]
 
     def leaves(self, X: np.ndarray) -> np.ndarray:
         """Leaf node index reached by every (sample, tree): [N, T]."""
+        walk = self._walk_tables()
+        if walk is not None:
+            return self._leaves_single_mode(X, *walk)
+        return self._leaves_general(X)
+
+    def _leaves_single_mode(self, X, compare, true_child, false_child, depth):
+        x = np.ascontiguousarray(X, dtype=np.float64)
+        n, width = x.shape
+        flat = x.ravel()
+        offsets = (np.arange(n, dtype=np.int64) * width)[:, None]
+        cur = np.broadcast_to(self.roots, (n, self.roots.size)).copy()
+        any_nan = bool(np.isnan(flat).any())
+        feature, threshold, nan_true = self.feature, self.threshold, self.nan_true
+        for _ in range(depth):
+            value = flat[offsets + feature[cur]]
+            go_true = compare(value, threshold[cur])
+            if any_nan:
+                go_true |= np.isnan(value) & nan_true[cur]
+            cur = np.where(go_true, true_child[cur], false_child[cur])
+        return cur
+
+    def _leaves_general(self, X: np.ndarray) -> np.ndarray:
         x = X.astype(np.float64)
         cur = np.broadcast_to(self.roots, (x.shape[0], self.roots.size)).copy()
         rows = np.broadcast_to(np.arange(x.shape[0])[:, None], cur.shape)
@@ -65,14 +111,8 @@ class Forest:
     def scores(self, X: np.ndarray, n_targets: int, aggregate: str, base_values) -> np.ndarray:
         """Aggregated leaf values per target, base values added: [N, n_targets] float64."""
         leaves = self.leaves(as_rows(X))
-        n_nodes, n_trees = self.mode.size, self.roots.size
-        # Per node and target: the combined weight of that leaf (several entries may share a target).
-        combine = {"SUM": np.add, "AVERAGE": np.add, "MIN": np.minimum, "MAX": np.maximum}[aggregate]
-        start = {"SUM": 0.0, "AVERAGE": 0.0, "MIN": np.inf, "MAX": -np.inf}[aggregate]
-        node_values = np.full((n_nodes, n_targets), start)
-        combine.at(node_values, (self.leaf_node, self.leaf_target), self.leaf_weight)
-        has_value = np.zeros((n_nodes, n_targets), bool)
-        has_value[self.leaf_node, self.leaf_target] = True
+        n_trees = self.roots.size
+        node_values, has_value = self._leaf_values(n_targets, aggregate)
         per_tree = node_values[leaves]  # [N, T, targets]
         if aggregate in ("SUM", "AVERAGE"):
             out = per_tree.sum(axis=1)
@@ -85,6 +125,52 @@ class Forest:
         if base_values is not None and len(base_values):
             out = out + np.asarray(base_values, np.float64)
         return out
+
+    def _leaf_values(self, n_targets: int, aggregate: str):
+        """Per node and target: the combined weight of that leaf (several entries may share a target),
+        and whether any entry gives it one; built once per (targets, aggregate)."""
+        key = ("values", n_targets, aggregate)
+        if key not in self._derived:
+            combine = {"SUM": np.add, "AVERAGE": np.add, "MIN": np.minimum, "MAX": np.maximum}[aggregate]
+            start = {"SUM": 0.0, "AVERAGE": 0.0, "MIN": np.inf, "MAX": -np.inf}[aggregate]
+            node_values = np.full((self.mode.size, n_targets), start)
+            combine.at(node_values, (self.leaf_node, self.leaf_target), self.leaf_weight)
+            has_value = np.zeros((self.mode.size, n_targets), bool)
+            has_value[self.leaf_node, self.leaf_target] = True
+            self._derived[key] = (node_values, has_value)
+        return self._derived[key]
+
+
+def _depth(roots, true_child, false_child, interior):
+    """Number of steps from the roots to the deepest leaf (None for a cycle through interior nodes)."""
+    depth = 0
+    frontier = np.unique(roots)
+    seen = 0
+    while True:
+        frontier = frontier[interior[frontier]]
+        if frontier.size == 0:
+            return depth
+        depth += 1
+        seen += frontier.size
+        if seen > interior.size * 2 + 2:  # a malformed ensemble whose children loop
+            return None
+        frontier = np.unique(np.concatenate([true_child[frontier], false_child[frontier]]))
+
+
+_FOREST_CACHE: dict = {}
+_FOREST_CACHE_SIZE = 64
+
+
+def cached_forest(kind: str, attrs: dict, build):
+    """``build(attrs)`` once per node: keyed by the identities of the attribute values, which stay alive
+    in the cache entry (so no other object can take one of their ids while the entry exists)."""
+    key = (kind,) + tuple((k, id(v)) for k, v in sorted(attrs.items()))
+    entry = _FOREST_CACHE.get(key)
+    if entry is None:
+        if len(_FOREST_CACHE) >= _FOREST_CACHE_SIZE:
+            _FOREST_CACHE.pop(next(iter(_FOREST_CACHE)))
+        entry = _FOREST_CACHE[key] = (build(attrs), list(attrs.values()))
+    return entry[0]
 
 
 def _node_index(tree_ids, node_ids, query_trees, query_nodes):
@@ -135,7 +221,7 @@ def _base_values(a):
 
 @kernel("TreeEnsembleRegressor", since=1, domain=ML)
 def tree_ensemble_regressor(X, **a):
-    forest = _legacy_forest(a, "target")
+    forest = cached_forest("target", a, lambda a: _legacy_forest(a, "target"))
     n_targets = a.get("n_targets") or int(forest.leaf_target.max(initial=0)) + 1
     scores = forest.scores(X, n_targets, a["aggregate_function"], _base_values(a))
     return post_transform(scores, a["post_transform"]).astype(np.float32)
@@ -143,7 +229,7 @@ def tree_ensemble_regressor(X, **a):
 
 @kernel("TreeEnsembleClassifier", since=1, domain=ML)
 def tree_ensemble_classifier(X, **a):
-    forest = _legacy_forest(a, "class")
+    forest = cached_forest("class", a, lambda a: _legacy_forest(a, "class"))
     labels = class_labels(a.get("classlabels_strings"), a.get("classlabels_int64s"))
     scores = forest.scores(X, len(labels), "SUM", None)
     base = _base_values(a)
@@ -187,6 +273,14 @@ def _binary_scores(scores, forest, base, labels, transform):
 
 @kernel("TreeEnsemble", since=5, domain=ML)
 def tree_ensemble(X, **a):
+    forest = cached_forest("v5", a, _v5_forest)
+    aggregate = {v: k for k, v in _AGGREGATES.items()}[a["aggregate_function"]]
+    scores = forest.scores(X, a.get("n_targets") or int(forest.leaf_target.max(initial=0)) + 1, aggregate, None)
+    return post_transform(scores, _POST_TRANSFORMS[a["post_transform"]]).astype(X.dtype)
+
+
+def _v5_forest(a: dict) -> Forest:
+    """Forest from TreeEnsemble's (opset 5) encoding."""
     modes = np.asarray(a["nodes_modes"]).astype(np.int64).ravel()
     n_interior = modes.size
     leaf_weights = np.asarray(a["leaf_weights"]).ravel()
@@ -212,9 +306,7 @@ def tree_ensemble(X, **a):
                     np.concatenate([splits, np.zeros(n_leaves)]), mode, true_child, false_child, nan_true, members,
                     np.asarray(a["tree_roots"], np.int64), n_interior + np.arange(n_leaves),
                     np.asarray(a["leaf_targetids"], np.int64), leaf_weights.astype(np.float64))
-    aggregate = {v: k for k, v in _AGGREGATES.items()}[a["aggregate_function"]]
-    scores = forest.scores(X, a.get("n_targets") or int(forest.leaf_target.max(initial=0)) + 1, aggregate, None)
-    return post_transform(scores, _POST_TRANSFORMS[a["post_transform"]]).astype(X.dtype)
+    return forest
 
 
 def _membership_sets(values, modes, n_leaves):
