@@ -58,7 +58,10 @@ def _gemm(a, b, c, alpha, beta, trans_a, trans_b):
     if c is not None and beta != 0.0:
         if beta != 1.0:
             c = np.multiply(c, beta, dtype=c.dtype, casting="unsafe")
-        y = np.add(y, c, out=y) if np.broadcast_shapes(y.shape, c.shape) == y.shape else y + c
+        try:  # in place when C broadcasts to the product's shape (the usual bias row)
+            y = np.add(y, c, out=y)
+        except ValueError:  # C is larger than the product along some axis: a new array
+            y = y + c
     return np.asarray(y)
 
 
