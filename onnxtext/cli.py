@@ -64,7 +64,11 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return int(args._module.run(args) or 0)
+    except BrokenPipeError:  # the reader went away (``onnxtext run ... | head``): not an error
+        return _quiet_after_broken_pipe()
     except OnnxTextError as e:
+        if _caused_by_broken_pipe(e):  # e.g. raised by a --trace hook, wrapped by the evaluator
+            return _quiet_after_broken_pipe()
         print(f"onnxtext {args.command}: error: {e}" if not _has_location(str(e)) else str(e), file=sys.stderr)
         return 2 if args.command == "diff" else 1
     except OSError as e:  # e.g. an output directory that does not exist
@@ -73,8 +77,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
     except RecursionError:
         print(f"onnxtext {args.command}: error: input nested too deeply", file=sys.stderr)
         return 2 if args.command == "diff" else 1
@@ -85,6 +87,25 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("ONNXTEXT_TRACEBACK"):
             raise
         return 2 if args.command == "diff" else 1
+
+
+def _caused_by_broken_pipe(e: BaseException) -> bool:
+    seen = 0
+    while e is not None and seen < 20:
+        if isinstance(e, BrokenPipeError):
+            return True
+        e, seen = e.__cause__ or e.__context__, seen + 1
+    return False
+
+
+def _quiet_after_broken_pipe() -> int:
+    """Point stdout at /dev/null so that Python's final flush does not complain about the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (tests capture it)
+        pass
+    return 0
 
 
 def _has_location(message: str) -> bool:

@@ -89,6 +89,8 @@ SEVERITIES = [
     ("graph_ssa", "graph.ssa", 7, "error", "error"),
     ("op_unknown_onnxruntime", "op.unknown", 6, "warning", "error"),
     ("op_unknown", "op.unknown", 6, "error", "error"),
+    ("train_initialization", "train.initialization", 12, "warning", "error"),
+    ("train_binding", "train.binding", 18, "warning", "error"),
     ("model_domain", "model.domain", 2, None, "warning"),
     ("model_identifier", "model.identifier", 5, None, "warning"),
 ]
@@ -130,6 +132,7 @@ MESSAGES = [
     ("op_attribute", "op.attribute", 8, "did you mean 'alpha'?"),
     ("op_arity", "op.arity", 12, "takes at least 1"),
     ("graph_undefined", "graph.undefined", 8, "undefined value 'u'"),
+    ("graph_undefined_near", "graph.undefined", 6, "undefined value 'xx'; did you mean 'x'?"),
     ("dev_node", "dev.node", 14, "outside [-1, 0]"),
     ("dev_node", "dev.node", 17, "num_shards 0"),
     ("tensor_external", "tensor.external", 12, "does not match shape [2]"),
@@ -392,8 +395,13 @@ def test_cli_check_text_and_exit_status():
     clean = os.path.join(HERE, "checker_cases", "clean_minimal.onnxtext")
     r = _cli("check", bad, clean)
     assert r.returncode == 1
-    assert r.stdout.splitlines() == [f"{bad}:8:11: error[graph.undefined]: node[1] (Add) uses undefined value 'u'",
-                                     f"{bad}:9:61: error[graph.undefined]: node[0] (Neg) uses undefined value 'v'"]
+    assert r.stdout.splitlines() == [
+        f"{bad}:8:11: error[graph.undefined]: node[1] (Add) uses undefined value 'u'",
+        "            u)            # <- graph.undefined",
+        "            ^",
+        f"{bad}:9:61: error[graph.undefined]: node[0] (Neg) uses undefined value 'v'",
+        "    z = If(c) <then_branch = a () => (float[N] ta) { ta = Neg(v) },   # <- graph.undefined",
+        "                                                              ^"]
     assert "Traceback" not in r.stderr
     assert _cli("check", clean).returncode == 0
 

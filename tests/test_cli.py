@@ -1,5 +1,6 @@
-"""CLI behaviour: print/compile round trip, clean errors (no traceback), atomic outputs."""
+"""CLI behaviour: print/compile round trip, clean errors (no traceback), atomic outputs, compile checks."""
 
+import glob
 import os
 import subprocess
 import sys
@@ -102,3 +103,73 @@ def test_every_command_module_exists_and_matches_the_dispatch_table():
         mod = importlib.import_module(f"onnxtext.commands.{module}")
         assert mod.HELP == help_, name
         assert callable(mod.add_arguments) and callable(mod.run), name
+
+
+# ------------------------------------------------------------------------------------------ compile checks
+INVALID = sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "invalid", "*.onnxtext")))
+SHAPE_CASES = sorted(glob.glob(os.path.join(ROOT, "tests", "shape_cases", "*.onnxtext")))
+
+
+@pytest.mark.parametrize("path", INVALID + SHAPE_CASES, ids=[os.path.basename(p) for p in INVALID + SHAPE_CASES])
+def test_compile_of_a_bad_text_writes_nothing_and_exits_1(tmp_path, capsys, path):
+    from onnxtext import cli as cli_module
+
+    out = tmp_path / "out.onnx"
+    assert cli_module.main(["compile", path, "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert not out.exists() and os.listdir(tmp_path) == []
+    assert f"{path}:" in err and "^" in err and "Traceback" not in err
+
+
+def test_compile_reports_every_error_with_its_source_line(tmp_path):
+    bad = tmp_path / "bad.onnxtext"
+    bad.write_text('<ir_version: 10, opset_import: ["": 18]>\n'
+                   "g (float[N, 4] x, float[3, 2] W) => (float[N, 2] y) {\n"
+                   "  t = Reluu(x)\n"
+                   "  y = MatMul(x, W)\n"
+                   "  z = Add(xx, t)\n"
+                   "}\n")
+    out = tmp_path / "out.onnx"
+    r = cli("compile", str(bad), "-o", str(out))
+    assert r.returncode == 1 and not out.exists()
+    lines = r.stderr.splitlines()
+    assert lines[0] == f"{bad}:3:7: error[op.unknown]: operator 'Reluu' does not exist in opset ai.onnx 18; " \
+                       "did you mean 'Relu'?"
+    assert lines[1:3] == ["    t = Reluu(x)", "        ^^^^^"]
+    assert lines[3] == f"{bad}:4:7: error[type.node]: MatMul: inner dimensions differ: x is float[N, 4], " \
+                       "W is float[3, 2]"
+    assert lines[4:6] == ["    y = MatMul(x, W)", "        ^^^^^^"]
+    assert lines[6] == f"{bad}:5:11: error[graph.undefined]: node[2] (Add) uses undefined value 'xx'; " \
+                       "did you mean 'x'?"
+    assert "3 errors" in lines[-1]
+    r = cli("compile", str(bad), "-o", str(out), "--no-check")
+    assert r.returncode == 0 and out.exists() and r.stderr == ""
+
+
+def test_compile_prints_warnings_and_writes(tmp_path):
+    text = tmp_path / "w.onnxtext"
+    text.write_text('<ir_version: 10, opset_import: ["": 18, "": 18]>\ng (float[N] x) => (float[N] y) {\n'
+                    "  y = Relu(x)\n}\n")
+    out = tmp_path / "w.onnx"
+    r = cli("compile", str(text), "-o", str(out))
+    assert r.returncode == 0 and out.exists()
+    assert f"{text}:1:" in r.stderr and "warning[model.opset-import]" in r.stderr
+    out.unlink()
+    r = cli("compile", str(text), "-o", str(out), "--strict")
+    assert r.returncode == 1 and not out.exists() and "error[model.opset-import]" in r.stderr
+    r = cli("compile", str(text), "-o", str(out), "--no-warnings")
+    assert r.returncode == 0 and r.stderr == ""
+
+
+def test_run_into_a_closed_pipe_is_quiet(tmp_path):
+    """``onnxtext run --trace ... | head``: a reader that stops early is not an error (exit 0, nothing on stderr)."""
+    model = tmp_path / "chain.onnxtext"
+    model.write_text('<ir_version: 10, opset_import: ["": 18]>\ng (float[N] x0) => (float[N] x500) {\n'
+                     + "".join(f"  x{i + 1} = Relu(x{i})\n" for i in range(500)) + "}\n")
+    p = subprocess.Popen([sys.executable, "-m", "onnxtext", "run", str(model), "--random", "--dim", "N=1000",
+                          "--trace"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=dict(os.environ, PYTHONPATH=ROOT))
+    assert p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait() == 0 and err == ""

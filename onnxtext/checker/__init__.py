@@ -38,18 +38,30 @@ class Diagnostic:
     line: int | None = None
     column: int | None = None
     file: str | None = field(default=None, compare=False)
+    source_line: str | None = field(default=None, compare=False, repr=False)  # the text line, when from text
 
-    def format(self) -> str:
-        """``file:line:col: severity[rule]: message`` (the model path when there is no line)."""
+    def format(self, caret: bool = False) -> str:
+        """``file:line:col: severity[rule]: message`` (the model path when there is no line); with ``caret``,
+        followed by the source line and a caret under the culprit when the model came from text."""
         where = self.file or "<model>"
         if self.line is not None:
             where += f":{self.line}:{self.column or 1}"
         elif self.path:
             where += f": {self.path}"
-        return f"{where}: {self.severity}[{self.rule}]: {self.message}"
+        head = f"{where}: {self.severity}[{self.rule}]: {self.message}"
+        if not caret or self.source_line is None or self.line is None:
+            return head
+        shown, col = self.source_line.expandtabs(1), self.column or 1
+        if len(shown) > 200:  # keep huge single-line inputs readable
+            start = max(0, col - 100)
+            shown, col = shown[start:start + 200], col - start
+        word = re.match(r"[\w.:/-]+", shown[col - 1:])
+        return f"{head}\n  {shown}\n  {' ' * (col - 1)}{'^' * min(60, len(word.group(0)) if word else 1)}"
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        del out["source_line"]
+        return out
 
     def __str__(self) -> str:
         return self.format()
@@ -90,7 +102,8 @@ def _load_rules():
 
 
 def check(model_or_text_or_path, *, filename: str | None = None, base_dir: str | None = None,
-          rules: set[str] | None = None, strict: bool = False, lint: bool = False) -> list[Diagnostic]:
+          rules: set[str] | None = None, strict: bool = False, lint: bool = False,
+          text: str | None = None) -> list[Diagnostic]:
     """Check a model against the IR-spec rules and return every diagnostic (errors and warnings).
 
     Text that does not parse yields the parse errors as diagnostics of rule ``parse.syntax`` (up to ~20).
@@ -101,14 +114,18 @@ def check(model_or_text_or_path, *, filename: str | None = None, base_dir: str |
     misread. Spec rules runtimes tolerate (duplicate node names, a domain imported twice with one version)
     are warnings that say so, errors with ``strict=True``. Style advice every exporter triggers (no
     ``model.domain``, names that are not C identifiers) runs only with ``lint=True``.
+
+    ``text``: the source a ``ModelProto`` was just parsed from (``compile`` passes it): diagnostics then get
+    lines and columns without parsing the model a second time.
     """
     import onnx
 
     from .walk import Context, walk
 
     _load_rules()
-    text = None
     src = model_or_text_or_path
+    if text is not None and not isinstance(src, onnx.ModelProto):
+        text = None
     if isinstance(src, os.PathLike) or (isinstance(src, str) and "\n" not in src and "{" not in src
                                         and os.path.exists(src)):
         path = os.fspath(src)
@@ -129,10 +146,12 @@ def check(model_or_text_or_path, *, filename: str | None = None, base_dir: str |
         text = src.decode("utf-8", "replace") if isinstance(src, bytes) else src
         model, diags = _from_text(text, filename)
         if model is None:
+            _add_source_lines(diags, text)
             return diags
         wrapped_text = diags
     else:
         model = _as_model(src)
+        wrapped_text = False
     ctx = Context(model, text=text, filename=filename, base_dir=base_dir, strict=strict,
                   rules=[r for r in RULES.values() if (rules is None or r.id in rules)
                          and (lint or r.severity != "lint" or (rules is not None and r.id in rules))])
@@ -141,7 +160,18 @@ def check(model_or_text_or_path, *, filename: str | None = None, base_dir: str |
     walk(ctx)
     out = ctx.diagnostics
     out.sort(key=lambda d: (d.line or 0, d.column or 0, d.path, d.rule))
+    if text is not None:
+        _add_source_lines(out, text)
     return out
+
+
+def _add_source_lines(diags, text: str) -> None:
+    lines = None
+    for d in diags:
+        if d.line is not None:
+            lines = lines or text.splitlines()
+            if 1 <= d.line <= len(lines):
+                d.source_line = lines[d.line - 1]
 
 
 def _from_text(text: str, filename):

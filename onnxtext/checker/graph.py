@@ -79,11 +79,15 @@ def topological_order(ctx, scope, path, _):
 @rule("graph.undefined", "graph", _GRAPHS + " (every input is a graph input, an initializer, an earlier node's "
       "output or, in a subgraph, a name of an enclosing scope)")
 def defined_before_use(ctx, scope, path, _):
+    from .. import schemas
+
     known = scope.defined | scope.outer
     for i, node in enumerate(scope.proto.node):
         for j, x in enumerate(node.input):
             if x and x not in known:
-                yield f"{path}.node[{i}].input[{j}]", f"node[{i}] ({node.op_type}) uses undefined value {x!r}"
+                near = schemas.suggest(x, known)
+                yield f"{path}.node[{i}].input[{j}]", (f"node[{i}] ({node.op_type}) uses undefined value {x!r}"
+                                                       + (f"; did you mean {near!r}?" if near else ""))
 
 
 @rule("graph.shadowing", "graph", _NAMES + " (a subgraph MUST NOT reuse a name of an enclosing scope)")

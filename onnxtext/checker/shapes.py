@@ -145,7 +145,7 @@ class ShapeState:
             shown = inputs_text(node, types)
             if branches and node.op_type == "If":
                 shown = "; ".join(f"{b} makes " + ", ".join(type_text(t) for _, t in outs) for b, outs in branches)
-            out.append(("type.node", npath, f"{node.op_type}: {why}: {shown}"))
+            out.append(("type.node", npath + ".op_type", f"{node.op_type}: {why}: {shown}"))
         inferred = inferred or {}
         if not inside:
             self._inner_dimensions(node, npath, types, out)
@@ -209,5 +209,5 @@ class ShapeState:
             return  # onnx's inference compares sizes
         problem = self.dims.unify(k1, k2, self.where(npath, node.op_type))
         if problem:
-            out.append(("type.dimension", npath, f"{node.op_type}: inner dimensions differ: {problem}: "
+            out.append(("type.dimension", npath + ".op_type", f"{node.op_type}: inner dimensions differ: {problem}: "
                                                  f"{inputs_text(node, types)}"))

@@ -7,6 +7,8 @@ from __future__ import annotations
 from . import rule
 
 _TRAIN = "IR spec: Training Related Information"
+#: inference runtimes (onnxruntime, onnx.reference) ignore training_info: its rules are warnings unless --strict
+_IGNORED = " (inference runtimes ignore training_info; an error under --strict)"
 
 
 @rule("train.binding", "model", _TRAIN + " (binding keys: initializers of the main or algorithm graph, unique; "
@@ -21,12 +23,14 @@ def bindings(ctx, m, path, _):
             p = f"training_info[{i}].{key}"
             for e in getattr(t, key):
                 if e.key in seen:
-                    yield p, f"{key} key {e.key!r} is bound twice"
+                    yield p, f"{key} key {e.key!r} is bound twice" + _IGNORED, "tolerated"
                 seen.add(e.key)
                 if e.key not in state_here:
-                    yield p, f"{key} key {e.key!r} is not an initializer of the main or algorithm graph"
+                    yield (p, f"{key} key {e.key!r} is not an initializer of the main or algorithm graph" + _IGNORED,
+                           "tolerated")
                 if e.value not in outputs and t.HasField(graph_key):  # no graph: train.initialization says so
-                    yield p, f"{key} value {e.value!r} is not an output of the {graph_key} graph"
+                    yield (p, f"{key} value {e.value!r} is not an output of the {graph_key} graph" + _IGNORED,
+                           "tolerated")
 
 
 @rule("train.initialization", "model", _TRAIN + " (the initialization graph may be omitted only when there are no "
@@ -34,6 +38,9 @@ def bindings(ctx, m, path, _):
 def initialization_present(ctx, m, path, _):
     for i, t in enumerate(m.training_info):
         if len(t.initialization_binding) and not t.HasField("initialization"):
-            yield f"training_info[{i}].initialization_binding", "training_info has initialization_binding entries but no initialization graph"
+            yield (f"training_info[{i}].initialization_binding",
+                   "training_info has initialization_binding entries but no initialization graph" + _IGNORED,
+                   "tolerated")
         if not t.HasField("algorithm"):
-            yield f"training_info[{i}]", "training_info has no algorithm graph (it is required)"
+            yield f"training_info[{i}]", "training_info has no algorithm graph (it is required)" + _IGNORED, \
+                "tolerated"
