@@ -2,7 +2,7 @@
 against onnxruntime and onnx.reference in the same process.
 
     python benchmarks/eval_models.py [--runs N] [--only NAME ...] [--kind KIND ...] [--threads 1|default|both]
-                                     [--contention] [--skip-reference] [--json FILE]
+                                     [--contention] [--skip-reference] [--json FILE] [--tables FILE]
 
 For each model the three runtimes run the model's feeds (the corpus's feeds/<name>.npz; for a light CNN
 the backend runner's input, see benchmarks/eval_light.py): one untimed warm-up call each, whose outputs
@@ -218,8 +218,30 @@ def print_table(title: str, records: list[dict]) -> None:
         gm, worst = _summary(ran)
         print(f"\n{r}: runs {len(ran)} of {len(records)} models; time / onnxruntime's: geometric mean {gm}, "
               f"worst {worst}")
+    print_kinds(records)
     if notes:
         print("\n" + "\n".join(notes))
+
+
+def print_kinds(records: list[dict]) -> None:
+    """Geometric mean and worst ratio to onnxruntime per kind, for the corpus as a whole and the light CNNs."""
+    groups: dict[str, list[dict]] = {}
+    for rec in records:
+        groups.setdefault(rec["kind"], []).append(rec)
+    corpus = [rec for rec in records if rec["kind"] != "light"]
+    rows = list(groups.items()) + ([("real-model corpus (all but light)", corpus)] if corpus and "light" in groups
+                                   else [])
+    print("\n| kind | models | onnxtext runs | onnxtext/ort geomean | worst | reference runs | reference/ort geomean |"
+          " worst |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for kind, recs in rows:
+        cells = []
+        for r in ("onnxtext", "reference"):
+            ratios = [_ratio(rec["results"].get(r, {}).get("seconds"),
+                             rec["results"].get("onnxruntime", {}).get("seconds")) for rec in recs]
+            ratios = [v for v in ratios if v is not None]
+            cells += [str(len(ratios)), *_summary(ratios)]
+        print(f"| {kind} | {len(recs)} | " + " | ".join(cells) + " |")
 
 
 def print_contention(one: list[dict], busy: list[dict]) -> None:
@@ -253,10 +275,21 @@ def main(argv=None) -> int:
                     help="measure the default-threads mode beside a CPU-bound process")
     ap.add_argument("--skip-reference", action="store_true", help="do not run onnx.reference")
     ap.add_argument("--json", metavar="FILE", help="also write the raw records as JSON")
+    ap.add_argument("--tables", metavar="FILE", help="print the tables of a --json file again, measuring nothing")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         return child(args)
+    if args.tables:
+        with open(args.tables) as f:
+            saved = json.load(f)
+        titles = {"one": "one thread each", "default": "default threads",
+                  "busy": "default threads, a CPU-bound process beside"}
+        for mode, records in saved.items():
+            print_table(titles[mode], records)
+        if "busy" in saved and "one" in saved:
+            print_contention(saved["one"], saved["busy"])
+        return 0
     if not cases(args.only, args.kind):
         print(realmodels.NOT_BUILT if not realmodels.corpus_built() else "no model matches", file=sys.stderr)
         return 1
