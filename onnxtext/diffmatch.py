@@ -425,24 +425,32 @@ def diff_function(ctx: Recorder, path: str, fa, fb) -> None:
     _value_infos(ctx, path, fa.value_info, fb.value_info, sa.ids, sb.ids)
 
 
-def _interface(ctx: Recorder, path: str, what: str, la, lb, by_name: bool) -> list[tuple]:
-    """Pair graph inputs or outputs and report added, removed, renamed and retyped ones.
+def pair_interface(la, lb, by_name: bool) -> tuple[list, list, list]:
+    """Pair graph inputs or outputs (ValueInfoProtos): (pairs, only in a, only in b).
 
     The main graph's interface is matched by name (left-overs in equal numbers are renames in place);
     subgraph inputs and outputs are positional parameters, so they are matched by position."""
-    if by_name:
-        in_b = {v.name: v for v in lb}
-        in_a = {v.name for v in la}
-        pairs = [(v, in_b[v.name]) for v in la if v.name in in_b]
-        gone = [v for v in la if v.name not in in_b]
-        new = [v for v in lb if v.name not in in_a]
-        if len(gone) == len(new):
-            for x, y in zip(gone, new):
-                ctx.add(f"{what}.renamed", path, f"{what} {_name(x.name)}", "name", _name(x.name), _name(y.name))
-            pairs += list(zip(gone, new))
-            gone, new = [], []
-    else:
-        pairs, gone, new = list(zip(la, lb)), la[len(lb):], lb[len(la):]
+    la, lb = list(la), list(lb)
+    if not by_name:
+        return list(zip(la, lb)), la[len(lb):], lb[len(la):]
+    in_b = {v.name: v for v in lb}
+    in_a = {v.name for v in la}
+    pairs = [(v, in_b[v.name]) for v in la if v.name in in_b]
+    gone = [v for v in la if v.name not in in_b]
+    new = [v for v in lb if v.name not in in_a]
+    if len(gone) == len(new):
+        return pairs + list(zip(gone, new)), [], []
+    return pairs, gone, new
+
+
+def _interface(ctx: Recorder, path: str, what: str, la, lb, by_name: bool) -> list[tuple]:
+    """Pair graph inputs or outputs and report added, removed, renamed and retyped ones.
+
+    See :func:`pair_interface`."""
+    pairs, gone, new = pair_interface(la, lb, by_name)
+    for x, y in pairs:
+        if x.name != y.name and by_name:
+            ctx.add(f"{what}.renamed", path, f"{what} {_name(x.name)}", "name", _name(x.name), _name(y.name))
     for v in gone:
         ctx.add(f"{what}.removed", path, f"{what} {_name(v.name)}", None, _type_text(v))
     for v in new:

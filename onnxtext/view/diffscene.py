@@ -11,24 +11,12 @@ Every box keeps the checker path of its node in b (``path``) and in a (``path_a`
 
 from __future__ import annotations
 
-from onnx import AttributeProto, GraphProto, ValueInfoProto
+from onnx import GraphProto, ValueInfoProto
 
-from .scene import Box, Cluster, Scene, SceneBuilder, cut, model_info, type_text
+from ..diffmatch import pair_interface
+from .scene import Box, Cluster, Scene, SceneBuilder, captured, cut, model_info, subgraphs, type_text
 
 _MAX_CHANGE_LINES = 4
-
-
-def _bodies(n) -> list[tuple[str, str, GraphProto]]:
-    """(label, checker path suffix, body) of each subgraph attribute of a node."""
-    out = []
-    for a in n.attribute:
-        if a.ref_attr_name:
-            continue
-        if a.type == AttributeProto.GRAPH:
-            out.append((a.name, f".attribute[{a.name}].g", a.g))
-        elif a.type == AttributeProto.GRAPHS:
-            out += [(f"{a.name}[{k}]", f".attribute[{a.name}].graphs[{k}]", g) for k, g in enumerate(a.graphs)]
-    return out
 
 
 def _function_graph(f) -> GraphProto:
@@ -75,7 +63,7 @@ class DiffSceneBuilder:
         # graph inputs: by name in the main graph (left-overs in equal numbers are renames), else by position
         ins_a = [v for v in ga.input if v.name not in weights_a]
         ins_b = [v for v in gb.input if v.name not in weights_b]
-        pairs, gone, new = _pair_interface(ins_a, ins_b, top)
+        pairs, gone, new = pair_interface(ins_a, ins_b, top)
         for k, (x, y) in enumerate(pairs):
             box = self._value_box("input", x, y, f"{pa}.input", f"{pb}.input", ga.input, gb.input, cluster)
             prod_a[x.name] = prod_b[y.name] = box.id
@@ -117,7 +105,7 @@ class DiffSceneBuilder:
                     if o:
                         prod[o] = ids[k]
         # graph outputs
-        opairs, ogone, onew = _pair_interface(list(ga.output), list(gb.output), top)
+        opairs, ogone, onew = pair_interface(list(ga.output), list(gb.output), top)
         out_a: dict[str, str] = {}
         out_b: dict[str, str] = {}
         for x, y in opairs:
@@ -131,8 +119,8 @@ class DiffSceneBuilder:
         # subgraph bodies: paired nodes recurse with the pairing of their bodies; the others are one-sided
         for j, n in enumerate(gb.node):
             i = b_to_a[j]
-            bodies_a = {label: (suffix, g) for label, suffix, g in _bodies(ga.node[i])} if i is not None else {}
-            for label, suffix, g in _bodies(n):
+            bodies_a = {label: (suffix, g) for label, suffix, g in subgraphs(ga.node[i])} if i is not None else {}
+            for label, suffix, g in subgraphs(n):
                 cl = self._cluster(label, g, cluster, ids_b[j], f"{pb}.node[{j}]{suffix}")
                 sub = sm.subscopes.get((i, label)) if sm is not None and i is not None else None
                 if sub is not None and label in bodies_a:
@@ -146,16 +134,13 @@ class DiffSceneBuilder:
                 self.one_side("a", g_a, cl.path, cl.id, weights_a, prod_a)
         for i, n in enumerate(ga.node):
             if a_to_b[i] is None:
-                for label, suffix, g in _bodies(n):
+                for label, suffix, g in subgraphs(n):
                     cl = self._cluster(label, g, cluster, ids_a[i], f"{pa}.node[{i}]{suffix}")
                     self.one_side("a", g, cl.path, cl.id, weights_a, prod_a)
 
     def _cluster(self, label: str, g: GraphProto, parent: str, owner: str, path: str) -> Cluster:
-        cl = Cluster(self.b.new_id("c"), f"{label}: {g.name}" if g.name else label, parent, owner, path, len(g.node))
-        self.scene.clusters.append(cl)
         owner_box = next(b for b in reversed(self.scene.boxes) if b.id == owner)
-        owner_box.expands.append(cl.id)
-        return cl
+        return self.b.cluster(label, g, parent, owner_box, path)
 
     def _value_box(self, kind: str, x, y, pa: str, pb: str, list_a, list_b, cluster: str) -> Box:
         v = y if y is not None else x
@@ -204,12 +189,10 @@ class DiffSceneBuilder:
             box.lines.append(("change", f"+{len(own) - _MAX_CHANGE_LINES} more changes"))
 
     def _links(self, ga, gb, ids_a, ids_b, prod_a, prod_b, weights_a, weights_b, out_a, out_b) -> None:
-        from .scene import _captured
-
         def edges(nodes, ids, prod, weights, outs):
             found: dict[tuple[str, str], str] = {}
             for k, n in enumerate(nodes):
-                for x in list(dict.fromkeys(n.input)) + sorted(_captured(n) - set(n.input)):
+                for x in list(dict.fromkeys(n.input)) + sorted(captured(n) - set(n.input)):
                     if x and x in prod and x not in weights:
                         found.setdefault((prod[x], ids[k]), x)
             for name, box_id in outs.items():
@@ -256,21 +239,6 @@ def _brief(change) -> str:
         first = ", ".join(f"[{', '.join(map(str, i))}] {old} -> {new}" for i, old, new in d["elements"][:2])
         return first if d["differing"] == 1 else f"{d['differing']} of {d['total']}: {first}"
     return change.what() or change.kind
-
-
-def _pair_interface(la: list, lb: list, by_name: bool):
-    """Pairs of graph inputs or outputs, like the differ: by name (left-overs in equal numbers are renames)
-    in the main graph, by position in bodies. Returns (pairs, only in a, only in b)."""
-    if not by_name:
-        return list(zip(la, lb)), la[len(lb):], lb[len(la):]
-    in_b = {v.name: v for v in lb}
-    names_a = {v.name for v in la}
-    pairs = [(v, in_b[v.name]) for v in la if v.name in in_b]
-    gone = [v for v in la if v.name not in in_b]
-    new = [v for v in lb if v.name not in names_a]
-    if len(gone) == len(new):
-        return pairs + list(zip(gone, new)), [], []
-    return pairs, gone, new
 
 
 def build_diff_scene(a, b, a_label: str = "a", b_label: str = "b") -> Scene:

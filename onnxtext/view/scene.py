@@ -142,9 +142,8 @@ def infer_types(model: ModelProto) -> dict[str, TypeProto]:
                 tt.tensor_type.shape.dim.add().dim_value = d
             types.setdefault(t.name, tt)
         for n in g.node:
-            for a in n.attribute:
-                for sub in ([a.g] if a.type == AttributeProto.GRAPH else list(a.graphs)):
-                    collect(sub)
+            for _, _, sub in subgraphs(n):
+                collect(sub)
 
     collect(model.graph)
     for f in model.functions:
@@ -241,7 +240,7 @@ class SceneBuilder:
             if x and x in producers and x not in weights:
                 self.link(producers[x], box_id, x)
         # values a subgraph body reads from the enclosing scopes are inputs of the node too
-        for x in sorted(_captured(n) - set(n.input)):
+        for x in sorted(captured(n) - set(n.input)):
             if x in producers and x not in weights:
                 self.link(producers[x], box_id, x)
 
@@ -252,22 +251,21 @@ class SceneBuilder:
         return lk
 
     def expansions(self, n, box: Box, path: str, cluster: str, weights: dict, producers: dict) -> None:
-        for a in n.attribute:
-            if a.ref_attr_name or a.type not in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
-                continue
-            bodies = [a.g] if a.type == AttributeProto.GRAPH else list(a.graphs)
-            for k, sub in enumerate(bodies):
-                suffix = "g" if a.type == AttributeProto.GRAPH else f"graphs[{k}]"
-                name = a.name if a.type == AttributeProto.GRAPH else f"{a.name}[{k}]"
-                cl = Cluster(self.new_id("c"), f"{name}: {sub.name}" if sub.name else name, cluster, box.id,
-                             f"{path}.attribute[{a.name}].{suffix}", len(sub.node))
-                self.scene.clusters.append(cl)
-                box.expands.append(cl.id)
-                box.lines.append(("expander", cut(f"▸ {name} ({len(sub.node)} nodes)")))
-                self.graph(sub, cl.path, cl.id, weights, producers)
+        for name, suffix, sub in subgraphs(n):
+            cl = self.cluster(name, sub, cluster, box, path + suffix)
+            self.graph(sub, cl.path, cl.id, weights, producers)
         k = self.functions.get((n.domain, n.op_type, n.overload))
         if k is not None:
             box.expands.append(f"{self.prefix}f{k}")
+
+    def cluster(self, label: str, body: GraphProto, parent: str, owner: Box, path: str) -> Cluster:
+        """A cluster for a subgraph body, opened from its owner box (which gets a ``▸ label`` line)."""
+        cl = Cluster(self.new_id("c"), f"{label}: {body.name}" if body.name else label, parent, owner.id, path,
+                     len(body.node))
+        self.scene.clusters.append(cl)
+        owner.expands.append(cl.id)
+        owner.lines.append(("expander", cut(f"▸ {label} ({len(body.node)} nodes)")))
+        return cl
 
     def function(self, k: int, f) -> None:
         label = ".".join(p for p in (f.domain, f.name) if p) + (":" + f.overload if f.overload else "")
@@ -294,17 +292,30 @@ class SceneBuilder:
                 self.link(producers[x], box.id, x)
 
 
-def _captured(n) -> set[str]:
+def subgraphs(n) -> list[tuple[str, str, GraphProto]]:
+    """(label, checker path suffix, body) of each subgraph attribute of a node: ``("body", ".attribute[body].g",
+    g)``, ``("branches[1]", ".attribute[branches].graphs[1]", g)``. Attributes referring to a function's
+    attribute (``@name``) have no body here."""
+    out = []
+    for a in n.attribute:
+        if a.ref_attr_name:
+            continue
+        if a.type == AttributeProto.GRAPH:
+            out.append((a.name, f".attribute[{a.name}].g", a.g))
+        elif a.type == AttributeProto.GRAPHS:
+            out += [(f"{a.name}[{k}]", f".attribute[{a.name}].graphs[{k}]", g) for k, g in enumerate(a.graphs)]
+    return out
+
+
+def captured(n) -> set[str]:
     """Names a node's subgraph bodies read but do not define (values of the enclosing scopes)."""
     out: set[str] = set()
-    for a in n.attribute:
-        for g in ([a.g] if a.type == AttributeProto.GRAPH else list(a.graphs) if a.type == AttributeProto.GRAPHS
-                  else []):
-            defined = {vi.name for vi in g.input} | {t.name for t in g.initializer}
-            for m in g.node:
-                out |= {x for x in m.input if x and x not in defined}
-                out |= _captured(m) - defined
-                defined |= set(m.output)
+    for _, _, g in subgraphs(n):
+        defined = {vi.name for vi in g.input} | {t.name for t in g.initializer}
+        for m in g.node:
+            out |= {x for x in m.input if x and x not in defined}
+            out |= captured(m) - defined
+            defined |= set(m.output)
     return out
 
 
