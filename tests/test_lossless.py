@@ -11,8 +11,12 @@ from onnx import AttributeProto as A
 from onnx import helper as h
 
 import onnxtext
-from corpus import cleared
 from onnxtext import dtypes, tensors
+
+
+def assert_same_bytes(back, m, text):
+    """The round trip gives the model's exact bytes (field presence and encodings included)."""
+    assert back.SerializeToString() == m.SerializeToString(), f"{text}\n--- back:\n{back}\n--- original:\n{m}"
 
 
 def base_model():
@@ -155,7 +159,7 @@ def test_field_roundtrips(kind, field):
         else:
             setattr(msg, field, v)
     text = onnxtext.to_text(m)
-    assert cleared(onnxtext.parse_model(text)) == cleared(m), text
+    assert_same_bytes(onnxtext.parse_model(text), m, text)
 
 
 # ---------------------------------------------------------------------------------------------- dtypes
@@ -194,7 +198,7 @@ def test_every_dtype_and_encoding_roundtrips(dtype, encoding):
         text = onnxtext.to_text(m, max_inline=max_inline)
         back = onnxtext.parse_model(text)
         assert back.graph.initializer[1] == t, text
-        assert cleared(back) == cleared(m)
+        assert_same_bytes(back, m, text)
 
 
 ATTRIBUTE_CASES = [
@@ -238,7 +242,8 @@ def test_attribute_kinds_roundtrip(kind, attr):
     m = base_model()
     target = m.functions[0].node[0] if attr.ref_attr_name else m.graph.node[0]
     target.attribute.add().CopyFrom(attr)
-    assert cleared(onnxtext.parse_model(onnxtext.to_text(m))) == cleared(m)
+    text = onnxtext.to_text(m)
+    assert_same_bytes(onnxtext.parse_model(text), m, text)
 
 
 TYPE_CASES = [
@@ -258,7 +263,8 @@ TYPE_CASES.append(_dim_den)
 def test_types_roundtrip(tp):
     m = base_model()
     m.graph.value_info.append(h.make_value_info("v", tp))
-    assert cleared(onnxtext.parse_model(onnxtext.to_text(m))) == cleared(m)
+    text = onnxtext.to_text(m)
+    assert_same_bytes(onnxtext.parse_model(text), m, text)
 
 
 def test_external_data_reference_roundtrips():
@@ -268,4 +274,60 @@ def test_external_data_reference_roundtrips():
         e = t.external_data.add()
         e.key, e.value = k, v
     m.graph.initializer.append(t)
-    assert cleared(onnxtext.parse_model(onnxtext.to_text(m))) == cleared(m)
+    text = onnxtext.to_text(m)
+    assert_same_bytes(onnxtext.parse_model(text), m, text)
+
+
+# ---------------------------------------------------------------------------------------------- presence
+def presence_cases():
+    """(message, field, "default" or "unset") for every singular scalar field of the target messages: set
+    explicitly to its default value, and left unset where the base model sets it."""
+    cases = []
+    for kind, get in TARGETS.items():
+        msg = get(base_model())
+        for fd in msg.DESCRIPTOR.fields:
+            if fd.is_repeated or fd.message_type is not None:
+                continue
+            cases.append((kind, fd.name, "default"))
+            if msg.HasField(fd.name):
+                cases.append((kind, fd.name, "unset"))
+    return cases
+
+
+# unset fields that the syntax cannot express as unset, each with the reason (strict: a listed case that
+# round-trips fails, so the list shrinks when the printer learns the case)
+_NAMELESS = "the syntax always writes this name: an unset one comes back set to \"\" (issue 23, the printer is total)"
+PRESENCE_KNOWN = {
+    ("GraphProto", "name", "unset"): _NAMELESS, ("ValueInfoProto", "name", "unset"): _NAMELESS,
+    ("FunctionProto", "name", "unset"): _NAMELESS, ("AttributeProto", "name", "unset"): _NAMELESS,
+    ("NodeProto", "op_type", "unset"): _NAMELESS,
+    ("TensorProto", "name", "unset"): "an initializer always prints a name (issue 23)",
+    ("TensorProto", "data_type", "default"): "element type 0 (UNDEFINED) has no text: print error (issue 23)",
+    ("TensorProto", "data_type", "unset"): "no element type: print error (issue 23)",
+    ("TensorProto", "raw_data", "default"): "raw_data beside float_data: the text keeps one encoding (issue 23)",
+    ("AttributeProto", "type", "default"): "type UNDEFINED: print error (issue 23)",
+    ("AttributeProto", "type", "unset"): "no type: print error (issue 23)",
+    ("AttributeProto", "f", "unset"): "a FLOAT attribute without its value comes back with f = 0.0 (issue 23)",
+}
+
+
+@pytest.mark.parametrize("kind,field,how", presence_cases(), ids=[".".join(c) for c in presence_cases()])
+def test_field_presence_roundtrips(kind, field, how):
+    m = base_model()
+    msg = TARGETS[kind](m)
+    fd = msg.DESCRIPTOR.fields_by_name[field]
+    if how == "default":
+        setattr(msg, field, fd.default_value)
+        assert msg.HasField(field)
+    else:
+        msg.ClearField(field)
+    try:
+        text = onnxtext.to_text(m)
+        back = onnxtext.parse_model(text)
+        same = back.SerializeToString() == m.SerializeToString()
+    except onnxtext.OnnxTextError as e:
+        text, same = str(e), False
+    if (kind, field, how) in PRESENCE_KNOWN:
+        assert not same, f"{kind}.{field} ({how}) round-trips now: remove it from PRESENCE_KNOWN"
+    else:
+        assert same, text

@@ -8,9 +8,12 @@ import onnx.parser
 import pytest
 
 import onnxtext
+from corpus import cleared
 from onnxtext import ParseError
 
-# Texts onnx's parser accepts: ours must give the identical proto.
+# Texts onnx's parser accepts: ours must give the same proto, up to field presence: onnx's parser sets
+# empty fields it was not given (every node's domain, a constant's name), ours leaves them unset
+# (test_presence_* below), so both sides are compared with explicit defaults cleared.
 COMPAT_NODES = [
     "y = Op(,x)", "y = Op(x,)", "y = Op(,)", 'y = Op("")', "y, = Op(x)", ", y = Op(x)", "= Op(x)",
     "y = com.ms.Op:ov(x)", "[lab] y = Op<a=1>(x)", 'y = Op(x)<a=1,b=2.0,c="s",d=[1,2],e=[1.0],f:ints=[],g=@h, k: float = 2>',
@@ -40,17 +43,17 @@ COMPAT_MODELS = [
 
 @pytest.mark.parametrize("text", COMPAT_NODES)
 def test_compat_node(text):
-    assert onnxtext.parse_node(text) == onnx.parser.parse_node(text)
+    assert cleared(onnxtext.parse_node(text)) == cleared(onnx.parser.parse_node(text))
 
 
 @pytest.mark.parametrize("text", COMPAT_GRAPHS)
 def test_compat_graph(text):
-    assert onnxtext.parse_graph(text) == onnx.parser.parse_graph(text)
+    assert cleared(onnxtext.parse_graph(text)) == cleared(onnx.parser.parse_graph(text))
 
 
 @pytest.mark.parametrize("text", COMPAT_MODELS)
 def test_compat_model(text):
-    assert onnxtext.parse_model(text) == onnx.parser.parse_model(text)
+    assert cleared(onnxtext.parse_model(text)) == cleared(onnx.parser.parse_model(text))
 
 
 # Literal rules: (element type, literal text, expected value as float64, or None for "bits equal")
@@ -127,3 +130,45 @@ g (
     assert m.graph.input[0].doc_string == "input doc"
     assert m.graph.node[0].doc_string == "node doc" and m.graph.node[0].metadata_props[0].value == "me"
     assert onnxtext.parse_model(onnxtext.to_text(m)) == m
+
+
+# Field presence (proto2): a field the text does not write stays unset; a marking sets it to its default.
+# (text of a node, field path, expected: True = set to its default, False = unset)
+PRESENCE = [
+    ("y = Relu(x)", "domain", False), ('y = "".Relu(x)', "domain", True),
+    ("y = Relu(x)", "name", False), ("[] y = Relu(x)", "name", True),
+    ("y = Relu(x)", "overload", False), ('y = Relu:""(x)', "overload", True),
+    ("y = Relu(x)", "doc_string", False), ("///\ny = Relu(x)", "doc_string", True),
+    ("y = Constant <value = float[1] {1.0}> ()", "attribute[0].t.name", False),
+    ('y = Constant <value = float[1] "" = {1.0}> ()', "attribute[0].t.name", True),
+    ("y = Op <a = 1> (x)", "attribute[0].f", False), ("y = Op <@f 0.0 a = 1> (x)", "attribute[0].f", True),
+]
+
+
+def _field(msg, path):
+    *parents, last = path.split(".")
+    for p in parents:
+        field, _, index = p.partition("[")
+        msg = getattr(msg, field)[int(index[:-1])] if index else getattr(msg, field)
+    return msg, last
+
+
+@pytest.mark.parametrize("text,path,is_set", PRESENCE)
+def test_presence(text, path, is_set):
+    for parse in (onnxtext.parse_node, lambda t: onnxtext.parse_graph(f"g () => () {{\n{t}\n}}").node[0]):
+        msg, field = _field(parse(text), path)
+        assert msg.HasField(field) == is_set
+        if is_set:
+            assert getattr(msg, field) == msg.DESCRIPTOR.fields_by_name[field].default_value
+
+
+@pytest.mark.parametrize("header,is_set", [('["": 21]', True), ("[{version: 21}]", False)])
+def test_presence_opset_domain(header, is_set):
+    m = onnxtext.parse_model(f"<opset_import: {header}> g () => () {{}}")
+    assert m.opset_import[0].HasField("domain") == is_set and m.opset_import[0].version == 21
+
+
+def test_onnx_parser_sets_every_domain():
+    # why the compat tables above compare with defaults cleared: onnx's parser sets fields it was not given
+    assert onnx.parser.parse_node("y = Relu(x)").HasField("domain")
+    assert not onnxtext.parse_node("y = Relu(x)").HasField("domain")

@@ -245,7 +245,8 @@ class _Bulk:
         plain, quoted = self._names(fs.ravel(), fl.ravel())
         ok &= (plain.reshape(n, -1) | ~present).all(1)
         q = (quoted.reshape(n, -1) & present).astype(_I)
-        named = has_name & (fl[:, 0] > 0)  # an empty name prints no brackets
+        named = has_name  # a name field, even empty, prints in brackets (`[]`: field presence)
+        q[:, 0] &= fl[:, 0] > 0  # ... and an empty one without quotes
         op_col = n_in + n_out + has_name
         op_s, op_n = _wire.column(pos, op_col), _wire.column(lens, op_col)
         ok &= self._classes(op_s, op_n)[1]  # an identifier (keywords need no quotes after '=')
@@ -256,8 +257,8 @@ class _Bulk:
         dom_col = op_col + 1 + n_attr
         dom_s, dom_n = _wire.column(pos, dom_col), np.where(has_dom, _wire.column(lens, dom_col), 0)
         dom_start = dom_len = np.zeros(n, _I)
-        if (dom_n > 0).any():
-            dom_start, dom_len, dom_ok = self._domains(dom_s, dom_n, ok)
+        if has_dom.any():
+            dom_start, dom_len, dom_ok = self._domains(dom_s, dom_n, has_dom & ok)
             ok &= dom_ok
 
         # glue segments: the separator before each name field, with the quotes of the names on either side
@@ -348,16 +349,17 @@ class _Bulk:
         n, k = matrix.shape
         return np.arange(0, n * k, k)[:, None] + np.clip(cols, 0, k - 1)
 
-    def _domains(self, s, n, ok):
-        """(prefix starts, prefix lengths, ok) of each node's ``domain.`` prefix (per distinct domain)."""
+    def _domains(self, s, n, rows):
+        """(prefix starts, prefix lengths, ok) of the ``domain.`` prefix of each node in ``rows`` (those with
+        a domain field; per distinct domain)."""
         start, length, good = np.zeros(len(s), _I), np.zeros(len(s), _I), np.ones(len(s), bool)
         memo = {}
-        for i in np.flatnonzero((n > 0) & ok).tolist():
+        for i in np.flatnonzero(rows).tolist():
             key = self.data[s[i]:s[i] + n[i]]
             hit = memo.get(key)
             if hit is None:
-                try:
-                    prefix = _op_name(key.decode("utf-8"), "A")[:-1]  # "domain." as the reference prints it
+                try:  # "domain." as the reference prints it (a set empty domain: `"".`)
+                    prefix = self.printer._op_text(key.decode("utf-8") or True, "A", None)[:-1]
                 except UnicodeDecodeError:
                     prefix = None
                 hit = memo[key] = self.pool.add(prefix) if prefix is not None else None

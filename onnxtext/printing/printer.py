@@ -105,7 +105,7 @@ class Printer:
         (``spec``: the precomputed ``_annotation_fields`` of hot callers)."""
         has_doc, fields = spec or _annotation_fields(type(msg), skip)
         out = []
-        if doc and has_doc and msg.doc_string:
+        if doc and has_doc and msg.HasField("doc_string"):  # an explicit "" prints as a bare ///
             out.extend(self.print_doc(msg.doc_string))
         for fd, field, repeated in fields:
             if (len(getattr(msg, field)) if repeated else msg.HasField(field)):
@@ -137,6 +137,10 @@ class Printer:
         return self._scalar(fd, value)
 
     def print_pairs(self, entries, level: int) -> str:
+        """``["key": "value", ...]`` (StringStringEntryProto, OperatorSetIdProto); entries with an unset
+        field print as ``[{field: value}, ...]`` records, which keep field presence."""
+        if not all(len(e.ListFields()) == 2 for e in entries):
+            return self._list("[", [self.print_record(e, level + 1) for e in entries], "]", level)
         items = []
         for e in entries:
             if e.DESCRIPTOR.name == "OperatorSetIdProto":
@@ -259,8 +263,8 @@ class Printer:
     # ------------------------------------------------------------------ tensors
     def tensor_annotations(self, t: TensorProto, level: int) -> list[str]:
         out = self._annotations(t, level, spec=_TENSOR_SPEC)
-        implied = TensorProto.EXTERNAL if len(t.external_data) else TensorProto.DEFAULT
-        if t.HasField("data_location") and t.data_location != implied:
+        # external data sets data_location (the builder does too); an explicit DEFAULT is printed
+        if t.HasField("data_location") and not (len(t.external_data) and t.data_location == TensorProto.EXTERNAL):
             out.append(f"@data_location {TensorProto.DataLocation.Name(t.data_location)}")
         return out
 
@@ -275,7 +279,7 @@ class Printer:
     def _tensor_constant(self, t: TensorProto, level: int, initializer: bool) -> str:
         # hot on graphs with many small constants: each proto field is read once
         ann = None
-        if t.doc_string or any(map(len, _TENSOR_EXTRA_REPEATED(t))) or any(map(t.HasField, _TENSOR_PRESENCE)):
+        if any(map(len, _TENSOR_EXTRA_REPEATED(t))) or any(map(t.HasField, _TENSOR_PRESENCE)):
             ann = self.tensor_annotations(t, level)
         enum, dims = t.data_type, t.dims
         dt = dtypes.BY_ENUM.get(enum)
@@ -283,7 +287,7 @@ class Printer:
             raise OnnxTextError(f"unknown element type {enum}")
         head = dt.name + "[" + ", ".join(map(str, dims)) + "]" if len(dims) else dt.name
         nm = t.name
-        if initializer or nm:
+        if initializer or nm or t.HasField("name"):  # an explicit "" name prints as ""
             head += " " + self._names[nm]
         text = head + " = " + self.print_tensor_data(t, level, dt, math.prod(dims))
         return "\n".join(ann + [text]) if ann else text
@@ -396,31 +400,50 @@ class Printer:
         # The hottest method on big graphs: each proto field read is a C call, so each is read once, and
         # lists are joined through map() over C-level callables (no per-element Python frames).
         ann = None
-        if n.doc_string or any(map(len, _NODE_EXTRA_REPEATED(n))) or (
-                _NODE_EXTRA_SINGULAR and any(map(n.HasField, _NODE_EXTRA_SINGULAR))):
+        if any(map(len, _NODE_EXTRA_REPEATED(n))) or any(map(n.HasField, _NODE_EXTRA_SINGULAR)):
             ann = self._annotations(n, level, spec=_NODE_SPEC)
         names = self._names.__getitem__
         nm = n.name
         outs = ", ".join(map(names, n.output))
-        key = (n.domain, n.op_type, n.overload)
+        # field presence: an empty domain or overload that is set (True) prints as "".Op or Op:""
+        key = (n.domain or n.HasField("domain"), n.op_type, n.overload or n.HasField("overload"))
         op = self._ops.get(key)
         if op is None:
-            op = self._ops[key] = _op_name(key[0], key[1]) + (":" + name(key[2]) if key[2] else "")
+            op = self._ops[key] = self._op_text(*key)
         attributes = n.attribute
         if len(attributes):
             items = [self.print_attribute(a, level + 1) for a in attributes]
             op += " " + self._list("<", items, ">", level, force_multiline=any("\n" in i for i in items) and
                                    len(items) > 1) + " "
         ins = ", ".join(map(names, n.input))
+        if not nm and n.HasField("name"):
+            nm = None  # an explicit empty name: `[]`
         if nm and outs:
             line = f"[{names(nm)}] {outs} = {op}({ins})"
         else:
-            line = f"{'[' + names(nm) + '] ' if nm else ''}{outs + ' = ' if outs else '= '}{op}({ins})"
+            label = "[] " if nm is None else "[" + names(nm) + "] " if nm else ""
+            line = f"{label}{outs + ' = ' if outs else '= '}{op}({ins})"
         return "\n".join(ann + [line]) if ann else line
 
+    def _op_text(self, domain, op_type: str, overload) -> str:
+        """``domain.Op:overload``; ``domain``/``overload`` True: set to "" (printed ``"".Op``, ``Op:""``,
+        except in onnx style, whose parser always sets the domain and reads no quoted one)."""
+        if domain is True:
+            text = op_part(op_type) if self.onnx_style else '"".' + op_part(op_type)
+        else:
+            text = _op_name(domain or "", op_type)
+        if overload is True:
+            return text + ':""'
+        return text + (":" + name(overload) if overload else "")
+
     def print_attribute(self, a: AttributeProto, level: int = 0) -> str:
-        ann = self.print_doc(a.doc_string) if a.doc_string else []
+        ann = self.print_doc(a.doc_string) if a.doc_string or a.HasField("doc_string") else []
         t = a.type
+        fields = a.ListFields()
+        if len(fields) > 3 or (len(fields) == 3 and not ann):  # fields the value syntax does not show
+            shown = _ATTR_SHOWN_REF if a.ref_attr_name else _ATTR_SHOWN.get(t, _ATTR_SHOWN_REF)
+            ann = ann + [f"@{fd.name} " + self.print_datum(a, fd, level) for fd, _ in fields
+                         if fd.name not in shown]
         if a.ref_attr_name:
             typ = f": {ATTR_TYPE_NAMES[t]}" if t else ""
             return "\n".join(ann + [f"{op_part(a.name)}{typ} = @{a.ref_attr_name}" if _IDENT.match(a.ref_attr_name)
@@ -526,6 +549,14 @@ def _annotation_fields(cls, skip: tuple):
 
 
 _NODE_SPEC = _annotation_fields(NodeProto, _NODE_SKIP)
+# the fields an attribute's `name: type = value` shows, per type (others print as @field annotations)
+_ATTR_SHOWN_REF = frozenset({"name", "type", "doc_string", "ref_attr_name"})
+_ATTR_SHOWN = {t: frozenset({"name", "type", "doc_string", f}) for t, f in (
+    (AttributeProto.FLOAT, "f"), (AttributeProto.INT, "i"), (AttributeProto.STRING, "s"), (AttributeProto.TENSOR, "t"),
+    (AttributeProto.GRAPH, "g"), (AttributeProto.SPARSE_TENSOR, "sparse_tensor"), (AttributeProto.TYPE_PROTO, "tp"),
+    (AttributeProto.FLOATS, "floats"), (AttributeProto.INTS, "ints"), (AttributeProto.STRINGS, "strings"),
+    (AttributeProto.TENSORS, "tensors"), (AttributeProto.GRAPHS, "graphs"),
+    (AttributeProto.SPARSE_TENSORS, "sparse_tensors"), (AttributeProto.TYPE_PROTOS, "type_protos"))}
 _TENSOR_SPEC = _annotation_fields(TensorProto, _TENSOR_SKIP)
 
 
@@ -539,10 +570,10 @@ def _repeated_getter(spec):
 
 
 _NODE_EXTRA_REPEATED = _repeated_getter(_NODE_SPEC)
-_NODE_EXTRA_SINGULAR = tuple(f for _, f, repeated in _NODE_SPEC[1] if not repeated)
+_NODE_EXTRA_SINGULAR = tuple(f for _, f, repeated in _NODE_SPEC[1] if not repeated) + ("doc_string",)
 _TENSOR_EXTRA_REPEATED = _repeated_getter(_TENSOR_SPEC)
 # singular fields that make tensor_annotations print something (data_location: when it is not implied)
-_TENSOR_PRESENCE = tuple(f for _, f, repeated in _TENSOR_SPEC[1] if not repeated) + ("data_location",)
+_TENSOR_PRESENCE = tuple(f for _, f, repeated in _TENSOR_SPEC[1] if not repeated) + ("data_location", "doc_string")
 
 
 class _NameCache(dict):

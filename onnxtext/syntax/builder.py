@@ -246,8 +246,8 @@ class Builder(Transformer):
         ann, tp, name, data = c
         last, dtype_token = self._last_type
         # an unnamed constant (in an attribute) reports its errors at its type (a str, no position, in fastparse)
+        # the name is set only when written (`float[2] "" = ...` sets it empty): field presence is kept
         t = build_tensor(tp, name, data, name or (dtype_token if last is tp else None))
-        t.name = name or ""  # explicitly present, as onnx's parser does
         apply_annotations(t, ann)
         return t
 
@@ -310,7 +310,8 @@ class Builder(Transformer):
         return c[0]
 
     def op_ref(self, c):
-        return (".".join(c[:-2]), c[-2], c[-1])
+        # no prefix: the domain stays unset (None); a written prefix, even "" ("".Relu), sets it
+        return (".".join(c[:-2]) if len(c) > 2 else None, c[-2], c[-1])
 
     def node(self, c):
         ann, label, outputs, op, attrs1, inputs, attrs2 = c
@@ -320,7 +321,8 @@ class Builder(Transformer):
         n.input.extend(inputs)
         n.output.extend(outputs)
         n.op_type = op[1]
-        n.domain = op[0]
+        if op[0] is not None:
+            n.domain = op[0]
         if op[2] is not None:
             n.overload = op[2]
         if attrs1 and attrs2:

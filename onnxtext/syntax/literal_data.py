@@ -210,7 +210,7 @@ def build_tensor(type_proto: TypeProto, name, data: TensorData, where=None) -> T
         if not d.HasField("dim_value"):
             raise _err(f"{_called(name)} needs numeric dimensions, not {d.dim_param or '?'}", where)
         t.dims.append(d.dim_value)
-    if name:
+    if name is not None:
         t.name = name
     count = tensors.element_count(t)
     kind = data.kind
