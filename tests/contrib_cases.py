@@ -365,3 +365,16 @@ CASES += [  # onnxruntime's LayerNormalization in the ONNX domain of opset-14 mo
       domain="", opset=14),
     C("layer_norm_opset14_axis", "LayerNormalization", [f32(2, 3, 4), f32(3, 4)], dict(axis=1), domain="", opset=14),
 ]
+CASES += [  # ONNX-domain integer products on both sides of the float32-exact bound (K <= 258 for 8-bit operands)
+    C("matmul_integer_k16_float32_path", "MatMulInteger", [u8(3, 16), s8(16, 5), np.uint8(200), np.int8(-100)],
+      domain="", tol=(0, 0)),
+    C("matmul_integer_k300_float64_path", "MatMulInteger", [u8(3, 300), s8(300, 5), np.uint8(255), np.int8(-128)],
+      domain="", tol=(0, 0)),
+    C("matmul_integer_batched_per_column", "MatMulInteger", [u8(2, 3, 40), u8(40, 6), np.uint8(7), u8(6)],
+      domain="", tol=(0, 0)),
+    C("qlinear_matmul_k300", "QLinearMatMul",
+      [u8(4, 300), *q(0.02, 128), s8(300, 6), *q(0.01, 0, np.int8), *q(0.5, 120)], domain="", tol=(0, 1)),
+    C("dynamic_quantize_linear", "DynamicQuantizeLinear", [f32(5, 7)], outputs=3, domain="", tol=(0, 0)),
+    C("dynamic_quantize_linear_positive", "DynamicQuantizeLinear", [f32(4, 4, low=0.5, high=9.0)], outputs=3,
+      domain="", tol=(0, 0)),
+]

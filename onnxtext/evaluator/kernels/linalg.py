@@ -1,9 +1,9 @@
 """Linear-algebra kernels: MatMul, MatMulInteger, Gemm (every version), Det, Einsum.
 
 Float products go straight to numpy's BLAS-backed ``matmul``. Integer products (MatMulInteger, and
-QLinearMatMul in quantize.py) also use BLAS, in float64: 8/16-bit products summed in float64 stay
-exact up to 2**53, far beyond any realistic inner dimension, and BLAS is much faster than numpy's
-integer matmul loop.
+the quantized kernels) also use BLAS (:func:`integer_product`): in float32 when every partial sum of
+the 8-bit operands fits its mantissa, else in float64, exact up to 2**53, far beyond any realistic
+inner dimension; BLAS is much faster than numpy's integer matmul loop.
 """
 
 from __future__ import annotations
@@ -21,9 +21,20 @@ def mat_mul(a, b):
     return np.asarray(np.matmul(a, b))
 
 
-def integer_matmul(a, b) -> np.ndarray:
-    """Exact int32 ``a @ b`` of small-integer (already zero-point shifted) operands via float64 BLAS."""
-    out = np.matmul(a.astype(np.float64, copy=False), b.astype(np.float64, copy=False))
+def integer_product(a: np.ndarray, b: np.ndarray, a_bound: int, b_bound: int) -> np.ndarray:
+    """Exact ``a @ b`` of integer-valued operands with ``|a| <= a_bound`` and ``|b| <= b_bound``, as floats.
+
+    BLAS does the work: float32 when every partial sum fits its 24-bit mantissa exactly
+    (``K * a_bound * b_bound < 2**24``: K up to 258 for uint8 x int8 operands shifted by their zero
+    points), float64 otherwise (exact up to K ~ 1.3e11 for 8-bit operands)."""
+    depth = a.shape[-1] if a.ndim else 1
+    work = np.float32 if depth * a_bound * b_bound < (1 << 24) else np.float64
+    return np.matmul(a.astype(work, copy=False), b.astype(work, copy=False))
+
+
+def integer_matmul(a, b, bound: int = 1 << 16) -> np.ndarray:
+    """Exact int32 ``a @ b`` of small-integer (already zero-point shifted, ``|value| <= bound``) operands."""
+    out = integer_product(a, b, bound, bound)
     # Accumulation wraps in 32 bits per the spec; go through int64 so the wrap is two's complement.
     return np.asarray(out.astype(np.int64).astype(np.int32))
 
@@ -38,13 +49,14 @@ def _row_zero_point(a, zero_point):
 
 @kernel("MatMulInteger", since=10)
 def mat_mul_integer(a, b, a_zero_point=None, b_zero_point=None):
-    a32 = a.astype(np.int32)
-    b32 = b.astype(np.int32)
+    # 8-bit operands minus 8-bit zero points: integers of magnitude <= 255, exact in float32
+    a32 = a.astype(np.float32)
+    b32 = b.astype(np.float32)
     if a_zero_point is not None:
-        a32 = a32 - _row_zero_point(a, a_zero_point)
+        a32 -= _row_zero_point(a, a_zero_point)
     if b_zero_point is not None:
-        b32 = b32 - np.asarray(b_zero_point).astype(np.int32)  # scalar or per column: broadcasts on N
-    return integer_matmul(a32, b32)
+        b32 -= np.asarray(b_zero_point).astype(np.int32)  # scalar or per column: broadcasts on N
+    return integer_matmul(a32, b32, 255)
 
 
 def _gemm(a, b, c, alpha, beta, trans_a, trans_b):

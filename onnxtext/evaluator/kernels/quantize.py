@@ -15,7 +15,7 @@ import numpy as np
 from ... import dtypes
 from ..registry import kernel
 from .cast import cast_array, is_ml_dtype
-from .linalg import integer_matmul
+from .linalg import integer_product
 
 
 def _expand(param, shape, axis, block_size):
@@ -93,15 +93,38 @@ def dequantize_linear(x, x_scale, x_zero_point=None, axis=1, block_size=0, outpu
 @kernel("DynamicQuantizeLinear", since=11)
 def dynamic_quantize_linear(x):
     """uint8 quantization with scale and zero point computed from the data range (which includes 0)."""
-    qmin, qmax = 0.0, 255.0
-    low = min(0.0, float(np.min(x))) if x.size else 0.0
-    high = max(0.0, float(np.max(x))) if x.size else 0.0
-    scale = np.float32((np.float32(high) - np.float32(low)) / np.float32(qmax - qmin))
-    with np.errstate(all="ignore"):
-        zero_point = np.clip(np.rint(qmin - np.float32(low) / scale), qmin, qmax) if scale else np.float32(0)
-        y = np.clip(np.rint(x / scale) + zero_point, qmin, qmax) if scale else np.zeros_like(x)
-    return (np.asarray(y.astype(np.uint8)), np.asarray(scale, dtype=np.float32),
+    low, high = _range(x)
+    scale = np.float32((np.float32(high) - np.float32(low)) / np.float32(255))
+    if not scale:
+        return np.zeros(x.shape, np.uint8), np.asarray(scale), np.asarray(np.uint8(0))
+    zero_point = _zero_point(low, scale)
+    return (_quantized_codes(x, scale, zero_point).astype(np.uint8), np.asarray(scale),
             np.asarray(np.uint8(zero_point)))
+
+
+def _range(x: np.ndarray) -> tuple[float, float]:
+    """(min, max) of ``x`` widened to include 0 (0, 0 for an empty tensor)."""
+    if not x.size:
+        return 0.0, 0.0
+    return min(0.0, float(x.min())), max(0.0, float(x.max()))
+
+
+def _zero_point(low: float, scale: np.float32) -> float:
+    """round(0 - low / scale) (half to even, in float32 as onnxruntime) clamped to [0, 255]."""
+    return float(min(255.0, max(0.0, round(float(np.float32(0) - np.float32(low) / scale)))))
+
+
+def _quantized_codes(x, scale, zero_point, shift=0.0):
+    """clip(rint(x / scale) + zero_point, 0, 255) - shift, as float32, in four in-place passes."""
+    with np.errstate(all="ignore"):
+        q = np.divide(x, scale, dtype=np.float32)
+    np.rint(q, out=q)
+    offset = zero_point - shift
+    if offset:
+        q += np.float32(offset)
+    np.maximum(q, np.float32(-shift), out=q)
+    np.minimum(q, np.float32(255.0 - shift), out=q)
+    return q
 
 
 def _per_row(param, operand):
@@ -124,7 +147,7 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, 
     a_shifted = _shifted(a, _per_row(a_zero_point, a))
     b_shifted = _shifted(b, np.asarray(b_zero_point))
     if a_shifted.dtype.kind == "i" and b_shifted.dtype.kind == "i":
-        acc = integer_matmul(a_shifted, b_shifted).astype(np.float64)
+        acc = integer_product(a_shifted, b_shifted, 255, 255).astype(np.float64)
     else:
         acc = np.matmul(a_shifted.astype(np.float32), b_shifted.astype(np.float32)).astype(np.float64)
     multiplier = (_per_row(a_scale, a).astype(np.float32) * np.asarray(b_scale).astype(np.float32)
@@ -137,33 +160,19 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, 
 
 
 # ------------------------------------------------------------------------- shared by quantized kernels
-def integer_product(a: np.ndarray, b: np.ndarray, a_bound: int, b_bound: int) -> np.ndarray:
-    """Exact ``a @ b`` of integer-valued operands with ``|a| <= a_bound`` and ``|b| <= b_bound``, as floats.
-
-    BLAS does the work: float32 when every partial sum fits its 24-bit mantissa exactly
-    (``K * a_bound * b_bound < 2**24``: K up to 258 for uint8 x int8 operands shifted by their zero
-    points), float64 otherwise (exact up to K ~ 1.3e11 for 8-bit operands)."""
-    depth = a.shape[-1] if a.ndim else 1
-    work = np.float32 if depth * a_bound * b_bound < (1 << 24) else np.float64
-    return np.matmul(a.astype(work, copy=False), b.astype(work, copy=False))
-
-
-def dynamic_uint8_parameters(x: np.ndarray) -> tuple[np.float32, np.float32]:
+def dynamic_uint8_parameters(x: np.ndarray) -> tuple[np.float32, float]:
     """(scale, zero point) onnxruntime's kernels pick to quantize ``x`` to uint8 on the fly.
 
     The range always includes 0; an all-zero (or empty) tensor gets scale 1 (DynamicQuantizeLinear
     itself returns 0 there); the zero point is ``round(-min / scale)`` clamped to [0, 255]."""
-    low = min(0.0, float(np.min(x))) if x.size else 0.0
-    high = max(0.0, float(np.max(x))) if x.size else 0.0
+    low, high = _range(x)
     if low == high:
-        return np.float32(1.0), np.float32(0.0)
+        return np.float32(1.0), 0.0
     scale = np.float32((np.float32(high) - np.float32(low)) / np.float32(255))
-    zero_point = np.float32(np.clip(np.rint(np.float32(0) - np.float32(low) / scale), 0, 255))
-    return scale, zero_point
+    return scale, _zero_point(low, scale)
 
 
 def dynamic_quantize_uint8(x: np.ndarray):
     """(x quantized to uint8 as float32 values minus the zero point, scale): ready for integer_product."""
     scale, zero_point = dynamic_uint8_parameters(x)
-    q = np.clip(np.rint(x.astype(np.float32) / scale) + zero_point, 0, 255)
-    return q - zero_point, scale
+    return _quantized_codes(x, scale, zero_point, shift=zero_point), scale

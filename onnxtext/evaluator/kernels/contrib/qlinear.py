@@ -7,7 +7,7 @@ add and mul in float32 on the zero-point-shifted integers scaled by the ratios o
 round half to even, add the output zero point and saturate; unary ones (sigmoid, leaky relu) and
 concat's requantization use a 256-entry lookup table ``quantize(f(dequantize(v)))`` built per call.
 The pools average in float32 on dequantized values (global: integer sums, one scale). QGemm
-multiplies exactly in integers (BLAS, :func:`..quantize.integer_product`), adds the int32 ``C``, then
+multiplies exactly in integers (BLAS, :func:`..linalg.integer_product`), adds the int32 ``C``, then
 scales by ``alpha * a_scale * b_scale`` and requantizes to ``y_scale``/``y_zero_point`` (float output
 when ``y_scale`` is absent).
 """
@@ -19,7 +19,8 @@ import numpy as np
 from ...registry import kernel
 from ..activation import _sigmoid
 from ..pool import average_pool
-from ..quantize import dequantize_linear, integer_product, quantize_linear
+from ..linalg import integer_product
+from ..quantize import dequantize_linear, quantize_linear
 from . import MS
 
 

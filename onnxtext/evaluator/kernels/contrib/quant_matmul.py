@@ -7,7 +7,7 @@ block with its scale and (packed, or float) zero point (default: the middle of t
 
 The dynamic kernels quantize the float activation to uint8 on the fly with the range of the whole
 tensor (see :func:`..quantize.dynamic_uint8_parameters`), multiply exactly in integers (BLAS, see
-:func:`..quantize.integer_product`) and scale the int32 result back to float32, as onnxruntime does;
+:func:`..linalg.integer_product`) and scale the int32 result back to float32, as onnxruntime does;
 DynamicQuantizeLSTM does this for the input projection (all time steps at once) and for the
 recurrence (once per step).
 """
@@ -18,7 +18,8 @@ import numpy as np
 
 from ....errors import EvalError
 from ...registry import kernel
-from ..quantize import dynamic_quantize_uint8, integer_product
+from ..linalg import integer_product
+from ..quantize import dynamic_quantize_uint8
 from ..rnn import _recurrent
 from . import MS
 
