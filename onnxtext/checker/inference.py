@@ -58,12 +58,19 @@ def dims(tp: TypeProto | None):
 
 def _known(tp: TypeProto | None) -> int:
     """How much a type says: 0 nothing, then element type, rank, and one point per known dimension."""
-    if tp is None or tp.WhichOneof("value") is None:
+    if tp is None:
         return 0
-    if tp.WhichOneof("value") != "tensor_type":
-        return 1
-    ds = dims(tp)
-    return (1 if tp.tensor_type.elem_type else 0) + (0 if ds is None else 1 + sum(d is not None for d in ds))
+    which = tp.WhichOneof("value")
+    if which != "tensor_type":
+        return 0 if which is None else 1
+    tt = tp.tensor_type
+    n = 1 if tt.elem_type else 0
+    if tt.HasField("shape"):
+        n += 1
+        for d in tt.shape.dim:
+            if d.WhichOneof("value") is not None:
+                n += 1
+    return n
 
 
 def better(a: TypeProto | None, b: TypeProto | None) -> TypeProto | None:
@@ -167,7 +174,7 @@ def whole_model_types(model: onnx.ModelProto) -> dict[str, dict[str, TypeProto]]
         table = out.setdefault(path, {})
         for v in list(g.input) + list(g.value_info) + list(g.output):
             if v.HasField("type"):
-                table[v.name] = better(table.get(v.name), v.type)
+                table[v.name] = better(table[v.name], v.type) if v.name in table else v.type
         for i, n in enumerate(g.node):
             for sp, sub in subgraphs(n, f"{path}.node[{i}]"):
                 index(sub, sp)

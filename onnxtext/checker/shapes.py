@@ -96,7 +96,9 @@ class ShapeState:
     def run_scope(self, g, path: str, outer: ChainMap, outer_data: ChainMap, opsets: dict) -> dict:
         """Check one graph; returns its own value types (for the node that owns it)."""
         out = self.results.setdefault(path, [])
-        types, data = outer.new_child(), outer_data.new_child()
+        # a top-level graph looks names up in plain dicts (most of the time goes there); subgraphs chain
+        types = outer.new_child() if any(outer.maps) else {}
+        data = outer_data.new_child() if any(outer_data.maps) else {}
         whole = self.whole.get(path, {})
         declared = {}
         for v in g.input:
@@ -122,13 +124,14 @@ class ShapeState:
         for v in g.output:
             if v.name not in types and v.name in declared:
                 types[v.name] = declared[v.name][0]
-        return types.maps[0]
+        return types.maps[0] if isinstance(types, ChainMap) else types
 
     def run_node(self, node, npath, types, data, declared, whole, opsets, out) -> None:
         inside = False  # a subgraph has errors of its own: the node's inference would only repeat them
         branches = []
         for sp, sg in subgraphs(node, npath):
-            own = self.run_scope(sg, sp, types, data, opsets)
+            own = self.run_scope(sg, sp, types if isinstance(types, ChainMap) else ChainMap(types),
+                                 data if isinstance(data, ChainMap) else ChainMap(data), opsets)
             inside |= self._has_errors(sp)
             branches.append((sp.rsplit("[", 1)[-1].split("]")[0], [(v.name, own.get(v.name)) for v in sg.output]))
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.output:
