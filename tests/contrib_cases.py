@@ -378,3 +378,13 @@ CASES += [  # ONNX-domain integer products on both sides of the float32-exact bo
     C("dynamic_quantize_linear_positive", "DynamicQuantizeLinear", [f32(4, 4, low=0.5, high=9.0)], outputs=3,
       domain="", tol=(0, 0)),
 ]
+CASES += [  # float16: computed in float32, rounded once
+    C("bias_gelu_float16", "BiasGelu", [rand("float16", 2, 5, 16), rand("float16", 16)], tol=(2e-3, 2e-3)),
+    C("fast_gelu_float16", "FastGelu", [rand("float16", 3, 8), rand("float16", 8)], tol=(2e-3, 2e-3)),
+    C("skip_ln_float16", "SkipLayerNormalization",
+      [rand("float16", 2, 3, 16), rand("float16", 2, 3, 16), rand("float16", 16), rand("float16", 16)],
+      dict(epsilon=1e-5), tol=(5e-3, 5e-3)),
+    C("attention_float16", "Attention",
+      [rand("float16", 2, 5, 16), rand("float16", 16, 48, low=-0.5, high=0.5), rand("float16", 48), PAD_MASK],
+      dict(num_heads=2), tol=(5e-3, 5e-3)),
+]

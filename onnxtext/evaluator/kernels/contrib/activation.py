@@ -18,13 +18,20 @@ from ..elementwise import erf
 from . import MS
 
 
+def _widened(x):
+    """float16 computes in float32 (numpy's half-precision loops are slow; onnxruntime widens too)."""
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
 def _gelu_erf(x):
-    return np.asarray(0.5 * x * (1 + erf(x * (1 / math.sqrt(2)))), dtype=x.dtype)
+    w = _widened(x)
+    return np.asarray(0.5 * w * (1 + erf(w * (1 / math.sqrt(2)))), dtype=x.dtype)
 
 
 def _gelu_tanh(x):
-    inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
-    return np.asarray(0.5 * x * (1 + np.tanh(inner)), dtype=x.dtype)
+    w = _widened(x)
+    inner = math.sqrt(2 / math.pi) * (w + 0.044715 * w * w * w)
+    return np.asarray(0.5 * w * (1 + np.tanh(inner)), dtype=x.dtype)
 
 
 @kernel("Gelu", since=1, domain=MS)
