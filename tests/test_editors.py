@@ -140,6 +140,10 @@ ROLES = [
     ("tensor>", 0, "type"),
     ("string = \"relu\"", 0, "type"),
     ("\"onnxtext\"", 0, "string"),
+    ("\"\": 21", 0, "string"),  # strings in the model header: keys of opset_import and values
+    ("\"com.microsoft\"", 0, "string"),
+    ("\"author\"", 0, "string"),
+    ("\"me", 0, "string"),
     ("\"weird/name:0\"", 0, "string"),
     ("\\t", 0, "escape"),
     ("\\u00e9", 0, "escape"),
@@ -160,6 +164,7 @@ ROLES = [
     ("alpha = 0.5", 0, "attribute"),
     ("mode = \"relu\"", 0, "attribute"),
     ("axes", 0, "attribute"),
+    ("alpha = 0.25", 0, "attribute"),  # an attribute list after the inputs: Op(x) <alpha = ...>
     ("then_branch", 0, "attribute"),
     ("\"type\"", 0, "attribute"),
     ("alpha, mode", 0, "attribute"),

@@ -103,6 +103,19 @@ def textmate_grammar() -> dict:
             "patterns": [{"include": "#attribute-name"}, {"include": "#comments"},
                          {"include": "#nested-paren"}, {"include": "#nested-bracket"},
                          {"include": "#nested-brace"}, {"include": "#nested-angle"}, {"include": "$self"}]},
+        # y = Loop (m, c) <body = ...>: the attribute list after the call's inputs
+        "call-then-attributes": {
+            "begin": rf"({_OPREF})\s*(\()([^()]*)(\))\s*(<)", "end": "(?<!=)>", "name": "meta.attributes.onnxtext",
+            "beginCaptures": {"1": {"name": "entity.name.function.onnxtext"},
+                              "2": {"name": "punctuation.section.bracket.onnxtext"},
+                              "3": {"patterns": [{"include": "#strings"}, {"include": "#names"},
+                                                 {"include": "#punctuation"}]},
+                              "4": {"name": "punctuation.section.bracket.onnxtext"},
+                              "5": {"name": "punctuation.section.attributes.begin.onnxtext"}},
+            "endCaptures": {"0": {"name": "punctuation.section.attributes.end.onnxtext"}},
+            "patterns": [{"include": "#attribute-name"}, {"include": "#comments"},
+                         {"include": "#nested-paren"}, {"include": "#nested-bracket"},
+                         {"include": "#nested-brace"}, {"include": "#nested-angle"}, {"include": "$self"}]},
         "attribute-name": {
             "match": rf"(?:(?<=<)|(?<=,)|^)\s*({_NAME})(?:\s*(:)\s*({_IDENT}))?(?=\s*(?:=(?!>)|,|>))",
             "captures": {"1": {"name": "entity.other.attribute-name.onnxtext"},
@@ -127,8 +140,8 @@ def textmate_grammar() -> dict:
         ]},
         "names": {"match": _IDENT, "name": "variable.other.onnxtext"},
     }
-    order = ["comments", "label", "keywords", "types", "attribute-list", "call", "strings", "annotations",
-             "numbers", "operators", "field", "names", "punctuation"]
+    order = ["comments", "label", "keywords", "types", "attribute-list", "call-then-attributes", "call", "strings",
+             "annotations", "numbers", "operators", "field", "names", "punctuation"]
     return {
         "$schema": "https://raw.githubusercontent.com/martinring/tmlanguage/master/tmlanguage.json",
         "name": "ONNX text",

@@ -33,13 +33,14 @@ syn match onnxtextHeaderKey "\<\%(configuration\|doc_string\|domain\|ir_version\
 syn match onnxtextAttrType contained "\%(\%(\h\w*\|\"[^\"]*\"\)\s*:\s*\)\@<=\<\%(float\|floats\|graph\|graphs\|int\|ints\|sparse_tensor\|sparse_tensors\|string\|strings\|tensor\|tensors\|type_proto\|type_protos\)\>\ze\s*="
 " GENERATED END
 
-" Attribute lists: < after a call's name. Inside, the first name of each entry is an attribute.
+" Attribute lists: < after a call's name, or after a call's inputs (`y = Loop (m, c) <body = ...>`).
+" Inside, the first name of each entry is an attribute.
 " Nested brackets are transparent regions, so an entry separator is only a top-level comma.
 syn region onnxtextNested transparent contained start="(" end=")" contains=@onnxtextTop,onnxtextNested
 syn region onnxtextNested transparent contained start="\[" end="\]" contains=@onnxtextTop,onnxtextNested
 syn region onnxtextNested transparent contained start="{" end="}" contains=@onnxtextTop,onnxtextNested
 syn region onnxtextNested transparent contained start="<" end="=\@<!>" contains=@onnxtextTop,onnxtextNested
-syn region onnxtextAttrList matchgroup=onnxtextDelimiter start="\%(\w\|\"\)\@<=\s*\zs<" end="=\@<!>" contains=onnxtextAttrName,onnxtextAttrType,@onnxtextTop,onnxtextNested
+syn region onnxtextAttrList matchgroup=onnxtextDelimiter start="\%(\w\|\"\)\@<=\s*\zs<" start="\%(\%(\h\w*\|\"\%([^\"\\]\|\\.\)*\"\)\s*([^()]*)\)\@<=\s*\zs<" end="=\@<!>" contains=onnxtextAttrName,onnxtextAttrType,@onnxtextTop,onnxtextNested
 
 " Literals (defined after the names so that numbers and strings win where both could start).
 syn match onnxtextNumber "\%(\w\|\.\)\@<!-\=\d\+\>"
