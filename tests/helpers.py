@@ -1,7 +1,8 @@
 """The one small-model builder and the comparisons that kernel and optimizer tests share.
 
-* :func:`node_model` builds a one-node model from example input arrays (types and shapes taken
-  from them; constants become initializers), :func:`text_model` parses onnxtext text.
+* :func:`graph_model` builds a model from onnx.helper nodes, example inputs (arrays, or shapes of
+  float32 inputs) and constants (initializers); :func:`node_model` is the one-node case;
+  :func:`text_model` parses onnxtext text.
 * :func:`run_onnxruntime` runs a model with onnxruntime (the numeric oracle, tests only);
   :func:`assert_matches_onnxruntime` compares the evaluator with it.
 * :func:`assert_optimizer_equivalent` compares the evaluator at its highest optimization level with
@@ -18,8 +19,32 @@ from onnxtext import Evaluator, parse_model
 from onnxtext.dtypes import from_numpy
 
 
-def _value_info(name, value):
-    return helper.make_tensor_value_info(name, from_numpy(value.dtype).enum, list(value.shape))
+F32 = onnx.TensorProto.FLOAT
+
+
+def _input_info(name, value):
+    """A graph input from an example array, or a float32 input of shape ``value`` (None: any)."""
+    if isinstance(value, np.ndarray):
+        return helper.make_tensor_value_info(name, from_numpy(value.dtype).enum, list(value.shape))
+    return helper.make_tensor_value_info(name, F32, None if value is None else list(value))
+
+
+def _output_info(output):
+    """A graph output: a name (float32, any shape), or (name, element type enum)."""
+    name, elem = (output, F32) if isinstance(output, str) else output
+    return helper.make_tensor_value_info(name, elem, None)
+
+
+def graph_model(nodes, inputs: dict, outputs, constants: dict | None = None, *, opset: int = 13,
+                ir_version: int = 8, extra_opsets: dict | None = None) -> onnx.ModelProto:
+    """A model of ``nodes`` (onnx.helper NodeProtos). ``inputs`` maps input names to example arrays
+    or to shapes of float32 inputs (None: any shape); ``outputs`` are names (float32) or
+    (name, element type) pairs; ``constants`` maps names to arrays, stored as initializers."""
+    graph = helper.make_graph(
+        list(nodes), "g", [_input_info(n, v) for n, v in inputs.items()], [_output_info(o) for o in outputs],
+        [onnx.numpy_helper.from_array(np.asarray(v), n) for n, v in (constants or {}).items()])
+    opsets = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v) for d, v in (extra_opsets or {}).items()]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=ir_version)
 
 
 def node_model(op: str, inputs: dict, attrs: dict | None = None, *, outputs=("y",), constants: dict | None = None,
@@ -29,14 +54,10 @@ def node_model(op: str, inputs: dict, attrs: dict | None = None, *, outputs=("y"
     The node's inputs are ``inputs`` then ``constants``, in order; outputs are untyped."""
     constants = constants or {}
     node = helper.make_node(op, list(inputs) + list(constants), list(outputs), domain=domain, **(attrs or {}))
-    graph = helper.make_graph(
-        [node], "single", [_value_info(n, v) for n, v in inputs.items()],
-        [helper.make_value_info(o, onnx.TypeProto()) for o in outputs],
-        [onnx.numpy_helper.from_array(np.asarray(v), n) for n, v in constants.items()])
-    opsets = [helper.make_opsetid("", opset)]
-    if domain:
-        opsets.append(helper.make_opsetid(domain, domain_opset))
-    return helper.make_model(graph, opset_imports=opsets, ir_version=ir_version)
+    model = graph_model([node], inputs, [], constants, opset=opset, ir_version=ir_version,
+                        extra_opsets={domain: domain_opset} if domain else None)
+    model.graph.output.extend(helper.make_value_info(o, onnx.TypeProto()) for o in outputs)
+    return model
 
 
 def text_model(text: str) -> onnx.ModelProto:

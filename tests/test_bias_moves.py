@@ -12,13 +12,12 @@ import itertools
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper
+from helpers import graph_model
+from onnx import helper
 
 from onnxtext.evaluator import Evaluator
 from onnxtext.evaluator.kernels.conv_fused import DepthwisePointwise
 from onnxtext.evaluator.kernels.conv_prepared import PreparedConv
-
-F = TensorProto.FLOAT
 RNG = np.random.default_rng(7)
 
 
@@ -71,10 +70,7 @@ def _model(x_shape, w1, b1, attrs, w2, b2, group, relu, batchnorm, second_attrs)
     if relu:
         nodes.append(helper.make_node("Relu", ["z"], ["r"]))
         out = "r"
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", F, list(x_shape))],
-                              [helper.make_tensor_value_info(out, F, None)],
-                              [helper.make_tensor(k, F, v.shape, v.reshape(-1).tolist()) for k, v in tensors.items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    return graph_model(nodes, {"X": tuple(x_shape)}, [out], tensors)
 
 
 def _prepared(ev):
@@ -151,10 +147,7 @@ def test_bias_stays_when_the_result_has_another_reader():
     tensors = {"W1": w1, "B1": b1, "W2": w2}
     nodes = [helper.make_node("Conv", ["X", "W1", "B1"], ["a"], group=4, pads=[1, 1, 1, 1]),
              helper.make_node("Conv", ["a", "W2"], ["z"])]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", F, list(x.shape))],
-                              [helper.make_tensor_value_info("z", F, None), helper.make_tensor_value_info("a", F, None)],
-                              [helper.make_tensor(k, F, v.shape, v.reshape(-1).tolist()) for k, v in tensors.items()])
-    ev = Evaluator(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8))
+    ev = Evaluator(graph_model(nodes, {"X": x}, ["z", "a"], tensors))
     z, a = ev.run(None, {"X": x})
     want_a = _conv_reference(x.astype(np.float64), w1.astype(np.float64), b1.astype(np.float64), (1, 1),
                              (1, 1, 1, 1), (1, 1), 4)

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
+from helpers import graph_model
+
 from onnxtext.evaluator import Evaluator
 from onnxtext.evaluator.kernels.conv_clamped import ClampedPointwise
 
@@ -64,10 +66,8 @@ def _case(shape, m, attrs, signs, bias, relu_after, mul_add, seed):
     if relu_after:
         nodes.append(helper.make_node("Relu", ["y"], ["z"]))
         out = "z"
-    graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("X", F, list(shape))], [helper.make_tensor_value_info(out, F, None)],
-        [helper.make_tensor(n, F, v.shape, v.astype(np.float32).reshape(-1).tolist()) for n, v in values.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)], ir_version=8)
+    model = graph_model(nodes, {"X": None}, [out], {n: v.astype(np.float32) for n, v in values.items()},
+                        opset=15)
     x = rng.normal(size=shape).astype(np.float32)
     return model, x, {n: v.astype(np.float32).astype(np.float64) for n, v in values.items()}
 

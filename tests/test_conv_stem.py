@@ -18,6 +18,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from helpers import graph_model
+
 from onnxtext.evaluator import Evaluator
 from onnxtext.evaluator.kernels import conv_stem
 from onnxtext.evaluator.kernels.conv_prepared import PreparedConv
@@ -233,10 +235,9 @@ def _chain_model(chain, outputs, x_shape=(1, 3, 29, 31), w_shape=(6, 3, 7, 7)):
     for op, ins, outs in chain:
         attrs = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]} if op == "MaxPool" else {}
         nodes.append(helper.make_node(op, ins, outs, **attrs))
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, x_shape)],
-                              [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in outputs],
-                              [numpy_helper.from_array(w, "W"), numpy_helper.from_array(b, "B")])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), w, b
+    model = graph_model(nodes, {"X": tuple(x_shape)}, [(o, TensorProto.UNDEFINED) for o in outputs],
+                        {"W": w, "B": b}, ir_version=10)
+    return model, w, b
 
 
 def _unfused(model):

@@ -9,8 +9,10 @@ import threading
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper
+from onnx import helper
 from test_conv_paths import reference_conv
+
+from helpers import graph_model
 
 from onnxtext.evaluator import Evaluator
 from onnxtext.evaluator.kernels.conv_fused import ConcatInto, ConvAdd, DepthwisePointwise
@@ -103,11 +105,7 @@ def test_fused_inside_a_residual_add_or_a_concat(after):
     nodes.append(helper.make_node("Add", ["p", "X"], ["s"]) if after == "add" else
                  helper.make_node("Concat", ["X", "p"], ["s"], axis=1))
     nodes.append(helper.make_node("Relu", ["s"], ["y"]))
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(x.shape))],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                              [helper.make_tensor(k, TensorProto.FLOAT, v.shape, v.reshape(-1).tolist())
-                               for k, v in t.items()])
-    ev = Evaluator(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8))
+    ev = Evaluator(graph_model(nodes, {"X": x}, ["y"], t))
     p = reference_conv(reference_conv(x, t["DW"], t["DB"], 8, [1, 1], [1, 1], [1, 1, 1, 1]), t["PW"], t["PB"], 4,
                        [1, 1], [1, 1], [0, 0, 0, 0])
     want = np.maximum(p + x if after == "add" else np.concatenate([x, p], axis=1), 0)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper
+from onnx import helper
+
+from helpers import graph_model
 
 from onnxtext.evaluator import Evaluator
 
-F = TensorProto.FLOAT
 RNG = np.random.default_rng(0)
 
 # (input shape, weight shape, Conv attributes)
@@ -69,12 +70,7 @@ def _chain_nodes(chain, x, channels, rank, tensors):
 
 def _model(nodes, inputs, output, initializers, ints=None):
     """ints: int64 initializers (Reshape targets), never fed as inputs."""
-    graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info(n, F, list(v.shape)) for n, v in inputs.items()],
-        [helper.make_tensor_value_info(output, F, None)],
-        [helper.make_tensor(n, F, v.shape, v.reshape(-1).tolist()) for n, v in initializers.items()] +
-        [helper.make_tensor(n, TensorProto.INT64, v.shape, v.reshape(-1).tolist()) for n, v in (ints or {}).items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    return graph_model(nodes, inputs, [output], {**initializers, **(ints or {})})
 
 
 def _run_both(nodes, x, tensors, output):

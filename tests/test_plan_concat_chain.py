@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
+from helpers import graph_model
+
 from onnxtext.evaluator import Evaluator
 
 F = TensorProto.FLOAT
@@ -118,19 +120,17 @@ def conv_block(layers, growth, kernel):
     """A DenseNet block: c_i = Concat(c_{i-1}, Conv_i(Relu(c_{i-1}))) with constant weights, so the
     plan computes each Conv straight into the Concat (and the chain into one buffer)."""
     rng = np.random.default_rng(2)
-    nodes, inits, weights, channels = [], [], [], 3
+    nodes, inits, weights, channels = [], {}, [], 3
     previous = "x"
     for i in range(layers):
         w = rng.standard_normal((growth, channels, kernel, kernel)).astype(np.float32)
         weights.append(w)
-        inits.append(helper.make_tensor(f"w{i}", F, w.shape, w.reshape(-1).tolist()))
+        inits[f"w{i}"] = w
         nodes.append(helper.make_node("Relu", [previous], [f"r{i}"]))
         nodes.append(helper.make_node("Conv", [f"r{i}", f"w{i}"], [f"y{i}"], pads=[kernel // 2] * 4))
         nodes.append(helper.make_node("Concat", [previous, f"y{i}"], [f"c{i}"], axis=1))
         previous, channels = f"c{i}", channels + growth
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, None)],
-                              [helper.make_tensor_value_info(previous, F, None)], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9), weights
+    return graph_model(nodes, {"x": None}, [previous], inits, opset=18, ir_version=9), weights
 
 
 @pytest.mark.parametrize("layers,growth,kernel", [(4, 2, 1), (3, 4, 3), (5, 1, 3)])

@@ -8,7 +8,9 @@ import math
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto
+
+from helpers import node_model
 
 from onnxtext.evaluator import Evaluator
 
@@ -42,11 +44,7 @@ def _reference(x):
 
 
 def _run(op, x, **attrs):
-    t = TYPES[x.dtype.type]
-    graph = helper.make_graph([helper.make_node(op, ["X"], ["Y"], **attrs)], "g",
-                              [helper.make_tensor_value_info("X", t, list(x.shape))],
-                              [helper.make_tensor_value_info("Y", t, None)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    model = node_model(op, {"X": x}, attrs, outputs=("Y",), opset=19)
     return Evaluator(model).run(None, {"X": x})[0]
 
 

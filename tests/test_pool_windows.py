@@ -12,7 +12,8 @@ import math
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper
+
+from helpers import node_model
 
 from onnxtext.evaluator import Evaluator
 
@@ -129,13 +130,7 @@ def reference_pool(x, kind, count_include_pad=0, p=2, **attrs):
 
 # ---------------------------------------------------------------------------------- running
 def run_pool(op, x, attrs, opset=19):
-    elem = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE, np.float16: TensorProto.FLOAT16,
-            np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8}[x.dtype.type]
-    node = helper.make_node(op, ["x"], ["y"], **attrs)
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", elem, x.shape)],
-                              [helper.make_tensor_value_info("y", elem, None)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=9)
-    return Evaluator(model).run(None, {"x": x})[0]
+    return Evaluator(node_model(op, {"x": x}, attrs, opset=opset)).run(None, {"x": x})[0]
 
 
 def windows_fit(attrs):
