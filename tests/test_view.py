@@ -10,6 +10,7 @@ Browser tests skip when no Chromium is installed (.ci/run installs Debian's ``ch
 
 from __future__ import annotations
 
+import glob
 import io
 import json
 import os
@@ -181,6 +182,22 @@ def test_subgraph_clusters_start_collapsed_and_expand_on_click(browser, tmp_path
 
 
 @needs_browser
+def test_a_function_call_opens_the_function_cluster(browser, tmp_path):
+    model = onnxtext.parse_model(NESTED)
+    _open(browser, tmp_path, view_html(model, NESTED))
+    body = '.box[data-path^="functions[0].node"]'
+    assert _visible(browser, body) == 0
+    x, y = browser.eval("""(() => { const r = document.querySelector('.box[data-path="graph.node[3]"] rect')
+        .getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()""")
+    browser.click(x, y)
+    assert browser.eval("document.querySelector('#panel button.open').textContent") == "show function local.twice"
+    x, y = browser.eval("""(() => { const r = document.querySelector('#panel button.open').getBoundingClientRect();
+        return [r.x + r.width / 2, r.y + r.height / 2]; })()""")
+    browser.click(x, y)
+    assert _visible(browser, body) == len(model.functions[0].node)
+
+
+@needs_browser
 def test_clicking_a_node_shows_its_onnxtext_and_source_line(browser, tmp_path):
     path = os.path.join(EXAMPLES, "mlp.onnxtext")
     model, text = load_for_view(path)
@@ -285,6 +302,107 @@ def test_screenshot_is_not_blank(browser, tmp_path):
     inked = float((pixels.sum(axis=1) < 600).mean())  # drawn, not white or near-white background
     colours = len(np.unique(pixels, axis=0))
     assert inked > 0.005 and colours > 20, (inked, colours)
+
+
+# ---------------------------------------------------------------------------------------------- models nobody here wrote
+def _light_models():
+    from corpus import DATA
+
+    return sorted(glob.glob(os.path.join(DATA, "light", "light_*.onnx")))
+
+
+def _node_models_with_bodies():
+    """The onnx backend node tests whose models have subgraphs (If, Loop, Scan, SequenceMap) or functions."""
+    from corpus import node_models
+
+    return [(name, m) for name, m in node_models()
+            if m.functions or any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS)
+                                  for n in m.graph.node for a in n.attribute)]
+
+
+def check_drawing(model):
+    """Lay the model out and check the drawing: every node once, every expected link drawn, each curve
+    starting on its producer's box and ending on its consumer's."""
+    from onnxtext.view.layout import layout
+    from onnxtext.view.scene import build_scene
+
+    scene = build_scene(model)
+    placed = layout(scene)
+    boxes = {b.id: b for b in scene.boxes}
+    nodes, links = expected_nodes_and_links(model)
+    assert sorted(b.path for b in scene.boxes if b.kind == "node") == sorted(nodes)
+    assert all(b.id in placed.boxes for b in scene.boxes)
+    drawn = {(boxes[lk.src].path, boxes[lk.dst].path) for lk in scene.links}
+    assert links <= drawn, sorted(links - drawn)[:5]
+
+    def on(point, box_id, slack=4.0):
+        x, y, w, h = placed.boxes[box_id]
+        return x - slack <= point[0] <= x + w + slack and y - slack <= point[1] <= y + h + slack
+
+    bad = [(boxes[lk.src].path, boxes[lk.dst].path) for lk in scene.links
+           if not (on(placed.links[lk.id][0], lk.src) and on(placed.links[lk.id][-1], lk.dst))]
+    assert bad == []
+
+
+@pytest.mark.parametrize("path", _light_models(), ids=os.path.basename)
+def test_real_models_are_drawn_completely(path):
+    import onnx
+
+    check_drawing(onnx.load(path))
+
+
+def test_backend_models_with_subgraphs_and_functions_are_drawn_completely():
+    models = _node_models_with_bodies()
+    assert len(models) >= 40  # If, Loop, Scan, SequenceMap and function-expanded tests of onnx
+    failures = []
+    for name, model in models:
+        try:
+            check_drawing(model)
+        except AssertionError as e:
+            failures.append(f"{name}: {str(e)[:200]}")
+    assert failures == []
+
+
+@needs_browser
+@pytest.mark.parametrize("name", ["light_resnet50.onnx", "light_inception_v1.onnx"])
+def test_live_page_of_a_real_model(browser, tmp_path, name):
+    import onnx
+    from corpus import DATA
+
+    model = onnx.load(os.path.join(DATA, "light", name))
+    _open(browser, tmp_path, view_html(model))
+    state = browser.eval(LIVE_STATE)
+    nodes, links = expected_nodes_and_links(model)
+    assert sorted(state["nodes"]) == sorted(nodes)
+    assert links <= {(a, b) for a, b, _, _ in state["links"]}
+    assert [x for x in state["links"] if not (x[2] and x[3])] == []
+
+
+# names and strings that must stay text in the page: markup, a script end tag, quotes, non-ASCII
+HOSTILE = """<ir_version: 10, opset_import: ["": 21], doc_string: "</script><script>window.bad = 1</script>",
+  metadata_props: ["<b>key</b>": "a & b"]>
+"g<&>" (float[2] "x</script>") => (float[2] y)
+{
+  ["</script><img src=x onerror=window.bad=2>"] "t&amp;" = Relu("x</script>")
+  /// doc </script> ü
+  ["naïve ‹node›"] y = Neg("t&amp;")
+}
+"""
+
+
+@needs_browser
+def test_names_and_strings_stay_text_in_the_page(browser, tmp_path):
+    model = onnxtext.parse_model(HOSTILE)
+    _open(browser, tmp_path, view_html(model, HOSTILE))
+    assert browser.eval("window.bad === undefined && document.querySelectorAll('img').length === 0") is True
+    facts = browser.eval("document.getElementById('panel').innerText")  # the model's facts, as text
+    assert "metadata <b>key</b>\ta & b" in facts and "</script><script>window.bad = 1</script>" in facts
+    assert browser.eval("document.querySelectorAll('.box.node').length") == 2
+    assert browser.eval("window.onnxtextView.select(document.querySelector('.box[data-path=\"graph.node[1]\"]').id)")
+    assert browser.eval("document.querySelector('#panel pre.node-text').textContent") == \
+        onnxtext.to_text(model.graph.node[1], elide=True)
+    name = browser.eval("""document.querySelector('.box[data-path="graph.node[0]"] .name').textContent""")
+    assert name.startswith('"</script><img src=x')  # the name as text, not markup
 
 
 # ---------------------------------------------------------------------------------------------- without a browser
