@@ -435,6 +435,19 @@ def test_links_are_labelled_with_declared_or_inferred_types(value, label):
     assert labels == {label}
 
 
+def test_inferred_labels_of_a_real_model_use_its_shape_tensors():
+    """light_inception_v1 makes its weights with ConstantOfShape from small int64 shape initializers: their
+    values must reach shape inference. First Conv: 224x224 input, 7x7 kernel, stride 2, pads 3 -> 112x112."""
+    import onnx
+    from corpus import DATA
+
+    model = onnx.load(os.path.join(DATA, "light", "light_inception_v1.onnx"))
+    conv = next(n for n in model.graph.node if n.op_type == "Conv")
+    assert list(conv.attribute[0].ints) == [2, 2] and conv.attribute[0].name == "strides"
+    labels = {lk.label for lk in _scene(model).links if lk.value == conv.output[0]}
+    assert labels == {"float[1, 64, 112, 112]"}
+
+
 def test_links_have_no_label_when_inference_fails():
     text = '<ir_version: 10, opset_import: ["": 21]>\ng (float[2] x) => (y) {\n  t = Unknown.Op(x)\n  y = Relu(t)\n}\n'
     text = text.replace("Unknown.Op", "NoSuchOp")

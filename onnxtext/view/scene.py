@@ -14,9 +14,10 @@ with the value's type: declared (inputs, outputs, value_info) or inferred by onn
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field
 
-from onnx import AttributeProto, GraphProto, ModelProto, TypeProto
+from onnx import AttributeProto, GraphProto, ModelProto, TensorProto, TypeProto
 
 _MAX_ATTRS = 4  # key attributes shown in a box; the rest are in the node's text
 _MAX_WEIGHTS = 4  # folded initializers listed in a box; the rest are counted
@@ -152,10 +153,11 @@ def infer_types(model: ModelProto) -> dict[str, TypeProto]:
     try:
         light = ModelProto()
         light.CopyFrom(model)
-        for t in light.graph.initializer:  # shapes need no values: keep the copy small
-            t.ClearField("raw_data")
-            for name in ("float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data"):
-                t.ClearField(name)
+        for t in light.graph.initializer:  # big weights' values are not needed for shapes: keep the copy small
+            if t.data_type != TensorProto.INT64 and math.prod(t.dims) > 64:  # (int64 ones may be shapes)
+                t.ClearField("raw_data")
+                for name in ("float_data", "int32_data", "double_data", "uint64_data", "string_data"):
+                    t.ClearField(name)
         inferred = onnx.shape_inference.infer_shapes(light, strict_mode=False)
     except Exception:  # noqa: BLE001 - onnx's inference fails on many real models; declared types remain
         return types
