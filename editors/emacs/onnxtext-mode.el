@@ -68,10 +68,15 @@
 
 (defun onnxtext--attribute-list-p (open)
   "Non-nil when the `<' at OPEN starts an attribute list.
-That is when it follows an operator or function name."
+That is when it follows an operator or function name, or a call's
+inputs: `y = Loop (m, c) <body = ...>'."
   (save-excursion
     (goto-char open)
     (skip-chars-backward " \t")
+    (when (eq (char-before) ?\))
+      (condition-case nil
+          (progn (backward-sexp) (skip-chars-backward " \t"))
+        (error nil)))
     (let ((c (char-before)))
       (and c (or (eq c ?\") (eq c ?_) (memq (char-syntax c) '(?w)))))))
 
