@@ -133,3 +133,20 @@ QLinearGlobalAveragePool QLinearAveragePool QGemm Tokenizer""".split()
 def test_every_listed_operator_has_a_kernel_and_cases(op):
     assert ("com.microsoft", op) in registered(), f"no kernel for com.microsoft::{op}"
     assert any(c.op == op for c in CASES), f"no case for {op} in tests/contrib_cases.py"
+
+
+def test_matmul_nbits_weights_fed_as_inputs_are_not_kept_between_runs():
+    """Dequantized weights are kept only for read-only (initializer) arrays: a fed B changed in place counts."""
+    from contrib_cases import NBITS
+    from onnxtext.evaluator.kernels.contrib.quant_matmul import matmul_nbits
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(2, 32)).astype(np.float32)
+    b = rng.integers(0, 256, (6, 2, 8)).astype(np.uint8)
+    s = np.full(12, 0.05, np.float32)
+    first = matmul_nbits(a, b, s, bits=4, **NBITS)
+    b[:] = 0x88  # every value 8, the default zero point: the product becomes 0
+    assert np.abs(first).max() > 0 and np.all(matmul_nbits(a, b, s, bits=4, **NBITS) == 0)
+    b.flags.writeable = False
+    kept = matmul_nbits(a, b, s, bits=4, **NBITS)
+    assert np.all(kept == 0) and np.all(matmul_nbits(a, b, s, bits=4, **NBITS) == 0)

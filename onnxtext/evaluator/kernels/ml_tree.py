@@ -8,7 +8,8 @@ sklearn's BRANCH_LEQ forests do) leaves loop onto themselves and all walkers tak
 steps without masking; otherwise each step moves the walkers still on an interior node.
 
 The Forest of a node is built once and kept (:func:`cached_forest`, keyed by the identity of the
-node's attribute values, which the plan prepares once), with its per-node leaf values per target.
+node's attribute values, which the plan prepares once: :mod:`.derived_cache`), with its per-node leaf
+values per target.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..registry import kernel
+from .derived_cache import derived
 from .ml import ML, as_rows, class_labels, post_transform
 
 # Comparison modes, numbered as TreeEnsemble (v5) numbers them; LEAF marks leaves of the old encoding.
@@ -157,20 +159,11 @@ def _depth(roots, true_child, false_child, interior):
         frontier = np.unique(np.concatenate([true_child[frontier], false_child[frontier]]))
 
 
-_FOREST_CACHE: dict = {}
-_FOREST_CACHE_SIZE = 64
-
-
 def cached_forest(kind: str, attrs: dict, build):
-    """``build(attrs)`` once per node: keyed by the identities of the attribute values, which stay alive
-    in the cache entry (so no other object can take one of their ids while the entry exists)."""
-    key = (kind,) + tuple((k, id(v)) for k, v in sorted(attrs.items()))
-    entry = _FOREST_CACHE.get(key)
-    if entry is None:
-        if len(_FOREST_CACHE) >= _FOREST_CACHE_SIZE:
-            _FOREST_CACHE.pop(next(iter(_FOREST_CACHE)))
-        entry = _FOREST_CACHE[key] = (build(attrs), list(attrs.values()))
-    return entry[0]
+    """``build(attrs)`` once per node (see :mod:`.derived_cache`: keyed by the attribute values' identities)."""
+    items = sorted(attrs.items())
+    return derived(f"forest-{kind}-" + ",".join(k for k, _ in items), tuple(v for _, v in items),
+                   lambda: build(attrs))
 
 
 def _node_index(tree_ids, node_ids, query_trees, query_nodes):

@@ -3,7 +3,8 @@ MatMulIntegerToFloat, DynamicQuantizeLSTM.
 
 MatMulNBits holds ``B`` as N rows of ``K`` 2/4/8-bit values in blocks of ``block_size`` along K, each
 block with its scale and (packed, or float) zero point (default: the middle of the range,
-``2**(bits-1)``); ``Y = A @ dequantized(B)^T (+ bias)``. Values are packed lowest bits first.
+``2**(bits-1)``); ``Y = A @ dequantized(B)^T (+ bias)``. Values are packed lowest bits first. The
+dequantized float32 matrix is kept between runs (bounded, see :mod:`..derived_cache`).
 
 The dynamic kernels quantize the float activation to uint8 on the fly with the range of the whole
 tensor (see :func:`..quantize.dynamic_uint8_parameters`), multiply exactly in integers (BLAS, see
@@ -18,6 +19,7 @@ import numpy as np
 
 from ....errors import EvalError
 from ...registry import kernel
+from ..derived_cache import derived
 from ..linalg import integer_product
 from ..quantize import dynamic_quantize_uint8
 from ..rnn import _recurrent
@@ -59,8 +61,12 @@ def matmul_nbits(A, B, scales, zero_points=None, g_idx=None, bias=None, *, K, N,
                  accuracy_level=0):
     if bits not in (2, 4, 8):
         raise EvalError(f"MatMulNBits: bits={bits} is not supported (2, 4 or 8)")
-    w = _nbits_weights(B, scales, zero_points, g_idx, K, N, bits, block_size)
-    y = np.matmul(A.astype(np.float32), w.T)
+    # dequantized once per (B, scales, zero points) when they are constants (see derived_cache)
+    wt = derived(f"nbits-{K}-{N}-{bits}-{block_size}", (B, scales, zero_points, g_idx),
+                 lambda: np.ascontiguousarray(_nbits_weights(B, scales, zero_points, g_idx, K, N, bits,
+                                                             block_size).T), lambda w: w.nbytes,
+                 readonly_inputs=True)
+    y = np.matmul(A.astype(np.float32), wt)
     if bias is not None:
         y = y + bias.astype(np.float32)
     return y.astype(A.dtype)
