@@ -90,6 +90,15 @@ def dot_source(scene: Scene) -> str:
         out.insert(2, "graph [nslimit=0.05, nslimit1=0.05];")
     for lk in scene.links:
         out.append(f"{lk.src} -> {lk.dst} [id={lk.id}];")
+    # a subgraph body hangs below the node that owns it: invisible edges from the owner to the boxes of the
+    # body that nothing inside the body feeds
+    cluster_of = {b.id: b.cluster for b in scene.boxes}
+    fed = {lk.dst for lk in scene.links if cluster_of.get(lk.src) == cluster_of.get(lk.dst)}
+    for c in scene.clusters:
+        if c.owner:
+            for b in members.get(c.id, ()):
+                if b.id not in fed:
+                    out.append(f"{c.owner} -> {b.id} [style=invis, weight=2];")
     out.append("}")
     return "\n".join(out) + "\n"
 
