@@ -113,7 +113,11 @@ def analyse(uri: str, version, text: str, filename: str | None = None, *, lint: 
                                           code="parse.syntax", source="onnxtext")]
         return out
     out.index = build_index(text)
-    for d in onnxtext.check(text, filename=filename, lint=lint, strict=strict):
+    import onnx
+
+    # a model is checked as parsed (its text gives the positions); a bare graph, function or node as text
+    checked = (out.model, {"text": text}) if isinstance(out.model, onnx.ModelProto) else (text, {})
+    for d in onnxtext.check(checked[0], filename=filename, lint=lint, strict=strict, **checked[1]):
         out.diagnostics.append(_check_diagnostic(d, lines, uri, out.index))
     return out
 
