@@ -104,6 +104,11 @@ ERRORS = [  # (setup, bad statement, text the message must contain: the culprit)
     ([], ":input flot[2] x", "<repl>:1:8: unknown data type 'flot'"),
     ([], ":input float[2] x = {1, 2, 3}", "needs 2 elements"),
     ([], ":load /nonexistent/m.onnx", "/nonexistent/m.onnx"),
+    # an attribute of the wrong type is the user's mistake, never a Python TypeError from a kernel
+    ([CONST_X], "y = Cast<to = tensor>(x)", "attribute 'to' of Cast must be int, not type_proto"),
+    ([CONST_X], "y = Cast<to = 1.5>(x)", "must be int, not float"),
+    ([CONST_X], "y = Cast<to = [1, 2]>(x)", "must be int, not ints"),
+    ([CONST_X], "y = LeakyRelu<alpha = \"big\">(x)", "attribute 'alpha' of LeakyRelu must be float, not string"),
 ]
 
 
@@ -329,6 +334,54 @@ def test_cli_script_mode(tmp_path):
     assert p.returncode == 1  # one statement failed
     assert "'Nope'" in p.stderr and "Traceback" not in p.stderr
     np.testing.assert_array_equal(onnxtext.Evaluator(onnxtext.load(str(out))).run(None, {})[0], np.maximum(X, 0))
+
+
+def test_cli_script_errors_name_the_script_line():
+    p = _cli(stdin=f"{CONST_X}\n\ny = Relu(x)\nz = Nope(y)\nw = Add(y,\n  q)\nv = Add(y, y) $\n")
+    assert p.returncode == 1
+    lines = p.stderr.splitlines()
+    assert lines[0] == "<stdin>:4: error: unknown operator 'Nope'"
+    assert lines[1] == "<stdin>:5: error: unknown value 'q'"
+    assert lines[2].startswith("<stdin>:7:15: ")  # a syntax error: the script's line and column
+
+
+@pytest.mark.parametrize("statement,expected", [
+    ("c = Cast<to = float16>(x)", "float16[3] c = {1.5, -2.0, 3.0}"),
+    ("c = Cast<to = int64>(x)", "int64[3] c = {1, -2, 3}"),
+    ("c = Cast<to = 7>(x)", "int64[3] c = {1, -2, 3}"),
+])
+def test_cast_with_a_type_name(statement, expected):
+    _, replies, _ = drive(f"{CONST_X}\r{statement}\r")
+    assert replies[-1].ok and replies[-1].text == expected, replies[-1].text
+
+
+def test_new_values_show_their_inferred_symbolic_type():
+    session, replies, _ = drive(":input float[B, 3] a\rb = Relu(a)\rax = Constant<value = int64[1] {1}>()\r"
+                                "s = ReduceSum<keepdims = 0>(b, ax)\r:show\r")
+    assert replies[1].text.splitlines()[-1] == "  type: float[B, 3] (inferred; this sample is [2, 3])"
+    assert replies[3].text.splitlines()[-1] == "  type: float[B] (inferred; this sample is [2])"
+    model = onnxtext.parse_model(replies[4].text)
+    assert [onnxtext.to_text(o.type).strip() for o in model.graph.output] == ["float[B]"]
+    assert "?" not in replies[3].text
+
+
+def test_new_sample_for_an_input_with_symbolic_sizes(tmp_path):
+    """docs/repl.md: after :load, ``:input x = {...}`` gives x a new sample; symbols take sizes that fit."""
+    path = tmp_path / "m.onnxtext"
+    path.write_text('<ir_version: 10, opset_import: ["": 21]>\ng (float[N, 3] x, float[A, B] z) => (float[N, 3] y) '
+                    "{\n  y = Neg(x)\n}\n")
+    session = Session()
+    assert session.execute(f":load {path}").ok
+    reply = session.execute(":input x = {1, 2, 3, 4, 5, 6, 7, 8, 9}")
+    assert reply.ok and reply.text.startswith("float[3, 3] x = "), reply.text
+    np.testing.assert_array_equal(session.env["y"], -np.arange(1, 10, dtype=np.float32).reshape(3, 3))
+    assert session.execute(":input x = {1, 2, 3}").text.startswith("float[1, 3] x = ")
+    reply = session.execute(":input x = {1, 2}")
+    assert not reply.ok and "give the sample's sizes" in reply.text
+    assert session.execute(":input z = {1, 2, 3, 4}").text.startswith("float[2, 2] z = ")  # the sample's sizes
+    reply = session.execute(":input z = {1, 2, 3}")
+    assert not reply.ok and "'z' is float[A, B]" in reply.text
+    assert session.execute(":input float[1, 3] z = {1, 2, 3}").ok
 
 
 def test_cli_starts_from_a_file_and_reports_a_missing_one(tmp_path):

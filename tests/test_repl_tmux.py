@@ -111,3 +111,16 @@ def test_repl_in_a_real_terminal(terminal, tmp_path):
     (z,) = onnxtext.Evaluator(model).run(None, {})
     y = np.maximum(x, 0)
     np.testing.assert_array_equal(z, np.where(y >= 0, y, 0.5 * y))
+
+
+def test_repl_shows_inferred_shapes_in_a_real_terminal(terminal):
+    """A symbolic input: the new value's inferred type keeps the symbol, and :show types the output with it."""
+    terminal.wait_for("onnx>")
+    terminal.type(":input float[B, 3] a")
+    terminal.wait_for("float[2, 3] a =")
+    terminal.type("b = Relu(a)")
+    terminal.wait_for("type: float[B, 3] (inferred; this sample is [2, 3])")
+    terminal.type(":show")
+    screen = terminal.wait_for("=> (float[B, 3] b)")
+    assert "float[?" not in screen and "Traceback" not in screen
+    terminal.type(":quit")

@@ -19,7 +19,7 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["Diagnostic", "check", "RULES", "rule"]
+__all__ = ["Diagnostic", "check", "infer_types", "RULES", "rule"]
 
 
 @dataclass
@@ -95,6 +95,13 @@ def rule(rule_id: str, kind: str, spec: str, severity: str = "error"):
         return func
 
     return deco
+
+
+def infer_types(model) -> dict:
+    """Value name -> inferred ``TypeProto`` for the main graph of ``model`` (see :func:`.shapes.infer_types`)."""
+    from .shapes import infer_types as infer
+
+    return infer(model)
 
 
 def _load_rules():

@@ -214,3 +214,14 @@ class ShapeState:
         if problem:
             out.append(("type.dimension", npath + ".op_type", f"{node.op_type}: inner dimensions differ: {problem}: "
                                                  f"{inputs_text(node, types)}"))
+
+
+def infer_types(model) -> dict:
+    """Value name -> inferred ``TypeProto`` for the values of a model's main graph (inputs, initializers, node
+    outputs), as ``check`` finds them: onnx's inference node by node, dimension symbols kept (``float[B, 3]``).
+    Values whose type cannot be inferred are absent. Used by the REPL and ``print --shapes``."""
+    from .walk import Context, opset_map
+
+    ctx = Context(model)
+    state = ShapeState(ctx)
+    return dict(state.run_scope(model.graph, "graph", ChainMap({}), ChainMap({}), opset_map(model.opset_import)))

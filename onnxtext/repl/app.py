@@ -10,6 +10,7 @@ Ctrl-D on an empty line leaves. When stdin is not a terminal, statements are rea
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from .session import Reply, Session
@@ -124,29 +125,47 @@ def interact(session: Session, prompt, write=default_write) -> int:
 
 def split_statements(text: str) -> list[str]:
     """A script's statements: lines are joined until the statement is complete (or a blank line)."""
-    out, current = [], []
-    for line in text.splitlines():
+    return [statement for _, statement in numbered_statements(text)]
+
+
+def numbered_statements(text: str) -> list[tuple[int, str]]:
+    """(first line number, statement) for each statement of a script."""
+    out, current, first = [], [], 0
+    for number, line in enumerate(text.splitlines(), 1):
         if not current and not line.strip():
             continue
+        if not current:
+            first = number
         current.append(line)
         joined = "\n".join(current)
         if is_complete(joined) or not line.strip():
-            out.append(joined)
+            out.append((first, joined))
             current = []
     if current:
-        out.append("\n".join(current))
+        out.append((first, "\n".join(current)))
     return out
 
 
-def run_script(session: Session, text: str, out=None, err=None) -> int:
-    """Run the statements of ``text`` in order; replies to ``out``, errors to ``err``; 1 if any failed."""
+_REPL_POSITION = re.compile(r"^<repl>:(\d+):", re.M)
+
+
+def script_error(text: str, first: int, script: str) -> str:
+    """An error reply located in the script: ``<repl>:1:5:`` becomes ``script:12:5:``; others get a prefix."""
+    if _REPL_POSITION.search(text):
+        return _REPL_POSITION.sub(lambda m: f"{script}:{first + int(m.group(1)) - 1}:", text)
+    return f"{script}:{first}: {text}"
+
+
+def run_script(session: Session, text: str, out=None, err=None, name: str = "<stdin>") -> int:
+    """Run the statements of ``text`` in order; replies to ``out``, errors to ``err`` with their script line
+    (``name:LINE:``); 1 if any failed."""
     out = out or sys.stdout
     err = err or sys.stderr
     status = 0
-    for statement in split_statements(text):
+    for first, statement in numbered_statements(text):
         reply = session.execute(statement)
         if reply.text:
-            print(reply.text, file=out if reply.ok else err)
+            print(reply.text if reply.ok else script_error(reply.text, first, name), file=out if reply.ok else err)
         if not reply.ok:
             status = 1
         if reply.quit:

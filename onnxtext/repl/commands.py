@@ -6,8 +6,10 @@ Commands that change the model take a snapshot first, so ``:undo`` reverts them 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 
+import numpy as np
 import onnx
 
 from .. import schemas
@@ -203,18 +205,10 @@ def cmd_input(session: Session, arg: str) -> Reply:
     existing = {i.name: i for i in session.model.graph.input}
     head = arg.split("=", 1)[0].split()
     if len(head) == 1 and head[0] in existing:
-        # a new sample for a declared input: reuse its declared type
-        arg = onnxtext.to_text(existing[head[0]].type).strip() + " " + arg
-    prefix = f"{_INPUT_GRAPH} ("
-    try:
-        g = onnxtext.parse_graph(f"{prefix}{arg}) => () {{}}", filename=SOURCE_NAME)
-    except onnxtext.ParseError as e:
-        # point into what the user typed, not into the wrapper graph
-        line = f":input {arg}"
-        shift = len(":input ") - len(prefix)
-        column = max(1, (e.column or len(prefix) + 1) + shift) if e.line == 1 else None
-        raise onnxtext.ParseError(e.message, line=1, column=column or len(line) + 1, hint=e.hint, source=line,
-                                  filename=SOURCE_NAME) from None
+        # a new sample for a declared input: reuse its declared type, symbolic sizes made concrete
+        g = _parse_sample(session, existing[head[0]], arg)
+    else:
+        g = _parse_input(arg)
     if len(g.input) != 1:
         raise StatementError("declare one input at a time")
     vi = g.input[0]
@@ -222,6 +216,53 @@ def cmd_input(session: Session, arg: str) -> Reply:
     if g.initializer:
         value = onnxtext.Evaluator(_value_model(g)).run([vi.name], {})[0]
     return session.declare_input(vi, value)
+
+
+_HAS = re.compile(r"the literal has (\d+)")
+
+
+def _parse_sample(session: Session, vi: onnx.ValueInfoProto, arg: str) -> onnx.GraphProto:
+    """``:input x = {...}`` for an input declared ``float[N, 3] x``: the values need numeric sizes. Symbols
+    take the current sample's sizes; when the count differs and one symbol is left, it takes what fits."""
+    import onnxtext
+
+    tp = onnx.TypeProto()
+    tp.CopyFrom(vi.type)
+    dims = tp.tensor_type.shape.dim if tp.WhichOneof("value") == "tensor_type" else []
+    symbolic = [k for k, d in enumerate(dims) if not d.HasField("dim_value")]
+    sample = session.env.get(vi.name)
+    for k in symbolic:
+        size = sample.shape[k] if isinstance(sample, np.ndarray) and sample.ndim == len(dims) else 1
+        dims[k].Clear()
+        dims[k].dim_value = size
+    try:
+        return _parse_input(onnxtext.to_text(tp).strip() + " " + arg)
+    except onnxtext.ParseError as e:
+        found = _HAS.search(e.message)
+        known = int(np.prod([d.dim_value for k, d in enumerate(dims) if k not in symbolic[-1:]]))
+        if found is None or len(symbolic) != 1 or not known or int(found.group(1)) % known:
+            if symbolic:
+                shape = onnxtext.to_text(vi.type).strip()
+                raise StatementError(f"{vi.name!r} is {shape}: give the sample's sizes, e.g. :input "
+                                     f"{onnxtext.to_text(tp).strip()} {arg}") from None
+            raise
+        dims[symbolic[0]].dim_value = int(found.group(1)) // known
+        return _parse_input(onnxtext.to_text(tp).strip() + " " + arg)
+
+
+def _parse_input(arg: str) -> onnx.GraphProto:
+    import onnxtext
+
+    prefix = f"{_INPUT_GRAPH} ("
+    try:
+        return onnxtext.parse_graph(f"{prefix}{arg}) => () {{}}", filename=SOURCE_NAME)
+    except onnxtext.ParseError as e:
+        # point into what the user typed, not into the wrapper graph
+        line = f":input {arg}"
+        shift = len(":input ") - len(prefix)
+        column = max(1, (e.column or len(prefix) + 1) + shift) if e.line == 1 else None
+        raise onnxtext.ParseError(e.message, line=1, column=column or len(line) + 1, hint=e.hint, source=line,
+                                  filename=SOURCE_NAME) from None
 
 
 _INPUT_GRAPH = "repl_input"

@@ -56,6 +56,7 @@ class Session:
         self.model = new_model()
         self.env: dict = {}
         self._undo: list[dict] = []
+        self._types: dict | None = None  # value name -> inferred TypeProto (symbolic dims), None: recompute
         from .commands import COMMANDS
 
         self._commands = COMMANDS
@@ -75,6 +76,39 @@ class Session:
     def functions(self) -> dict[tuple[str, str], onnx.FunctionProto]:
         return {(f.domain, f.name): f for f in self.model.functions}
 
+    def types(self) -> dict:
+        """Value name -> type inferred from the model (``float[B, 3]``, not the sample's ``float[2, 3]``)."""
+        if self._types is None:
+            from ..checker import infer_types
+
+            try:
+                self._types = infer_types(self.model)
+            except Exception:  # noqa: BLE001 - inference is a help: without it values show their samples
+                self._types = {}
+        return self._types
+
+    def _infer_node(self, node: onnx.NodeProto) -> dict:
+        """The inferred types of a new node's outputs, from the types so far and the small integer values."""
+        from ..checker.inference import infer_node
+        from ..tensors import from_array
+
+        types = self.types()
+        # constant values help (Reshape's shape); sample values do not: they are not the symbolic truth
+        constants = {t.name for t in self.model.graph.initializer}
+        constants.update(n.output[0] for n in self.model.graph.node if n.op_type == "Constant" and n.output)
+        data = {}
+        for n in node.input:
+            v = self.env.get(n)
+            if n in constants and isinstance(v, np.ndarray) and v.dtype == np.int64 and v.size <= 1024:
+                data[n] = from_array(v, n)
+        functions = {(f.domain, f.name, f.overload): f for f in self.model.functions}
+        try:
+            return infer_node(node, types, data, {schemas.canonical_domain(o.domain): o.version
+                                                  for o in self.model.opset_import} | self.opsets,
+                              list(self.model.opset_import), self.model.ir_version, functions) or {}
+        except Exception:  # noqa: BLE001 - the node ran on the samples; inference only adds the symbolic view
+            return {}
+
     # ------------------------------------------------------------------------------------ undo
     def snapshot(self) -> None:
         """Remember the state before a change (cheap: lengths and small copies; models are append-only)."""
@@ -88,6 +122,7 @@ class Session:
         if not self._undo:
             return False
         s = self._undo.pop()
+        self._types = None
         self.model = s["model"]
         g = self.model.graph
         for field in ("node", "input", "output"):
@@ -153,12 +188,20 @@ class Session:
         except BaseException:
             self.undo()
             raise
+        inferred = self._infer_node(node)
         self.model.graph.node.append(node)
         shown = []
         for name, value in zip(node.output, values):
             if name:
                 self.env[name] = value
                 shown.append(format_value(name, value, self.width))
+                note = _inferred_note(inferred.get(name), value)
+                if note:
+                    shown.append(note)
+        types = self.types()
+        for name in node.output:
+            if name and name in inferred:
+                types[name] = inferred[name]
         return Reply("\n".join(notes + shown))
 
     def _unknown(self, name: str) -> str:
@@ -214,6 +257,13 @@ class Session:
                 raise StatementError(f"{node.op_type} has no attribute {a.name!r}"
                                      + (f" (did you mean {near!r}?)" if near else
                                         f"; its attributes: {', '.join(s.attributes) or 'none'}"))
+            want = int(s.attributes[a.name].type) if a.name in s.attributes else 0
+            if want and a.type and a.type != want:  # a kernel would fail on it with a Python TypeError
+                names = {v: k.lower() for k, v in onnx.AttributeProto.AttributeType.items()}
+                example = " (an element type: to = float, or its number: to = 1)" if a.name in ("to", "dtype") \
+                    else ""
+                raise StatementError(f"attribute {a.name!r} of {node.op_type} must be {names[want]}, not "
+                                     f"{names.get(a.type, a.type)}{example}")
         for name, a in s.attributes.items():
             if a.required and name not in given:
                 raise StatementError(f"{node.op_type} needs attribute {name!r} "
@@ -280,6 +330,7 @@ class Session:
             raise StatementError(f"{vi.name!r} is already defined by a node; inputs need a new name")
         self.snapshot()
         self.model.graph.input.append(vi)
+        self._types = None
         self.env[vi.name] = value
         return Reply(format_value(vi.name, value, self.width))
 
@@ -355,6 +406,7 @@ class Session:
                 notes.append(f"note: input {vi.name!r} has no sample value: {e}")
         self.snapshot()
         self.model = model
+        self._types = None
         if not model.graph.name:
             model.graph.name = GRAPH_NAME
         problem = self.recompute(env)
@@ -377,8 +429,15 @@ class Session:
             leaves = [o for n in g.node for o in n.output if o and o not in used]
             g.output.extend(onnx.ValueInfoProto(name=n) for n in leaves)
         symbolic = any(not d.HasField("dim_value") for i in g.input for d in i.type.tensor_type.shape.dim)
+        self._types = None  # the whole-model pass propagates shapes through Shape/Reshape chains
+        types = self.types()
         for out in g.output:
-            if out.HasField("type") or out.name not in self.env:
+            if out.HasField("type"):
+                continue
+            if out.name in types:  # inferred from the inputs' declared types: float[B, 3], symbols kept
+                out.type.CopyFrom(types[out.name])
+                continue
+            if out.name not in self.env:
                 continue
             tp = value_type(self.env[out.name])
             if tp is None:
@@ -389,6 +448,18 @@ class Session:
                     d.Clear()
             out.type.CopyFrom(tp)
         return m
+
+
+def _inferred_note(tp, value) -> str | None:
+    """``  type: float[B, 3]`` when the inferred type says more than the sample value (symbolic sizes)."""
+    if tp is None or not isinstance(value, np.ndarray) or tp.WhichOneof("value") != "tensor_type":
+        return None
+    dims = tp.tensor_type.shape.dim
+    if not tp.tensor_type.HasField("shape") or not any(d.HasField("dim_param") for d in dims):
+        return None
+    from ..checker.inference import type_text
+
+    return f"  type: {type_text(tp)} (inferred; this sample is {list(value.shape)})"
 
 
 def _copy(msg):
