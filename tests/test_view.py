@@ -516,6 +516,19 @@ def test_cli_view_writes_the_page_or_picture(tmp_path, out):
         assert doc.startswith("<?xml") and "<script" not in doc
 
 
+def test_cli_view_defaults_to_a_page_next_to_the_model_and_opens_it(tmp_path):
+    model = tmp_path / "m.onnxtext"
+    model.write_text(NESTED)
+    opened = tmp_path / "opened.txt"
+    opener = tmp_path / "opener.sh"  # webbrowser runs $BROWSER with the page's URL
+    opener.write_text(f"#!/bin/sh\necho \"$1\" > {opened}\n")
+    opener.chmod(0o755)
+    r = _cli("view", str(model), "--open", env=dict(os.environ, BROWSER=str(opener)))
+    assert r.returncode == 0, r.stderr
+    page = tmp_path / "m.onnxtext.html"
+    assert page.exists() and opened.read_text().strip() == page.as_uri()
+
+
 @pytest.mark.parametrize("args,needle", [
     (["missing.onnx"], "no such file"),
     (["bad.onnxtext"], "bad.onnxtext:3:1"),
