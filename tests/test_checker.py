@@ -472,8 +472,19 @@ def test_cli_info(tmp_path):
     assert (s["ir_version"], s["model_version"], s["producer"], s["nodes"]) == (10, "3.1.4", "unit", 1)
     assert s["parameters"] == {"float": 2} and s["bytes"] == {"float": 8}
     assert s["opset_import"] == {"ai.onnx": 18}
+    assert s["inputs"] == {"x": "float[2]"} and s["outputs"] == {"y": "float[2]"} and s["ops"] == {"ai.onnx.Add": 1}
     r = _cli("info", str(p))
     assert r.returncode == 0 and "model_version: 3.1.4" in r.stdout and "ir_version:    10" in r.stdout
+    lines = r.stdout.splitlines()
+    assert lines[lines.index("inputs:") + 1] == "  float[2] x" and lines[lines.index("outputs:") + 1] == "  float[2] y"
+    assert lines[lines.index("nodes:         1 (1 distinct ops; subgraphs included)") + 1] == "  ai.onnx.Add       1"
+
+
+def test_cli_info_symbolic_types_and_histogram():
+    r = _cli("info", os.path.join(os.path.dirname(HERE), "examples", "mlp.onnxtext"))
+    assert r.returncode == 0
+    assert "inputs:\n  float[N, 4] x\noutputs:\n  float[N, 3] probs\n" in r.stdout
+    assert "  ai.onnx.Gemm          2\n  ai.onnx.Relu          1\n  ai.onnx.Softmax       1\n" in r.stdout
 
 
 def test_cli_info_bad_text_is_a_clean_error(tmp_path):

@@ -1,5 +1,6 @@
-"""``onnxtext info FILE``: a summary of a model: IR version, opsets, producer, model version, node counts,
-parameters and bytes per element type.
+"""``onnxtext info FILE``: a summary of a model: IR version, opsets, producer, model version, the graph's
+inputs and outputs with their types, node counts and an operator histogram, parameters and bytes per element
+type.
 
 ``model_version`` is shown as MAJOR.MINOR.PATCH when it uses the SemVer encoding of the ONNX versioning rules
 (Versioning: the top two bytes are MAJOR, the next two MINOR, the low four PATCH; the top four bytes are non-zero
@@ -64,8 +65,11 @@ def summary(model) -> dict:
             size[name] += sum(len(s) for s in t.string_data)
         elif dt is not None:
             size[name] += -(-n * dt.bits // 8)
+    inits = {t.name for t in model.graph.initializer}
     return {
         "ir_version": model.ir_version,
+        "inputs": {v.name: _type_text(v) for v in model.graph.input if v.name not in inits},
+        "outputs": {v.name: _type_text(v) for v in model.graph.output},
         "opset_import": {(o.domain or "ai.onnx"): o.version for o in model.opset_import},
         "producer": " ".join(x for x in (model.producer_name, model.producer_version) if x),
         "model_version": decode_model_version(model.model_version) if model.model_version else "",
@@ -76,6 +80,12 @@ def summary(model) -> dict:
         "parameters": dict(params),
         "bytes": dict(size),
     }
+
+
+def _type_text(value_info) -> str:
+    from ..checker.inference import type_text
+
+    return type_text(value_info.type if value_info.HasField("type") else None)
 
 
 def run(args) -> int:
@@ -92,7 +102,14 @@ def run(args) -> int:
         w(f"producer:      {s['producer']}\n")
     if s["model_version"]:
         w(f"model_version: {s['model_version']}\n")
+    for key in ("inputs", "outputs"):
+        w(f"{key}:" + ("" if s[key] else f"{'none':>{15 - len(key)}}") + "\n")
+        for name, tp in s[key].items():
+            w(f"  {tp} {name}\n")
     w(f"nodes:         {s['nodes']} ({len(s['ops'])} distinct ops; subgraphs included)\n")
+    width = max((len(op) for op in s["ops"]), default=0)
+    for op, n in s["ops"].items():
+        w(f"  {op:<{width}} {n:>7,}\n")
     if s["functions"]:
         w(f"functions:     {s['functions']}\n")
     w(f"initializers:  {s['initializers']}\n")
