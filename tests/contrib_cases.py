@@ -388,3 +388,12 @@ CASES += [  # float16: computed in float32, rounded once
       [rand("float16", 2, 5, 16), rand("float16", 16, 48, low=-0.5, high=0.5), rand("float16", 48), PAD_MASK],
       dict(num_heads=2), tol=(5e-3, 5e-3)),
 ]
+CASES += [  # inner dimensions cut into float32-exact chunks (linalg.integer_product)
+    C("dq_matmul_k2000_chunked", "DynamicQuantizeMatMul", [f32(3, 2000), s8(2000, 5), scales(5)], tol=(1e-5, 1e-4)),
+    C("matmul_integer_k2000_chunked", "MatMulInteger", [u8(2, 2000), s8(2000, 4), np.uint8(0), np.int8(0)],
+      domain="", tol=(0, 0)),
+    C("matmul_integer_k5000_u8u8", "MatMulInteger", [u8(2, 5000), u8(5000, 3)], domain="", tol=(0, 0)),
+    C("qgemm_k1500_trans_b_per_column_zp", "QGemm", [u8(3, 1500), *q(0.02, 128), s8(4, 1500), scales(4),
+                                                      s8(4, low=-3, high=3), None, *q(0.5, 120)],
+      dict(transB=1), tol=(0, 1)),
+]

@@ -1,9 +1,9 @@
 """Linear-algebra kernels: MatMul, MatMulInteger, Gemm (every version), Det, Einsum.
 
 Float products go straight to numpy's BLAS-backed ``matmul``. Integer products (MatMulInteger, and
-the quantized kernels) also use BLAS (:func:`integer_product`): in float32 when every partial sum of
-the 8-bit operands fits its mantissa, else in float64, exact up to 2**53, far beyond any realistic
-inner dimension; BLAS is much faster than numpy's integer matmul loop.
+the quantized kernels) also use BLAS (:func:`integer_product`): in float32, exact because the inner
+dimension is cut into chunks whose partial sums fit the 24-bit mantissa, the chunks added in float64;
+BLAS is much faster than numpy's integer matmul loop.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import numpy as np
 
 from ..registry import kernel
 from .cast import is_ml_dtype
+from .derived_cache import derived
 
 
 @kernel("MatMul", since=1)
@@ -23,42 +24,74 @@ def mat_mul(a, b):
     return np.asarray(np.matmul(a, b))
 
 
-def integer_product(a: np.ndarray, b: np.ndarray, a_bound: int, b_bound: int) -> np.ndarray:
-    """Exact ``a @ b`` of integer-valued operands with ``|a| <= a_bound`` and ``|b| <= b_bound``, as floats.
+def integer_product(a: np.ndarray, b: np.ndarray, a_bound: float | None = None,
+                    b_bound: float | None = None) -> np.ndarray:
+    """Exact ``a @ b`` of integer-valued float operands with ``|a| <= a_bound`` and ``|b| <= b_bound``
+    (measured from the data when not given), as floats.
 
-    BLAS does the work: float32 when every partial sum fits its 24-bit mantissa exactly
-    (``K * a_bound * b_bound < 2**24``: K up to 258 for uint8 x int8 operands shifted by their zero
-    points), float64 otherwise (exact up to K ~ 1.3e11 for 8-bit operands)."""
+    BLAS does the work in float32, whose 24-bit mantissa holds every partial sum exactly while
+    ``terms * a_bound * b_bound < 2**24``: the inner dimension is cut into chunks that short (1032 terms
+    for uint8 activations around zero point 128 times symmetric int8 weights) and the chunk products,
+    each exact, are added in float64. Float64 BLAS, exact to 2**53, is left for bounds so large that
+    chunks would be tiny."""
+    if a_bound is None:
+        a_bound = _abs_max(a)
+    if b_bound is None:
+        b_bound = _abs_max(b)
     depth = a.shape[-1] if a.ndim else 1
-    work = np.float32 if depth * a_bound * b_bound < (1 << 24) else np.float64
-    return np.matmul(a.astype(work, copy=False), b.astype(work, copy=False))
+    per_term = max(float(a_bound) * float(b_bound), 1.0)
+    chunk = int(((1 << 24) - 1) // per_term)
+    if depth <= chunk:
+        return np.matmul(a.astype(np.float32, copy=False), b.astype(np.float32, copy=False))
+    if chunk < 32:
+        return np.matmul(a.astype(np.float64, copy=False), b.astype(np.float64, copy=False))
+    a32 = a.astype(np.float32, copy=False)
+    b32 = b.astype(np.float32, copy=False)
+    out = None
+    for start in range(0, depth, chunk):
+        part = np.matmul(a32[..., start:start + chunk],
+                         b32[start:start + chunk] if b32.ndim == 1 else b32[..., start:start + chunk, :])
+        out = part.astype(np.float64) if out is None else np.add(out, part, out=out)
+    return out
 
 
-def integer_matmul(a, b, bound: int = 1 << 16) -> np.ndarray:
-    """Exact int32 ``a @ b`` of small-integer (already zero-point shifted, ``|value| <= bound``) operands."""
+def _abs_max(x: np.ndarray) -> float:
+    if not x.size:
+        return 0.0
+    return max(abs(float(x.min())), abs(float(x.max())))
+
+
+def integer_matmul(a, b, bound: float | None = None) -> np.ndarray:
+    """Exact int32 ``a @ b`` of small-integer (already zero-point shifted) operands, wrapping like int32."""
     out = integer_product(a, b, bound, bound)
     # Accumulation wraps in 32 bits per the spec; go through int64 so the wrap is two's complement.
     return np.asarray(out.astype(np.int64).astype(np.int32))
 
 
-def _row_zero_point(a, zero_point):
-    """A zero point that is scalar, or 1-D per row of ``a`` (per-row quantization of A)."""
-    zero_point = np.asarray(zero_point).astype(np.int32)
-    if zero_point.ndim == 1 and zero_point.size > 1 and a.ndim >= 2:
-        return zero_point.reshape(-1, 1)
-    return zero_point
+def shifted_operand(x: np.ndarray, zero_point, row_zero_point: bool = False) -> tuple[np.ndarray, float]:
+    """(``x - zero_point`` as float32, its largest magnitude): exact for 8/16-bit integers, and kept
+    between runs for a read-only ``x`` (an initializer, see :mod:`.derived_cache`). ``row_zero_point``: a
+    1-D zero point applies per row of ``x`` (the A side of MatMulInteger), else per column (or scalar)."""
+    def build():
+        out = x.astype(np.float32)
+        if zero_point is not None:
+            zp = np.asarray(zero_point).astype(np.float32)
+            if row_zero_point and zp.ndim == 1 and zp.size > 1 and x.ndim >= 2:
+                zp = zp.reshape(-1, 1)
+            out -= zp
+        return out, _abs_max(out)
+
+    return derived("shifted-row" if row_zero_point else "shifted", (x, zero_point), build,
+                   lambda v: v[0].nbytes, readonly_inputs=True)
 
 
 @kernel("MatMulInteger", since=10)
 def mat_mul_integer(a, b, a_zero_point=None, b_zero_point=None):
-    # 8-bit operands minus 8-bit zero points: integers of magnitude <= 255, exact in float32
-    a32 = a.astype(np.float32)
-    b32 = b.astype(np.float32)
-    if a_zero_point is not None:
-        a32 -= _row_zero_point(a, a_zero_point)
-    if b_zero_point is not None:
-        b32 -= np.asarray(b_zero_point).astype(np.int32)  # scalar or per column: broadcasts on N
-    return integer_matmul(a32, b32, 255)
+    # 8-bit operands minus their zero points: exact float32 integers (B, a constant, converted once)
+    a32, a_bound = shifted_operand(a, a_zero_point, row_zero_point=True)
+    b32, b_bound = shifted_operand(b, b_zero_point)  # scalar or per column: broadcasts on N
+    out = integer_product(a32, b32, a_bound, b_bound)
+    return np.asarray(out.astype(np.int64).astype(np.int32))
 
 
 def _gemm(a, b, c, alpha, beta, trans_a, trans_b):

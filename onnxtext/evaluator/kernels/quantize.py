@@ -15,7 +15,7 @@ import numpy as np
 from ... import dtypes
 from ..registry import kernel
 from .cast import cast_array, is_ml_dtype
-from .linalg import integer_product
+from .linalg import integer_product, shifted_operand
 
 
 def _expand(param, shape, axis, block_size):
@@ -136,19 +136,20 @@ def _per_row(param, operand):
 
 
 def _shifted(operand, zero_point):
-    """operand - zero_point, as int32 for integer operands and float32 for float8 ones."""
-    if operand.dtype.kind in "iu":
-        return operand.astype(np.int32) - zero_point.astype(np.int32)
+    """operand - zero_point for float8 operands, in float32."""
     return operand.astype(np.float32) - zero_point.astype(np.float32)
 
 
 @kernel("QLinearMatMul", since=10)
 def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point):
-    a_shifted = _shifted(a, _per_row(a_zero_point, a))
-    b_shifted = _shifted(b, np.asarray(b_zero_point))
-    if a_shifted.dtype.kind == "i" and b_shifted.dtype.kind == "i":
-        acc = integer_product(a_shifted, b_shifted, 255, 255).astype(np.float64)
+    if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+        # exact float32 integers; B, a constant, converted once (linalg.shifted_operand)
+        a_shifted, a_bound = shifted_operand(a, a_zero_point, row_zero_point=True)
+        b_shifted, b_bound = shifted_operand(b, b_zero_point)
+        acc = integer_product(a_shifted, b_shifted, a_bound, b_bound).astype(np.float64)
     else:
+        a_shifted = _shifted(a, _per_row(a_zero_point, a))
+        b_shifted = _shifted(b, np.asarray(b_zero_point))
         acc = np.matmul(a_shifted.astype(np.float32), b_shifted.astype(np.float32)).astype(np.float64)
     multiplier = (_per_row(a_scale, a).astype(np.float32) * np.asarray(b_scale).astype(np.float32)
                   / np.asarray(y_scale).astype(np.float32))

@@ -19,7 +19,7 @@ import numpy as np
 from ...registry import kernel
 from ..activation import _sigmoid
 from ..pool import average_pool
-from ..linalg import integer_product
+from ..linalg import integer_product, shifted_operand
 from ..quantize import dequantize_linear, quantize_linear
 from . import MS
 
@@ -131,15 +131,14 @@ def qlinear_average_pool(X, x_scale, x_zero_point, y_scale, y_zero_point=None, *
 @kernel("QGemm", since=1, domain=MS)
 def qgemm(A, a_scale, a_zero_point, B, b_scale, b_zero_point, C=None, y_scale=None, y_zero_point=None, *,
           alpha=1.0, transA=0, transB=0):
-    a = _shifted(A, a_zero_point)
-    b_zp = np.asarray(b_zero_point).astype(np.float32)
-    b = B.astype(np.float32)
+    a, a_bound = shifted_operand(A, a_zero_point)
+    # B's zero point is per column of op(B): per row of a transposed B (converted once: a constant)
+    b, b_bound = shifted_operand(B, b_zero_point, row_zero_point=bool(transB))
     if transA:
         a = a.T
     if transB:
         b = b.T
-    b = b - (b_zp.reshape(1, -1) if b_zp.size > 1 else b_zp.reshape(()))
-    acc = integer_product(a, b, 255, 255).astype(np.float64)
+    acc = integer_product(a, b, a_bound, b_bound).astype(np.float64)
     if C is not None:
         acc = acc + C.astype(np.float64)
     b_scale = np.asarray(b_scale).astype(np.float32)

@@ -20,7 +20,7 @@ import numpy as np
 from ....errors import EvalError
 from ...registry import kernel
 from ..derived_cache import derived
-from ..linalg import integer_product
+from ..linalg import integer_product, shifted_operand
 from ..quantize import dynamic_quantize_uint8
 from ..rnn import _recurrent
 from . import MS
@@ -72,18 +72,11 @@ def matmul_nbits(A, B, scales, zero_points=None, g_idx=None, bias=None, *, K, N,
     return y.astype(A.dtype)
 
 
-def _shifted(x, zero_point):
-    """Integer tensor minus its zero point (scalar, or per column of the last axis), as float32 values."""
-    values = x.astype(np.float32)
-    if zero_point is not None:
-        values = values - np.asarray(zero_point).astype(np.float32)
-    return values
-
-
 @kernel("DynamicQuantizeMatMul", since=1, domain=MS)
 def dynamic_quantize_matmul(A, B, b_scale, b_zero_point=None, bias=None):
     a_shifted, a_scale = dynamic_quantize_uint8(A)
-    acc = integer_product(a_shifted, _shifted(B, b_zero_point), 255, 255)
+    b_shifted, b_bound = shifted_operand(B, b_zero_point)
+    acc = integer_product(a_shifted, b_shifted, None, b_bound)
     y = acc.astype(np.float32) * (a_scale * np.asarray(b_scale, np.float32))
     if bias is not None:
         y = y + bias.astype(np.float32)
@@ -92,7 +85,9 @@ def dynamic_quantize_matmul(A, B, b_scale, b_zero_point=None, bias=None):
 
 @kernel("MatMulIntegerToFloat", since=1, domain=MS)
 def matmul_integer_to_float(A, B, a_scale, b_scale, a_zero_point=None, b_zero_point=None, bias=None):
-    acc = integer_product(_shifted(A, a_zero_point), _shifted(B, b_zero_point), 255, 255)
+    a_shifted, a_bound = shifted_operand(A, a_zero_point)
+    b_shifted, b_bound = shifted_operand(B, b_zero_point)
+    acc = integer_product(a_shifted, b_shifted, a_bound, b_bound)
     scale = np.asarray(a_scale).astype(np.float32) * np.asarray(b_scale).astype(np.float32)
     y = acc.astype(np.float32) * scale
     if bias is not None:
@@ -105,13 +100,22 @@ class _DynamicQuantizedWeight:
 
     def __init__(self, w, scale, zero_point):
         self.shifted = w.astype(np.float32) - np.asarray(zero_point, np.float32).reshape(1, -1)
+        self.bound = float(np.abs(self.shifted).max(initial=0))
         self.scale = np.asarray(scale, np.float32).reshape(1, -1)
 
     def multiply(self, x):
         rows = x.reshape(-1, x.shape[-1])
         x_shifted, x_scale = dynamic_quantize_uint8(rows)
-        acc = integer_product(x_shifted, self.shifted, 255, 255).astype(np.float32)
+        acc = integer_product(x_shifted, self.shifted, None, self.bound).astype(np.float32)
         return (acc * (x_scale * self.scale)).reshape(x.shape[:-1] + (acc.shape[-1],))
+
+
+def _lstm_weights(W, W_scale, W_zero_point, R, R_scale, R_zero_point) -> dict:
+    weights = {}
+    for d in range(W.shape[0]):
+        weights[("W", d)] = _DynamicQuantizedWeight(W[d], W_scale[d], W_zero_point[d])
+        weights[("R", d)] = _DynamicQuantizedWeight(R[d], R_scale[d], R_zero_point[d])
+    return weights
 
 
 class _Keys:
@@ -132,10 +136,9 @@ def dynamic_quantize_lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, i
                           activation_beta=None, clip=None, input_forget=0):
     """LSTM whose W (dirs, input, 4H) and R (dirs, H, 4H) are int8/uint8 with per-direction (or per
     column) scales and zero points; gate order i, o, f, c as in ONNX LSTM."""
-    weights = {}
-    for d in range(W.shape[0]):
-        weights[("W", d)] = _DynamicQuantizedWeight(W[d], W_scale[d], W_zero_point[d])
-        weights[("R", d)] = _DynamicQuantizedWeight(R[d], R_scale[d], R_zero_point[d])
+    sources = (W, W_scale, W_zero_point, R, R_scale, R_zero_point)
+    weights = derived("dq-lstm", sources, lambda: _lstm_weights(*sources),
+                      lambda ws: sum(w.shifted.nbytes for w in ws.values()), readonly_inputs=True)
     return _recurrent("LSTM", X, _Keys(W.shape, "W"), _Keys(R.shape, "R"), B, sequence_lens,
                       [initial_h, initial_c], P, hidden_size=hidden_size, direction=direction, layout=0,
                       clip=clip, activations=activations, activation_alpha=activation_alpha,
