@@ -2,8 +2,9 @@
 
 :func:`analyse` is what the server runs after an edit (debounced, off the event loop). It parses the text
 with the public API (``onnxtext.parse``), collects every parse error when that fails (the parser's first
-error, then the ones recovery finds), and otherwise runs ``onnxtext.check`` and builds the
-:class:`~.index.DocumentIndex` that navigation, hover and completion read. Each diagnostic carries its rule
+error, then the ones recovery finds), and otherwise runs ``onnxtext.check``. The
+:class:`~.index.DocumentIndex` that navigation, hover and completion read is built on first use (the
+server builds it right after publishing the diagnostics), so it does not delay them. Each diagnostic carries its rule
 id as ``code`` and a range covering the culprit token; related information points at the other location:
 the opener of an unclosed bracket, or the first definition of a name defined twice.
 """
@@ -11,6 +12,7 @@ the opener of an unclosed bracket, or the first definition of a name defined twi
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 
 from lsprotocol import types as lsp
@@ -29,9 +31,21 @@ class Analysis:
     version: int | None
     text: str
     model: object = None  # the parsed proto (ModelProto, GraphProto, ...) or None
-    index: DocumentIndex | None = None
     diagnostics: list = field(default_factory=list)  # lsp.Diagnostic
     _inferred: dict | None = None
+    _index: DocumentIndex | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def index(self) -> DocumentIndex | None:
+        """The text's index (built on first use: diagnostics rarely need it), None when the text does not
+        parse."""
+        if self.model is None:
+            return None
+        with self._lock:
+            if self._index is None:
+                self._index = build_index(self.text)
+            return self._index
 
     def inferred_types(self) -> dict:
         """Value name -> ValueInfoProto from onnx shape inference over the model (cached; {} when it fails)."""
@@ -112,13 +126,12 @@ def analyse(uri: str, version, text: str, filename: str | None = None, *, lint: 
         out.diagnostics = [lsp.Diagnostic(to_range(1, 1), "input nested too deeply", lsp.DiagnosticSeverity.Error,
                                           code="parse.syntax", source="onnxtext")]
         return out
-    out.index = build_index(text)
     import onnx
 
     # a model is checked as parsed (its text gives the positions); a bare graph, function or node as text
     checked = (out.model, {"text": text}) if isinstance(out.model, onnx.ModelProto) else (text, {})
     for d in onnxtext.check(checked[0], filename=filename, lint=lint, strict=strict, **checked[1]):
-        out.diagnostics.append(_check_diagnostic(d, lines, uri, out.index))
+        out.diagnostics.append(_check_diagnostic(d, lines, uri, out))
     return out
 
 
@@ -149,10 +162,29 @@ def _culprit(index: DocumentIndex, d):
     return None
 
 
-def _check_diagnostic(d, lines, uri, index: DocumentIndex | None) -> lsp.Diagnostic:
+_QUOTED = re.compile(r"'([^']*)'")
+
+
+def _needs_index(d, lines) -> bool:
+    """Whether a diagnostic's range or related location needs the index: a rule about a name defined twice,
+    or a position that is not at the name the message quotes."""
+    if d.line is None:
+        return False
+    if d.rule in _DUPLICATE_RULES:
+        return True
+    names = _QUOTED.findall(d.message)
+    if not names:
+        return False
+    src = lines[d.line - 1] if 0 < d.line <= len(lines) else ""
+    m = _WORD.match(src, (d.column or 1) - 1)
+    return not (m and m.group(0).strip('"') in names)
+
+
+def _check_diagnostic(d, lines, uri, an: Analysis) -> lsp.Diagnostic:
     rng = word_range(lines, d.line, d.column)
     related = []
-    occ = _culprit(index, d) if (index is not None and d.line) else None
+    index = an.index if _needs_index(d, lines) else None
+    occ = _culprit(index, d) if index is not None else None
     if occ is not None:
         rng = span_range(occ.span)
         if d.rule in _DUPLICATE_RULES:

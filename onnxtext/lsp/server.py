@@ -50,7 +50,7 @@ class OnnxTextServer(LanguageServer):
     def __init__(self):
         super().__init__("onnxtext", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
         self.analyses: dict[str, Analysis] = {}
-        self.last_index: dict = {}  # uri -> index of the last text that parsed (completion while typing)
+        self.last_parsed: dict = {}  # uri -> analysis of the last text that parsed (completion while typing)
         self.pending: dict[str, asyncio.Task] = {}
         self.settings = {"width": 100, "lintLevel": "warning"}
 
@@ -63,8 +63,8 @@ class OnnxTextServer(LanguageServer):
 
     def _store(self, an: Analysis) -> None:
         self.analyses[an.uri] = an
-        if an.index is not None:
-            self.last_index[an.uri] = an.index
+        if an.model is not None:
+            self.last_parsed[an.uri] = an
 
     def current(self, uri: str) -> Analysis:
         """The analysis of the document's current text (re-analysed now when an edit is pending)."""
@@ -106,6 +106,7 @@ class OnnxTextServer(LanguageServer):
         if self.workspace.get_text_document(uri).source == text:
             self._store(an)
             self.publish(an)
+            await loop.run_in_executor(None, lambda: an.index)  # ready for the next hover or completion
         if self.pending.get(uri) is asyncio.current_task():
             del self.pending[uri]
 
@@ -158,7 +159,7 @@ def _did_close(ls: OnnxTextServer, params: lsp.DidCloseTextDocumentParams):
     if task is not None:
         task.cancel()
     ls.analyses.pop(uri, None)
-    ls.last_index.pop(uri, None)
+    ls.last_parsed.pop(uri, None)
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri, []))
 
 
@@ -177,9 +178,9 @@ def _hover(ls: OnnxTextServer, params: lsp.HoverParams):
 def _completion(ls: OnnxTextServer, params: lsp.CompletionParams):
     uri = params.text_document.uri
     doc = ls.workspace.get_text_document(uri)
-    index = ls.last_index.get(uri)
-    an = ls.analyses.get(uri)
-    stale = an is None or an.index is not index or an.text != doc.source
+    parsed = ls.last_parsed.get(uri)
+    index = parsed.index if parsed is not None else None
+    stale = parsed is None or parsed.text != doc.source
     opsets = index.opsets if index is not None else {}
     items = complete(doc.source, *_pos(params.position), index, opsets, stale)
     return lsp.CompletionList(is_incomplete=False, items=items)
@@ -253,7 +254,10 @@ def _index_for_outline(ls, uri):
     """The current index, or while the text does not parse, the last one that did (outline and folds
     should not vanish while a line is being typed)."""
     an = ls.current(uri)
-    return an.index if an.index is not None else ls.last_index.get(uri)
+    if an.index is not None:
+        return an.index
+    parsed = ls.last_parsed.get(uri)
+    return parsed.index if parsed is not None else None
 
 
 @server.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
