@@ -173,3 +173,34 @@ def test_run_into_a_closed_pipe_is_quiet(tmp_path):
     p.stdout.close()
     err = p.stderr.read().decode()
     assert p.wait() == 0 and err == ""
+
+
+@pytest.mark.parametrize("example", ["mlp", "cnn_block", "attention", "control_flow", "local_function"])
+def test_print_shapes_adds_marked_value_info_that_round_trips(example):
+    from onnxtext.checker.shapes import INFERRED_MARK
+
+    path = os.path.join(ROOT, "examples", example + ".onnxtext")
+    r = cli("print", "--shapes", path)
+    assert r.returncode == 0, r.stderr
+    model, original = onnxtext.parse_model(r.stdout), onnxtext.load(path)
+    assert onnxtext.to_text(model) == r.stdout  # byte-exact round trip
+
+    def strip(g) -> int:
+        """Remove the marked entries (subgraphs too); how many there were."""
+        kept = [v for v in g.value_info if v.doc_string != INFERRED_MARK]
+        removed = len(g.value_info) - len(kept)
+        del g.value_info[:]
+        g.value_info.extend(kept)
+        for n in g.node:
+            for a in n.attribute:
+                removed += sum(strip(sg) for sg in ([a.g] if a.HasField("g") else []) + list(a.graphs))
+        return removed
+
+    assert r.stdout.count("/// " + INFERRED_MARK) == strip(model.graph) > 0
+    assert model == original  # nothing else changed
+    assert [d for d in onnxtext.check(r.stdout) if d.severity == "error"] == []
+
+
+def test_print_shapes_keeps_symbols():
+    r = cli("print", "--shapes", EXAMPLE)
+    assert "/// inferred by onnxtext print --shapes\n  float[N, 8] h," in r.stdout

@@ -84,6 +84,7 @@ class ShapeState:
         self.whole = whole_model_types(ctx.model)
         self.dims = Dimensions()
         self.results: dict[str, list] = {}
+        self.scope_types: dict[str, dict] = {}  # graph path -> the types of its own values
         self.opset_list = list(ctx.model.opset_import)
 
     def initializer_types(self, g) -> dict:
@@ -124,7 +125,9 @@ class ShapeState:
         for v in g.output:
             if v.name not in types and v.name in declared:
                 types[v.name] = declared[v.name][0]
-        return types.maps[0] if isinstance(types, ChainMap) else types
+        own = types.maps[0] if isinstance(types, ChainMap) else types
+        self.scope_types[path] = own
+        return own
 
     def run_node(self, node, npath, types, data, declared, whole, opsets, out) -> None:
         inside = False  # a subgraph has errors of its own: the node's inference would only repeat them
@@ -216,12 +219,44 @@ class ShapeState:
                                                  f"{inputs_text(node, types)}"))
 
 
-def infer_types(model) -> dict:
+def infer_types(model, subgraphs: bool = False) -> dict:
     """Value name -> inferred ``TypeProto`` for the values of a model's main graph (inputs, initializers, node
     outputs), as ``check`` finds them: onnx's inference node by node, dimension symbols kept (``float[B, 3]``).
-    Values whose type cannot be inferred are absent. Used by the REPL and ``print --shapes``."""
+    Values whose type cannot be inferred are absent. With ``subgraphs``: graph path (``graph``,
+    ``graph.node[3].attribute[body].g``) -> such a table, for the main graph and every subgraph.
+    Used by the REPL and ``print --shapes``."""
     from .walk import Context, opset_map
 
     ctx = Context(model)
     state = ShapeState(ctx)
-    return dict(state.run_scope(model.graph, "graph", ChainMap({}), ChainMap({}), opset_map(model.opset_import)))
+    main = state.run_scope(model.graph, "graph", ChainMap({}), ChainMap({}), opset_map(model.opset_import))
+    return {p: dict(t) for p, t in state.scope_types.items()} if subgraphs else dict(main)
+
+
+#: the doc comment ``print --shapes`` puts on each value_info entry it adds
+INFERRED_MARK = "inferred by onnxtext print --shapes"
+
+
+def add_inferred_value_info(model) -> int:
+    """Add a ``value_info`` entry, marked with :data:`INFERRED_MARK`, for each node output of the main graph and
+    its subgraphs whose type is inferred and not declared yet; returns how many were added. The model changes
+    only by these entries, so its text round-trips and runs as before."""
+    tables = infer_types(model, subgraphs=True)
+
+    def annotate(g, path) -> int:
+        types = tables.get(path, {})
+        declared = {v.name for v in g.value_info} | {v.name for v in g.output} | {v.name for v in g.input}
+        added = 0
+        for i, node in enumerate(g.node):
+            for sp, sg in subgraphs(node, f"{path}.node[{i}]"):
+                added += annotate(sg, sp)
+            for o in node.output:
+                tp = types.get(o)
+                if o and o not in declared and tp is not None and tp.WhichOneof("value"):
+                    v = g.value_info.add(name=o, doc_string=INFERRED_MARK)
+                    v.type.CopyFrom(tp)
+                    declared.add(o)
+                    added += 1
+        return added
+
+    return annotate(model.graph, "graph")

@@ -26,6 +26,8 @@ def add_arguments(p):
     p.add_argument("--max-inline", type=int, default=256, metavar="N",
                    help="raw tensors with more than N elements print as a base64 block (default 256; -1: never)")
     p.add_argument("--width", type=int, default=100, help="line width (default 100)")
+    p.add_argument("--shapes", action="store_true", help="add the inferred type of every node output of the main "
+                   "graph as value_info, each marked '/// inferred by onnxtext print --shapes' (docs/checker.md)")
     add_external_arguments(p, "text")
     p.add_argument("--external-files", choices=("auto", "copy", "keep"), default="auto",
                    help="with -o in another directory than the model: 'auto' (default) rewrites external data "
@@ -63,6 +65,10 @@ def run(args) -> int:
     text_dir = model_dir(args.output) if args.output else os.getcwd()
     with from_args(args) as progress:
         model = load(args.input, load_external_data=False, progress=progress)
+        if args.shapes:
+            from ..checker.shapes import add_inferred_value_info
+
+            add_inferred_value_info(model)
         with AtomicFiles() as files:
             if args.external_data:
                 externalize(model, files, args.external_data, text_dir, threshold=args.external_threshold,
