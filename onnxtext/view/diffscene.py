@@ -11,21 +11,13 @@ Every box keeps the checker path of its node in b (``path``) and in a (``path_a`
 
 from __future__ import annotations
 
-from onnx import GraphProto, ValueInfoProto
+from onnx import GraphProto
 
 from ..diffmatch import pair_interface
-from .scene import Box, Cluster, Scene, SceneBuilder, captured, cut, model_info, subgraphs, type_text
+from .scene import (Box, Cluster, Scene, SceneBuilder, captured, cut, function_graph, model_info,
+                    subgraphs, type_line, type_text)
 
 _MAX_CHANGE_LINES = 4
-
-
-def _function_graph(f) -> GraphProto:
-    """A function body as a graph (inputs and outputs without types), so one routine draws both."""
-    g = GraphProto(name=f.name)
-    g.input.extend(ValueInfoProto(name=x) for x in f.input)
-    g.output.extend(ValueInfoProto(name=x) for x in f.output)
-    g.node.extend(f.node)
-    return g
 
 
 class DiffSceneBuilder:
@@ -145,7 +137,7 @@ class DiffSceneBuilder:
     def _value_box(self, kind: str, x, y, pa: str, pb: str, list_a, list_b, cluster: str) -> Box:
         v = y if y is not None else x
         builder = self.b if y is not None else self.a
-        box = Box(builder.new_id(kind[0]), kind, v.name, [("type", cut(type_text(v.type)))],
+        box = Box(builder.new_id(kind[0]), kind, v.name, type_line(v),
                   f"{pb}[{list(list_b).index(y)}]" if y is not None else "", cluster, builder.to_text(v),
                   search=" ".join(w.name for w in (x, y) if w is not None).lower())
         if x is not None:
@@ -226,10 +218,10 @@ class DiffSceneBuilder:
             self.scene.clusters.append(cl)
             if side == "both":
                 ka, f_a = fa[key]
-                self.pair_scope(f"function {label}", _function_graph(f_a), _function_graph(f), f"functions[{ka}]",
+                self.pair_scope(f"function {label}", function_graph(f_a), function_graph(f), f"functions[{ka}]",
                                 cl.path, cl.id, {}, {}, {}, {}, top=False)
             else:
-                self.one_side(side, _function_graph(f), cl.path, cl.id, {}, {})
+                self.one_side(side, function_graph(f), cl.path, cl.id, {}, {})
 
 
 def _brief(change) -> str:

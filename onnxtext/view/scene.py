@@ -17,7 +17,7 @@ import functools
 import math
 from dataclasses import dataclass, field
 
-from onnx import AttributeProto, GraphProto, ModelProto, TensorProto, TypeProto
+from onnx import AttributeProto, GraphProto, ModelProto, TensorProto, TypeProto, ValueInfoProto
 
 _MAX_ATTRS = 4  # key attributes shown in a box; the rest are in the node's text
 _MAX_WEIGHTS = 4  # folded initializers listed in a box; the rest are counted
@@ -165,6 +165,12 @@ def infer_types(model: ModelProto) -> dict[str, TypeProto]:
     return types
 
 
+def type_line(vi) -> list[tuple[str, str]]:
+    """The type line of an input or output box (none for a function's untyped parameters)."""
+    text = type_text(vi.type) if vi.HasField("type") else ""
+    return [("type", cut(text))] if text else []
+
+
 def source_lines(text: str | None):
     """path -> source line, from the text the model was parsed from (None without text)."""
     if not text:
@@ -217,8 +223,8 @@ class SceneBuilder:
         for k, vi in enumerate(g.input):
             if vi.name in weights:  # an old-IR weight listed among the inputs: folded like the others
                 continue
-            box = Box(self.new_id("i"), "input", vi.name, [("type", cut(type_text(vi.type)))], f"{path}.input[{k}]",
-                      cluster, self.to_text(vi), search=vi.name.lower())
+            box = Box(self.new_id("i"), "input", vi.name, type_line(vi), f"{path}.input[{k}]", cluster,
+                      self.to_text(vi), search=vi.name.lower())
             scene.boxes.append(box)
             producers[vi.name] = box.id
         for k, n in enumerate(g.node):
@@ -231,8 +237,8 @@ class SceneBuilder:
                 if o:
                     producers[o] = box.id
         for k, vi in enumerate(g.output):
-            box = Box(self.new_id("o"), "output", vi.name, [("type", cut(type_text(vi.type)))], f"{path}.output[{k}]",
-                      cluster, self.to_text(vi), search=vi.name.lower())
+            box = Box(self.new_id("o"), "output", vi.name, type_line(vi), f"{path}.output[{k}]", cluster,
+                      self.to_text(vi), search=vi.name.lower())
             scene.boxes.append(box)
             if vi.name in producers:
                 self.link(producers[vi.name], box.id, vi.name)
@@ -270,28 +276,20 @@ class SceneBuilder:
         return cl
 
     def function(self, k: int, f) -> None:
+        """A model-local function as a top-level cluster, opened from the nodes that call it."""
         label = ".".join(p for p in (f.domain, f.name) if p) + (":" + f.overload if f.overload else "")
         cl = Cluster(f"{self.prefix}f{k}", f"function {label}", "", "", f"functions[{k}]", len(f.node))
         self.scene.clusters.append(cl)
-        producers = {}
-        for j, x in enumerate(f.input):
-            box = Box(self.new_id("i"), "input", x, [], f"functions[{k}].input[{j}]", cl.id, x, search=x.lower())
-            self.scene.boxes.append(box)
-            producers[x] = box.id
-        for j, n in enumerate(f.node):
-            npath = f"functions[{k}].node[{j}]"
-            box = self.node_box(n, npath, cl.id, {})
-            self.scene.boxes.append(box)
-            self.node_links(n, box.id, producers, {})
-            self.expansions(n, box, npath, cl.id, {}, producers)
-            for o in n.output:
-                if o:
-                    producers[o] = box.id
-        for j, x in enumerate(f.output):
-            box = Box(self.new_id("o"), "output", x, [], f"functions[{k}].output[{j}]", cl.id, x, search=x.lower())
-            self.scene.boxes.append(box)
-            if x in producers:
-                self.link(producers[x], box.id, x)
+        self.graph(function_graph(f), cl.path, cl.id, {}, {})
+
+
+def function_graph(f) -> GraphProto:
+    """A function body as a graph (inputs and outputs without types), so one routine draws both."""
+    g = GraphProto(name=f.name)
+    g.input.extend(ValueInfoProto(name=x) for x in f.input)
+    g.output.extend(ValueInfoProto(name=x) for x in f.output)
+    g.node.extend(f.node)
+    return g
 
 
 def subgraphs(n) -> list[tuple[str, str, GraphProto]]:
