@@ -147,6 +147,13 @@ EDGE_CASES = {
                                       oh.make_node("LeakyRelu", ["a"], ["b"], alpha=0.5),
                                       oh.make_node("Relu", ["b"], ["c"], doc_string="doc"),
                                       oh.make_node("Relu", ["c"], ["y"], domain="com.x", name="d")]),
+    "type-name attributes": _graph([oh.make_node("Cast", ["x"], ["a"], to=7),
+                                    oh.make_node("Cast", ["a"], ["b"], to=7, domain="ai.onnx"),
+                                    oh.make_node("Cast", ["b"], ["c"], to=7, domain="com.x"),
+                                    oh.make_node("Cast", ["c"], ["d"], to=99),
+                                    oh.make_node("EyeLike", ["d"], ["y"], dtype=7)]),
+    "set empty domain and name": _graph([oh.make_node("Relu", ["x"], ["a"], domain="", name=""),
+                                         oh.make_node("Relu", ["a"], ["y"], name="")]),
     "domains and keywords": _graph([oh.make_node("float", ["x"], ["graph"], domain="ai.onnx.ml"),
                                     oh.make_node("Relu", ["graph"], ["y"], domain="")]),
     "special floats": _graph([oh.make_node("Relu", ["x"], ["y"])], [

@@ -172,3 +172,56 @@ def test_onnx_parser_sets_every_domain():
     # why the compat tables above compare with defaults cleared: onnx's parser sets fields it was not given
     assert onnx.parser.parse_node("y = Relu(x)").HasField("domain")
     assert not onnxtext.parse_node("y = Relu(x)").HasField("domain")
+
+
+# Element-type attributes as type names: (node text, its INT value, its canonical text). Operators documenting
+# the attribute as a TensorProto.DataType read and print a type name; others, and custom domains, integers.
+TYPE_NAME_ATTRIBUTES = [
+    ("y = Cast <to = float> (x)", 1, "y = Cast <to = float> (x)"),
+    ("y = Cast <to = 7> (x)", 7, "y = Cast <to = int64> (x)"),
+    ("y = ai.onnx.Cast <to = bfloat16> (x)", 16, "y = ai.onnx.Cast <to = bfloat16> (x)"),
+    ("y = Cast <to = 99> (x)", 99, "y = Cast <to = 99> (x)"),  # no such element type: the number
+    ("y = EyeLike <dtype = double> (x)", 11, "y = EyeLike <dtype = double> (x)"),
+    ("y = RandomNormal <dtype = float16, shape = [2]> ()", 10, "y = RandomNormal <dtype = float16, shape = [2]> ()"),
+    ("y = QuantizeLinear <output_dtype = int4> (x, s)", 22, "y = QuantizeLinear <output_dtype = int4> (x, s)"),
+    ("y = LayerNormalization <stash_type = float> (x, s)", 1, "y = LayerNormalization <stash_type = float> (x, s)"),
+    ("y = Multinomial <dtype = int64> (x)", 7, "y = Multinomial <dtype = int64> (x)"),
+    ("y = Bernoulli <dtype = bool> (x)", 9, "y = Bernoulli <dtype = bool> (x)"),
+    ("y = com.x.Cast <to = 7> (x)", 7, "y = com.x.Cast <to = 7> (x)"),
+    ("y = Cast <saturate = 1> (x)", 1, "y = Cast <saturate = 1> (x)"),
+]
+
+
+@pytest.mark.parametrize("text,value,canonical", TYPE_NAME_ATTRIBUTES)
+def test_type_name_attributes(text, value, canonical):
+    n = onnxtext.parse_node(text)
+    a = n.attribute[0]
+    assert a.type == onnx.AttributeProto.INT and a.i == value
+    assert onnxtext.to_text(n).strip() == canonical
+    assert onnxtext.parse_node(canonical).SerializeToString() == n.SerializeToString()
+    # onnx style keeps the integer, and onnx's parser reads it to the same attribute
+    onnx_text = onnxtext.to_text(n, style="onnx")
+    assert f"= {value}" in onnx_text
+    if "com.x" not in text:
+        assert onnx.parser.parse_node(onnx_text).attribute[0] == a
+
+
+def test_type_proto_attribute_stays_a_type():
+    # a TYPE_PROTO where an element type is documented (invalid, but printable): declared, so it reads back
+    n = onnx.helper.make_node("Cast", ["x"], ["y"])
+    n.attribute.add().CopyFrom(onnx.helper.make_attribute("to", onnx.helper.make_tensor_type_proto(1, [])))
+    text = onnxtext.to_text(n)
+    assert "to: type_proto = float" in text
+    assert onnxtext.parse_node(text).SerializeToString() == n.SerializeToString()
+
+
+def test_type_name_attributes_come_from_the_schemas():
+    from onnxtext.vocabulary import element_type_attributes
+
+    for op, attr in [("Cast", "to"), ("EyeLike", "dtype"), ("RandomNormal", "dtype"), ("RandomUniform", "dtype"),
+                     ("RandomNormalLike", "dtype"), ("RandomUniformLike", "dtype"), ("Multinomial", "dtype"),
+                     ("QuantizeLinear", "output_dtype"), ("Bernoulli", "dtype"), ("BitCast", "to")]:
+        assert attr in element_type_attributes("", op), (op, attr)
+    assert "saturate" not in element_type_attributes("", "Cast")
+    assert "qk_matmul_output_mode" not in element_type_attributes("", "Attention")
+    assert element_type_attributes("com.microsoft", "Cast") == frozenset()

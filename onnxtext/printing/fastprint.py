@@ -45,6 +45,7 @@ from onnx import AttributeProto, NodeProto, TypeProto
 
 from . import wirecolumns as _wire
 from .. import dtypes
+from ..vocabulary import element_type_attributes
 from .atoms import _QUOTED_WORDS, _op_name, format_values
 
 ENABLED = True
@@ -251,11 +252,11 @@ class _Bulk:
         op_s, op_n = _wire.column(pos, op_col), _wire.column(lens, op_col)
         ok &= self._classes(op_s, op_n)[1]  # an identifier (keywords need no quotes after '=')
         attr_start = attr_len = np.zeros(n, _I)
-        if (n_attr > 0).any():
-            attr_start, attr_len, attr_ok = self._attributes(pos, lens, op_col, n_attr, ok)
-            ok &= attr_ok
         dom_col = op_col + 1 + n_attr
         dom_s, dom_n = _wire.column(pos, dom_col), np.where(has_dom, _wire.column(lens, dom_col), 0)
+        if (n_attr > 0).any():
+            attr_start, attr_len, attr_ok = self._attributes(pos, lens, op_col, n_attr, ok, (op_s, op_n, dom_s, dom_n))
+            ok &= attr_ok
         dom_start = dom_len = np.zeros(n, _I)
         if has_dom.any():
             dom_start, dom_len, dom_ok = self._domains(dom_s, dom_n, has_dom & ok)
@@ -305,9 +306,10 @@ class _Bulk:
                 seg_start[i, 0], seg_len[i, 0] = pool.add(text)
         return self._text(starts, ends, seg_start, seg_len)
 
-    def _attributes(self, pos, lens, op_col, n_attr, ok):
+    def _attributes(self, pos, lens, op_col, n_attr, ok, op):
         """(starts, lengths, ok) of each node's `` <attributes> `` text, printed by the reference methods once
-        per distinct run of attribute bytes (the text depends on nothing else). Nodes with graph
+        per distinct run of attribute bytes (the text depends on nothing else but, for the attributes spelled
+        as type names, the operator: ``op`` holds the op_type and domain columns). Nodes with graph
         attributes, or whose attributes the reference cannot print, stay with the reference method."""
         data, level = self.data, self.level + 1
         first = op_col + 1
@@ -317,8 +319,10 @@ class _Bulk:
         start, length, good = np.zeros(len(ok), _I), np.zeros(len(ok), _I), np.ones(len(ok), bool)
         memo = self._attr_memo
         rows = np.flatnonzero((n_attr > 0) & ok)
-        for i, b, e in zip(rows.tolist(), begin[rows].tolist(), end[rows].tolist()):
-            key = data[b:e]
+        op_s, op_n, dom_s, dom_n = (column[rows].tolist() for column in op)
+        for i, b, e, os_, on, ds, dn in zip(rows.tolist(), begin[rows].tolist(), end[rows].tolist(), op_s, op_n,
+                                           dom_s, dom_n):
+            key = (data[b:e], data[os_:os_ + on], data[ds:ds + dn])
             hit = memo.get(key, _MISSING)
             if hit is _MISSING:
                 hit = memo[key] = self._attribute_text(key, level)
@@ -328,15 +332,17 @@ class _Bulk:
                 start[i], length[i] = hit
         return start, length, good
 
-    def _attribute_text(self, key: bytes, level: int):
-        """Pool segment of `` <...> `` for the attribute records ``key`` as ``Printer.print_node`` prints
-        them at ``level``, or None (graph attributes, or an error: the reference raises it in order)."""
+    def _attribute_text(self, key: tuple, level: int):
+        """Pool segment of `` <...> `` for the attribute records of ``key`` (records, op_type, domain bytes)
+        as ``Printer.print_node`` prints them at ``level``, or None (graph attributes, or an error: the
+        reference raises it in order)."""
         printer = self.printer
         try:
-            attrs = NodeProto.FromString(key).attribute
+            attrs = NodeProto.FromString(key[0]).attribute
             if any(a.type in _GRAPH_KINDS or a.HasField("g") or len(a.graphs) for a in attrs):
                 return None
-            items = [printer.print_attribute(a, level + 1) for a in attrs]
+            type_names = element_type_attributes(key[2].decode("utf-8"), key[1].decode("utf-8"))
+            items = [printer.print_attribute(a, level + 1, type_names) for a in attrs]
             text = printer._list("<", items, ">", level, force_multiline=any("\n" in i for i in items) and
                                  len(items) > 1)
         except Exception:  # noqa: BLE001 - the reference method meets it again, in the reference order

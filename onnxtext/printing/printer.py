@@ -42,7 +42,7 @@ from onnx import (AttributeProto, FunctionProto, GraphProto, ModelProto, NodePro
 
 from .. import dtypes, tensors
 from . import fastprint
-from ..vocabulary import ATTR_TYPE_NAMES
+from ..vocabulary import ATTR_TYPE_NAMES, element_type_attributes
 from ..errors import OnnxTextError
 # the literal atoms (re-exported: other modules and tests import them from here)
 from .atoms import (_IDENT, _QUOTED_WORDS, _SMALL, KEYWORDS, _dotted, _dtype_name, _float_token,  # noqa: F401
@@ -139,7 +139,7 @@ class Printer:
     def print_pairs(self, entries, level: int) -> str:
         """``["key": "value", ...]`` (StringStringEntryProto, OperatorSetIdProto); entries with an unset
         field print as ``[{field: value}, ...]`` records, which keep field presence."""
-        if not all(len(e.ListFields()) == 2 for e in entries):
+        if not self.onnx_style and not all(len(e.ListFields()) == 2 for e in entries):
             return self._list("[", [self.print_record(e, level + 1) for e in entries], "]", level)
         items = []
         for e in entries:
@@ -287,7 +287,7 @@ class Printer:
             raise OnnxTextError(f"unknown element type {enum}")
         head = dt.name + "[" + ", ".join(map(str, dims)) + "]" if len(dims) else dt.name
         nm = t.name
-        if initializer or nm or t.HasField("name"):  # an explicit "" name prints as ""
+        if initializer or nm or (t.HasField("name") and not self.onnx_style):  # a set "" name prints as ""
             head += " " + self._names[nm]
         text = head + " = " + self.print_tensor_data(t, level, dt, math.prod(dims))
         return "\n".join(ann + [text]) if ann else text
@@ -412,7 +412,8 @@ class Printer:
             op = self._ops[key] = self._op_text(*key)
         attributes = n.attribute
         if len(attributes):
-            items = [self.print_attribute(a, level + 1) for a in attributes]
+            type_names = element_type_attributes(n.domain, key[1])
+            items = [self.print_attribute(a, level + 1, type_names) for a in attributes]
             op += " " + self._list("<", items, ">", level, force_multiline=any("\n" in i for i in items) and
                                    len(items) > 1) + " "
         ins = ", ".join(map(names, n.input))
@@ -436,7 +437,9 @@ class Printer:
             return text + ':""'
         return text + (":" + name(overload) if overload else "")
 
-    def print_attribute(self, a: AttributeProto, level: int = 0) -> str:
+    def print_attribute(self, a: AttributeProto, level: int = 0, type_names: frozenset = frozenset()) -> str:
+        """``name = value``; attributes named in ``type_names`` (the node's operator documents them as element
+        types, :func:`onnxtext.vocabulary.element_type_attributes`) print an INT value as a type name."""
         ann = self.print_doc(a.doc_string) if a.doc_string or a.HasField("doc_string") else []
         t = a.type
         fields = a.ListFields()
@@ -448,7 +451,14 @@ class Printer:
             typ = f": {ATTR_TYPE_NAMES[t]}" if t else ""
             return "\n".join(ann + [f"{op_part(a.name)}{typ} = @{a.ref_attr_name}" if _IDENT.match(a.ref_attr_name)
                                     else f"{op_part(a.name)}{typ} = @ {quote(a.ref_attr_name)}"])
-        value, annotate = self.print_attribute_value(a, level)
+        if a.name in type_names and not self.onnx_style:
+            if t == AttributeProto.INT and a.i in _TYPE_NAME_OF:
+                value, annotate = _TYPE_NAME_OF[a.i], False
+            else:  # a bare `float` type_proto would read back as the INT: say what it is
+                value, annotate = self.print_attribute_value(a, level)
+                annotate = annotate or t == AttributeProto.TYPE_PROTO
+        else:
+            value, annotate = self.print_attribute_value(a, level)
         typ = f": {ATTR_TYPE_NAMES[t]}" if annotate else ""
         # After a doc comment the lexer cannot tell a keyword-like name from the keyword: quote it.
         return "\n".join(ann + [f"{name(a.name) if ann else op_part(a.name)}{typ} = {value}"])
@@ -549,6 +559,8 @@ def _annotation_fields(cls, skip: tuple):
 
 
 _NODE_SPEC = _annotation_fields(NodeProto, _NODE_SKIP)
+#: element type enum -> its name, for attributes spelled as type names (`Cast <to = float>`)
+_TYPE_NAME_OF = {dt.enum: dt.name for dt in dtypes.DTYPES}
 # the fields an attribute's `name: type = value` shows, per type (others print as @field annotations)
 _ATTR_SHOWN_REF = frozenset({"name", "type", "doc_string", "ref_attr_name"})
 _ATTR_SHOWN = {t: frozenset({"name", "type", "doc_string", f}) for t, f in (

@@ -14,6 +14,8 @@ Semantic errors raise :class:`onnxtext.errors.ParseError` with the position of t
 
 from __future__ import annotations
 
+import threading
+
 from lark import Transformer
 from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, TensorShapeProto, \
     TrainingInfoProto, TypeProto, ValueInfoProto
@@ -21,7 +23,7 @@ from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProt
 from .. import dtypes
 # Literals, tensor data and field/attribute values live in their own modules; their names stay importable
 # from here (syntax.fastparse and syntax.fastlex use them as builder.X, with the children Lark passes).
-from ..vocabulary import FUNCTION_HEADER, MODEL_HEADER
+from ..vocabulary import FUNCTION_HEADER, MODEL_HEADER, element_type_attributes
 from .field_values import (ATTR_TYPE_NAMES, Pair, Pairs, Record, Ref, _ATTR_TYPES, _as_float, _kind_of,  # noqa: F401
                            _set_list_attr, _set_single_attr, apply_annotations, assign)
 from .literal_data import (Bits, TensorData, _err, _pos, _text, build_sparse, build_tensor,  # noqa: F401
@@ -289,6 +291,8 @@ class Builder(Transformer):
             _set_list_attr(a, value[1], declared, name)
         else:
             _set_single_attr(a, value, declared, name)
+            if declared is None and isinstance(value, TypeProto) and _is_type_name(value):
+                _type_named_attributes()[id(a)] = a  # `to = float`: node() decides by the operator
         apply_annotations(a, ann)
         return a
 
@@ -327,7 +331,14 @@ class Builder(Transformer):
             n.overload = op[2]
         if attrs1 and attrs2:
             raise _err("attributes given both before and after the inputs", op[1])
-        n.attribute.extend(attrs1 or attrs2 or [])
+        attrs = attrs1 or attrs2 or []
+        pending = _type_named_attributes()
+        if pending:
+            type_names = element_type_attributes(op[0] or "", op[1])
+            for a in attrs:
+                if pending.pop(id(a), None) is not None and a.name in type_names:
+                    _element_type_to_int(a)
+        n.attribute.extend(attrs)
         apply_annotations(n, ann)
         return n
 
@@ -409,6 +420,9 @@ class Builder(Transformer):
             f.value_info.append(_value_info(e))
         f.node.extend(nodes)
         apply_annotations(f, ann)
+        pending = _type_named_attributes()
+        for a in f.attribute_proto:
+            pending.pop(id(a), None)
         return f
 
     # ------------------------------------------------------------------ models
@@ -446,6 +460,37 @@ class Builder(Transformer):
                 m.training_info.append(item)
         apply_annotations(m, ann)
         return m
+
+
+# ---------------------------------------------------------------------------------------------- type-name attributes
+# `Cast <to = float>`: a bare type name parses as a TYPE_PROTO value (a scalar tensor type); the node it belongs
+# to turns it into the INT element type when its operator documents the attribute as one
+# (vocabulary.element_type_attributes). Until the node is built, attr() keeps such attributes here, per
+# thread (the Builder instance is shared), by identity: a TYPE_PROTO written `: type_proto = float` is not
+# kept, and stays a type.
+_pending = threading.local()
+
+
+def _type_named_attributes() -> dict:
+    table = getattr(_pending, "table", None)
+    if table is None:
+        table = _pending.table = {}
+    return table
+
+
+def _is_type_name(tp: TypeProto) -> bool:
+    """A TypeProto written as a bare element type name (``float``: a rank-0 tensor type, nothing else)."""
+    if tp.WhichOneof("value") != "tensor_type" or tp.HasField("denotation"):
+        return False
+    tt = tp.tensor_type
+    return tt.HasField("elem_type") and tt.HasField("shape") and not len(tt.shape.dim) and len(tt.ListFields()) == 2
+
+
+def _element_type_to_int(a: AttributeProto) -> None:
+    elem = a.tp.tensor_type.elem_type
+    a.ClearField("tp")
+    a.type = AttributeProto.INT
+    a.i = elem
 
 
 def _vi(name, tp) -> ValueInfoProto:
