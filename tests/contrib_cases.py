@@ -397,3 +397,13 @@ CASES += [  # inner dimensions cut into float32-exact chunks (linalg.integer_pro
                                                       s8(4, low=-3, high=3), None, *q(0.5, 120)],
       dict(transB=1), tol=(0, 1)),
 ]
+CASES += [  # ONNX-domain integer convolutions: float32 when exact, float64 when taps * bounds reach 2**24
+    C("qlinear_conv_float32_path", "QLinearConv",
+      [u8(1, 8, 9, 9), *q(0.02, 128), s8(4, 8, 3, 3), *q(0.01, 0, np.int8), *q(0.5, 120), rand("int32", 4, low=-900, high=900)],
+      dict(pads=[1, 1, 1, 1]), domain="", tol=(0, 1)),
+    C("qlinear_conv_float64_path", "QLinearConv",
+      [u8(1, 300, 5, 5), *q(0.02, 0), u8(2, 300, 3, 3), *q(0.01, 0), *q(8.0, 10)], domain="", tol=(0, 1)),
+    C("conv_integer_float64_path", "ConvInteger", [u8(1, 300, 4, 4), u8(2, 300, 3, 3)], domain="", tol=(0, 0)),
+    C("conv_integer_grouped", "ConvInteger", [u8(2, 6, 7, 7), s8(6, 2, 3, 3), np.uint8(100)],
+      dict(group=3, strides=[2, 2]), domain="", tol=(0, 0)),
+]

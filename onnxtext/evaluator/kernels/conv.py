@@ -353,14 +353,20 @@ def conv(X, W, B=None, *, auto_pad, dilations=None, group, kernel_shape=None, pa
 
 
 def _integer_conv(x, x_zero_point, w, w_zero_point, auto_pad, dilations, group, kernel_shape, pads, strides):
-    """Exact integer convolution (float64 accumulation) of zero-point-shifted x and w."""
-    xf = x.astype(np.float64)
+    """Exact integer convolution of zero-point-shifted x and w: float32 BLAS when every partial sum fits
+    its 24-bit mantissa (taps per output * max|x| * max|w| < 2**24), float64 otherwise."""
+    xf = x.astype(np.float32)
     if x_zero_point is not None:
-        xf -= np.float64(np.asarray(x_zero_point).reshape(-1)[0])
-    wf = w.astype(np.float64)
+        xf -= np.float32(np.asarray(x_zero_point).reshape(-1)[0])
+    wf = w.astype(np.float32)
     if w_zero_point is not None:
-        wz = np.asarray(w_zero_point, dtype=np.float64)
+        wz = np.asarray(w_zero_point, dtype=np.float32)
         wf -= wz.reshape((-1,) + (1,) * (w.ndim - 1)) if wz.size > 1 else wz.reshape(())
+    taps = int(np.prod(w.shape[1:]))
+    bound = max(abs(float(xf.min(initial=0))), abs(float(xf.max(initial=0)))) * \
+        max(abs(float(wf.min(initial=0))), abs(float(wf.max(initial=0))))
+    if taps * bound >= (1 << 24):
+        xf, wf = xf.astype(np.float64), wf.astype(np.float64)
     strides, dilations, pb, pe, out = _conv_geometry(xf, wf, kernel_shape, strides, dilations, pads, auto_pad)
     # padding with 0 after the shift is padding with the zero point before it
     return conv_core(xf, wf, group, strides, dilations, pb, pe, out)
@@ -378,7 +384,7 @@ def conv_integer(x, w, x_zero_point=None, w_zero_point=None, *, auto_pad, dilati
 def qlinear_conv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B=None, *,
                  auto_pad, dilations=None, group, kernel_shape=None, pads=None, strides=None):
     acc = _integer_conv(x, x_zero_point, w, w_zero_point, auto_pad, dilations, group, kernel_shape, pads,
-                        strides)
+                        strides).astype(np.float64)  # (exact integers; the bias and scaling need float64)
     spatial = (1,) * (acc.ndim - 2)
     if B is not None:
         acc += B.astype(np.float64).reshape((-1,) + spatial)
