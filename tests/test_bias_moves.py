@@ -1,4 +1,4 @@
-"""A Conv's bias handed to the pointwise Conv that is its only reader (``fusion._biases_into_pointwise_convs``).
+"""A Conv's bias handed to the pointwise Conv that is its only reader (rule ``bias_into_pointwise``).
 
 Each case is Conv(X, W1, B1) -> [BatchNormalization] -> Conv 1x1 (W2, B2) -> [Relu], checked against a
 float64 reference computed here with plain loops over output positions (no evaluator code), and

@@ -1,4 +1,4 @@
-"""Inference Dropout steps whose mask nobody reads pass their input on (``fusion._inference_dropout``).
+"""Inference Dropout steps whose mask nobody reads pass their input on (``optimizer.dropout_passthrough``).
 
 The reference is the operator's inference semantics written here: the output equals the input and
 the mask, when asked for, is all ones (True from opset 10). To add a case, add a line to the table.
@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from onnxtext.evaluator import Evaluator
-from onnxtext.evaluator.fusion import _passthrough
+from onnxtext.evaluator.optimizer.dropout_passthrough import _passthrough
 
 RNG = np.random.default_rng(3)
 F = TensorProto.FLOAT

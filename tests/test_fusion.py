@@ -274,7 +274,7 @@ RELU_POOLS = [
 
 @pytest.mark.parametrize("producer, pool_attrs, moved", RELU_POOLS)
 def test_relu_moves_after_max_pool(producer, pool_attrs, moved):
-    from onnxtext.evaluator.fusion import _InPlaceRelu
+    from onnxtext.evaluator.fused.affine import InPlaceRelu
 
     x = RNG.standard_normal((1, 3, 9, 9)).astype(np.float32)
     tensors = {"W": RNG.standard_normal((4, 3, 3, 3)).astype(np.float32),
@@ -290,4 +290,4 @@ def test_relu_moves_after_max_pool(producer, pool_attrs, moved):
     nodes.append(helper.make_node("MaxPool", ["r"], ["p"], **pool_attrs))
     fused = _run_both(nodes, x, tensors, "p")
     pool_step = fused._plan_for(None, ()).steps[-1]
-    assert isinstance(pool_step[0], _InPlaceRelu) == moved
+    assert isinstance(pool_step[0], InPlaceRelu) == moved

@@ -3,20 +3,17 @@
 A :class:`GraphPlan` is built once per graph (main graph, subgraph of If/Loop/Scan, function body)
 and run many times. Preparing a plan resolves each node's kernel for the imported opset, converts its
 attributes and fills schema defaults, decodes initializers, folds nodes that depend only on constants
-(initializers, Constant nodes and what is computed from them), and computes for each value the step
-after which it is no longer needed, so intermediates are released as early as possible. Around the
-fusion pass (:mod:`.fusion`), rewrites of the step list: AveragePools move across pointwise Convs to
-the side with less data (:func:`~.kernels.pool.pools_after_pointwise_maps`, before fusion, and
-:func:`~.kernels.pool.pools_before_pointwise_convs`, after it), and chains of Concat steps each
-extending the previous result (DenseNet blocks) share one buffer per run
-(:class:`~.kernels.shape.ConcatChain`) instead of copying the growing prefix at every step, and a
-per-channel affine map with Relu read only by a pointwise Conv becomes a threshold before that Conv
-(:func:`~.kernels.conv_clamped.affine_relus_into_pointwise_convs`).
+(initializers, Constant nodes and what is computed from them), rewrites the step list with the
+optimizer's rules (:mod:`.optimizer`, at the Evaluator's level, minus the disabled rules), and
+computes for each value the step after which it is no longer needed, so intermediates are released
+as early as possible. Level 0 does neither folding nor rewrites: every node is its own step.
 
-Running a plan is a tight loop over prepared steps; a step is a plain tuple
-``(fn, input_names, output_names, attrs, free_after, info, context)`` where ``info`` is the
-:class:`StepInfo` (node, opset, subgraph plans) used by context kernels and error messages. Values live in one dict
-per run (``env``); the empty name maps to ``None`` so absent optional inputs need no test per input.
+Running a plan is a tight loop over prepared steps, :class:`~.steps.Step` records
+``(fn, inputs, outputs, attrs, free, info, context, last)`` where ``info`` is the
+:class:`~.steps.StepInfo` (node, path, opset, subgraph plans) used by context kernels and error
+messages. Values live in one dict per run (``env``); the empty name maps to ``None`` so absent
+optional inputs need no test per input. A run with a trace or a timeout takes a second loop
+(:meth:`GraphPlan.execute_controlled`).
 
 Subgraphs read outer-scope values: a plan lists the names it takes from the enclosing scope
 (``free``), computed at preparation, so running a subgraph copies only those values.
@@ -29,8 +26,8 @@ from onnx import AttributeProto, defs
 
 from .. import tensors
 from ..errors import EvalError, OnnxTextError
-from .fusion import Constants
 from .optimizer import MAX_LEVEL, optimize
+from .optimizer.graph import Constants
 from .registry import lookup, normalize_domain
 from .steps import (CONTROL, UNUSED, KernelContext, RunControl, RunStopped, Step, StepInfo,  # noqa: F401
                     describe_node, describe_value, step_error)
@@ -330,60 +327,6 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
         if n and n not in defined and n not in free_names:
             free_names.append(n)
     return GraphPlan(graph.name, input_names, output_names, constants, tuple(free_names), steps, keep_set)
-
-
-def chain_concats(raw_steps: list) -> list:
-    """Concat steps whose first input is the result of the previous such step (and of no other
-    extending step) become the links of one :class:`~.kernels.shape.ConcatChain`, sharing a buffer
-    instead of copying the growing prefix at every step (DenseNet's dense blocks). A step the fusion
-    pass made a :class:`~.fusion.ConcatInto` keeps computing its Convs straight into their slices."""
-    from .fusion import ConcatInto
-    from .kernels.shape import ConcatChain, ConcatLink, concat
-
-    def candidate(step):
-        """(axis, parts) of a Concat step that can be a link, else None."""
-        fn, ins, outs, attrs, _, _, context = step
-        if context or len(ins) < 2 or len(outs) != 1 or outs[0] == UNUSED or not all(ins):
-            return None
-        if fn is concat:
-            return attrs.get("axis", 1), None
-        # (read defensively: a ConcatInto without these attributes simply stays what it is)
-        parts, fn_attrs = getattr(fn, "parts", None), getattr(fn, "attrs", None)
-        if type(fn) is ConcatInto and getattr(fn, "relu", True) is False and getattr(fn, "concat", None) is concat \
-                and parts and parts[0] is None and isinstance(fn_attrs, dict) and \
-                all(p is None or callable(getattr(p, "output_shape", None)) for p in parts):
-            return fn_attrs.get("axis", 1), list(parts)
-        return None
-
-    chains = {}  # output name -> (first step index, position)
-    extended = set()
-    members: dict[int, list[int]] = {}
-    found = {}
-    for i, (step, _) in enumerate(raw_steps):
-        found[i] = c = candidate(step)
-        if c is None:
-            continue
-        ins, outs = step[1], step[2]
-        prev = chains.get(ins[0])
-        if prev is not None and ins[0] not in extended and found[prev[0]][0] == c[0]:
-            extended.add(ins[0])
-            chains[outs[0]] = (prev[0], prev[1] + 1)
-            members[prev[0]].append(i)
-        else:
-            chains[outs[0]] = (i, 0)
-            members[i] = [i]
-    raw_steps = list(raw_steps)
-    for head, indices in members.items():
-        if len(indices) < 2:
-            continue  # a lone Concat gains nothing
-        chain = ConcatChain(found[head][0])
-        for position, i in enumerate(indices):
-            step, used = raw_steps[i]
-            link = ConcatLink(chain, position, step[0], step[3], found[i][1])
-            raw_steps[i] = ((link, step[1], step[2], {}) + step[4:], used)
-    return raw_steps
-
-
 
 
 def _needed_nodes(nodes, wanted: set) -> list:

@@ -2,7 +2,7 @@
 
 DenseNet's layers start with ``BatchNormalization -> Relu -> Conv 1x1`` on the concatenation of all
 earlier results. The normalization cannot fold into the Conv that produced its input (that input is
-a Concat), so the fusion pass leaves a :class:`~..fusion.FusedAffine` step (or the normalization
+a Concat), so the fusion pass leaves a :class:`~..fused.affine.FusedAffine` step (or the normalization
 kernel with its Relu in place): ``relu(x * f + s)`` per channel, three passes over a large array
 (multiply, add, max). For a channel whose factor ``f`` is positive,
 
@@ -54,7 +54,7 @@ def clamped_pointwise(first, affine, conv: PreparedConv):
     """The ClampedPointwise step for ``conv(relu(x * f + s))``, or None when it does not apply.
 
     ``first`` is the original affine step as (kernel, constant operands, attributes); ``affine`` is
-    its ``(f, s, rank)`` (see ``fusion._channel_affine``). The factors must be positive and finite,
+    its ``(f, s, rank)`` (see ``optimizer.conv_affine._channel_affine``). The factors must be positive and finite,
     the Conv pointwise (1x1, unit strides, no padding) with one group over the affine's channels."""
     factor, shift, rank = affine
     w = conv.w
@@ -85,12 +85,13 @@ def _affine_relu(step, known):
     """(original step as (kernel, constant operands, attributes), (f, s, rank)) when ``step``
     computes ``relu(x * f + s)`` per channel: a FusedAffine with Relu, or an inference
     BatchNormalization with its Relu fused in place; else None."""
-    from ..fusion import FusedAffine, _channel_affine, _InPlaceRelu
+    from ..fused.affine import FusedAffine, InPlaceRelu
+    from ..optimizer.conv_affine import _channel_affine
 
     fn = step[0]
     if type(fn) is FusedAffine:
         return ((fn, (), {}), (fn.factor, fn.shift, fn.rank)) if fn.relu else None
-    if type(fn) is _InPlaceRelu and step[5].node.op_type == "BatchNormalization" and not step[5].domain:
+    if type(fn) is InPlaceRelu and step[5].node.op_type == "BatchNormalization" and not step[5].domain:
         consts = [known.get(n) for n in step[1][1:]]
         affine = _channel_affine(step, known)
         if affine is None or any(v is None for v in consts):
@@ -104,7 +105,7 @@ def affine_relus_into_pointwise_convs(steps: list, keep: set, known) -> list:
     pointwise PreparedConv becomes, with it, one :class:`ClampedPointwise` step at the Conv's place.
 
     ``steps`` are ``(step, used names)`` entries; ``known`` the plan's true constants
-    (``fusion.Constants``)."""
+    (``optimizer.graph.Constants``)."""
     readers = Counter(n for _, used in steps for n in used)
     reader_of = {n: i for i, (_, used) in enumerate(steps) for n in used}
     out = list(steps)

@@ -1,4 +1,4 @@
-"""Fused steps built by the plan's fusion pass (``evaluator/fusion.py``) around prepared convolutions.
+"""Fused steps built by the optimizer's CNN rules (``evaluator/optimizer/``) around prepared convolutions.
 
 * :class:`ConcatInto`: a Concat along channels that runs the Convs producing its inputs, each writing
   straight into its slice of the result;

@@ -5,7 +5,7 @@ A rule is a :class:`Rule`: a name (what ``Evaluator(model, disable=(...))`` swit
 the reference path every rewrite is tested against) and a function ``apply(steps, keep, known)``
 taking and returning the list of ``(step, used names)`` entries (see :mod:`..plan`); ``keep`` are
 the names that must stay values (outputs, values read by subgraphs), ``known`` the graph's true
-constants (:class:`~..fusion.Constants`).
+constants (:class:`~.graph.Constants`).
 
 Levels:
 
@@ -38,44 +38,39 @@ class Rule:
 
 
 def _rules() -> tuple[Rule, ...]:
-    from .. import fusion
     from ..kernels.conv_clamped import affine_relus_into_pointwise_convs
     from ..kernels.pool import pools_after_pointwise_maps, pools_before_pointwise_convs
-    from ..plan import chain_concats
-    from . import gelu, layer_norm, matmul_add, rms_norm, shape_arithmetic
+    from . import (bias_into_pointwise, concat_chain, conv_affine, conv_stem, convs_into_concat,
+                   depthwise_into_pointwise, dropout_passthrough, gelu, layer_norm, matmul_add, prepared_conv,
+                   relu_after_max_pool, residual_into_conv, rms_norm, shape_arithmetic, shuffle_into_conv)
 
-    patterns = [m.RULE for m in (gelu, layer_norm, rms_norm, matmul_add)]
+    def module_rule(m):
+        return Rule(m.NAME, m.LEVEL, m.apply, m.__doc__)
+
+    def pattern_rule(m):
+        return Rule(m.RULE.name, m.RULE.level, m.RULE.apply, m.RULE.doc)
+
     return (
-        Rule(shape_arithmetic.NAME, shape_arithmetic.LEVEL, shape_arithmetic.apply, shape_arithmetic.__doc__),
-        *(Rule(r.name, r.level, r.apply, r.doc) for r in patterns),
+        module_rule(shape_arithmetic),
+        *(pattern_rule(m) for m in (gelu, layer_norm, rms_norm, matmul_add)),
         Rule("pool_after_pointwise_map", 2, pools_after_pointwise_maps,
-             "AveragePool moved after a channel-narrowing pointwise Conv and its affine steps"),
-        Rule("fold_affine_and_relu", 2, fusion.fold_pairs,
-             "Conv/BatchNormalization + per-channel Mul/Add folded; Relu in place in its producer"),
-        Rule("prepared_conv", 1, fusion.prepared_convs,
-             "Conv with constant float weights prepared once per input shape"),
-        Rule("bias_into_pointwise", 2, lambda s, k, c: fusion._biases_into_pointwise_convs(s, k),
-             "a Conv's bias moved into the pointwise Conv that is its only reader"),
-        Rule("depthwise_into_pointwise", 1, lambda s, k, c: fusion._depthwise_into_pointwise_convs(s, k),
-             "a depthwise Conv writing straight into the column buffer of its pointwise reader"),
-        Rule("shuffle_into_conv", 1, fusion._shuffles_into_convs,
-             "Reshape/Transpose/Reshape channel shuffle written by the Conv before it"),
-        Rule("residual_into_conv", 1, lambda s, k, c: fusion._residuals_into_convs(s, k),
-             "residual Add/Sum (+Relu) in place on a prepared Conv's result"),
-        Rule("convs_into_concat", 1, lambda s, k, c: fusion._convs_into_concat(s, k),
-             "Concat computing its prepared Convs straight into their slices"),
-        Rule("conv_stem", 1, lambda s, k, c: fusion._stems(s, k),
-             "stride-2 Conv (+Relu) + 3x3 stride-2 MaxPool as one step"),
-        Rule("relu_after_max_pool", 1, lambda s, k, c: fusion._relus_after_max_pools(s, k),
-             "a fused Relu moved after the MaxPool that reads it"),
-        Rule("dropout_passthrough", 1, fusion.inference_dropouts,
-             "inference Dropout without a read mask passes its input on"),
+             "AveragePool moved after a channel-narrowing pointwise Conv and its affine steps "
+             "(kernels/pool.py)"),
+        module_rule(conv_affine),
+        module_rule(prepared_conv),
+        module_rule(bias_into_pointwise),
+        module_rule(depthwise_into_pointwise),
+        module_rule(shuffle_into_conv),
+        module_rule(residual_into_conv),
+        module_rule(convs_into_concat),
+        module_rule(conv_stem),
+        module_rule(relu_after_max_pool),
+        module_rule(dropout_passthrough),
         Rule("pool_before_pointwise_conv", 2, lambda s, k, c: pools_before_pointwise_convs(s, k),
-             "strided AveragePool moved before the pointwise Conv that feeds it"),
+             "strided AveragePool moved before the pointwise Conv that feeds it (kernels/pool.py)"),
         Rule("clamped_pointwise", 2, affine_relus_into_pointwise_convs,
-             "per-channel affine + Relu before a pointwise Conv as one threshold pass"),
-        Rule("concat_chain", 1, lambda s, k, c: chain_concats(s),
-             "chains of Concats extending each other share one buffer"),
+             "per-channel affine + Relu before a pointwise Conv as one threshold pass (kernels/conv_clamped.py)"),
+        module_rule(concat_chain),
     )
 
 

@@ -13,13 +13,31 @@ from collections import Counter
 from ..registry import lookup
 
 
+class Constants:
+    """The true constants of the graph being prepared (new folded values are added to the plan's);
+    initializers a feed may override are not among them."""
+
+    def __init__(self, constants, names):
+        self.constants, self.names = constants, names
+
+    def get(self, name):
+        return self.constants.get(name) if name in self.names else None
+
+    def __contains__(self, name):
+        return name in self.names
+
+    def add(self, name, value):
+        self.constants[name] = value
+        self.names.add(name)
+
+
 class GraphView:
     """Readers, producers and constants of a step list (see the module docstring)."""
 
     def __init__(self, steps: list, keep: set, known):
         self.steps = list(steps)
         self.keep = keep
-        self.known = known  # the graph's true constants (fusion.Constants: get, __contains__, add)
+        self.known = known  # the graph's true constants (Constants: get, __contains__, add)
         self.readers = Counter(n for _, used in steps for n in used)
         self.producer = {n: i for i, (step, _) in enumerate(steps) for n in step[2]}
 
