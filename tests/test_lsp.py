@@ -180,6 +180,9 @@ HOVERS = [
     ("Relu(x)", 0, 5, ["`x`: `float[2, 4]`", "graph input"]),
     ("Mul(xi, s)", 0, 4, ["`xi`: `float[2, 4]`", "graph `body_g`"]),
     ("Add(a, w)", 0, 4, ["`a`: `float[2, 4]` (inferred)", "node output of Relu, line 6"]),
+    ("Identity(cc)", 0, 0, ["Identity(input: V) -> (output: V)"]),  # an operator inside a subgraph
+    ("Mul(xi, s)", 0, 0, ["Mul(A: T, B: T) -> (C: T)"]),
+    ("xo = Mul", 0, 0, ["`xo`: `float[2, 4]`", "node output of Mul, line 10", "graph `body_g`"]),
     ("local.Scale", 0, 7, ["Scale <alpha> (X) => (Y)", "model-local function"]),
     ("@alpha", 0, 1, ["function attribute `alpha`"]),
 ]

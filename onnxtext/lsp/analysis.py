@@ -47,23 +47,21 @@ class Analysis:
                 self._index = build_index(self.text)
             return self._index
 
-    def inferred_types(self) -> dict:
-        """Value name -> ValueInfoProto from onnx shape inference over the model (cached; {} when it fails)."""
+    def inferred_types(self, path: str) -> dict:
+        """Value name -> inferred TypeProto in the graph at checker ``path`` (``graph``,
+        ``graph.node[3].attribute[body].g``), as ``onnxtext check`` infers them (cached; {} when inference
+        fails or for function bodies)."""
         if self._inferred is None:
             self._inferred = {}
             model = as_model(self.model)
             if model is not None:
-                import onnx.shape_inference
+                from ..checker.shapes import infer_types
 
                 try:
-                    inferred = onnx.shape_inference.infer_shapes(model)
+                    self._inferred = infer_types(model, subgraphs=True)
                 except Exception:  # noqa: BLE001 - inference is a bonus for hover; a model it rejects has none
-                    inferred = None
-                if inferred is not None:
-                    g = inferred.graph
-                    for vi in [*g.value_info, *g.output, *g.input]:
-                        self._inferred[vi.name] = vi
-        return self._inferred
+                    pass
+        return self._inferred.get(path, {})
 
 
 def to_range(line: int, column: int, end_line: int | None = None, end_column: int | None = None) -> lsp.Range:

@@ -3,14 +3,12 @@
 * an operator: its schema in the imported opset (:mod:`onnxtext.schemas`): signature, attributes with types
   and defaults, since-version, the documentation's first paragraph;
 * an attribute name in a node: its type, default and description from the schema;
-* a value: its declared type (or the type onnx shape inference gives it) and where it is defined;
+* a value: its declared type (or the type ``onnxtext check`` infers for it) and where it is defined;
 * an initializer: dtype, shape and summary statistics of its data;
 * a model-local function (definition or call): its signature.
 """
 
 from __future__ import annotations
-
-import onnx
 
 from .. import schemas
 from .analysis import Analysis, as_model
@@ -117,9 +115,11 @@ def value_doc(an: Analysis, occ: Occurrence) -> str:
     if declared:
         lines[0] += f": `{declared}`"
     else:
-        inferred = an.inferred_types().get(occ.name)
-        if inferred is not None and inferred.type.WhichOneof("value") is not None:
-            lines[0] += f": `{_type_text(inferred.type)}` (inferred)"
+        inferred = an.inferred_types(d.scope.path).get(occ.name) if d is not None else None
+        if inferred is not None and inferred.WhichOneof("value") is not None:
+            from ..checker.inference import type_text
+
+            lines[0] += f": `{type_text(inferred)}` (inferred)"
     if d is None:
         lines.append("not defined in this scope")
     else:
@@ -131,17 +131,6 @@ def value_doc(an: Analysis, occ: Occurrence) -> str:
         if d.role == "initializer":
             lines.append(initializer_summary(an, d))
     return "\n\n".join(x for x in lines if x)
-
-
-def _type_text(tp) -> str:
-    import onnxtext
-
-    vi = onnx.helper.make_value_info("v", tp)
-    g = onnx.helper.make_graph([], "g", [vi], [])
-    text = onnxtext.to_text(g)
-    # "g (TYPE v) => () {}" -> TYPE
-    inner = text[text.index("(") + 1:text.index("=>")].strip().rstrip(")")
-    return inner.rsplit(" ", 1)[0]
 
 
 def initializer_summary(an: Analysis, d: Occurrence) -> str:
