@@ -393,7 +393,9 @@ def qlinear_conv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_
     multiplier = (np.float32(np.asarray(x_scale).reshape(-1)[0]) * w_scale /
                   np.float32(np.asarray(y_scale).reshape(-1)[0])).astype(np.float64)
     multiplier = multiplier.reshape((-1,) + spatial) if multiplier.size > 1 else multiplier.reshape(())
-    y = np.rint(acc * multiplier) + np.float64(np.asarray(y_zero_point).reshape(-1)[0])
+    # requantized in float32 as onnxruntime does (int32 accumulator -> float32, times the float32 multiplier)
+    scaled = acc.astype(np.float32) * multiplier.astype(np.float32)
+    y = np.rint(scaled).astype(np.float64) + np.float64(np.asarray(y_zero_point).reshape(-1)[0])
     info = np.iinfo(y_zero_point.dtype)
     return np.clip(y, info.min, info.max).astype(y_zero_point.dtype)
 

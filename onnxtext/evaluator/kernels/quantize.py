@@ -153,10 +153,13 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, 
         acc = np.matmul(a_shifted.astype(np.float32), b_shifted.astype(np.float32)).astype(np.float64)
     multiplier = (_per_row(a_scale, a).astype(np.float32) * np.asarray(b_scale).astype(np.float32)
                   / np.asarray(y_scale).astype(np.float32))
-    real = acc * multiplier.astype(np.float64)
     target = y_zero_point.dtype
     if target.kind in "iu":
-        return np.asarray(_saturate_integer(np.rint(real) + y_zero_point.astype(np.float64), target))
+        # requantized in float32 as onnxruntime does (accumulator -> float32, times the float32 multiplier)
+        scaled = acc.astype(np.float32) * multiplier.astype(np.float32)
+        return np.asarray(_saturate_integer(np.rint(scaled).astype(np.float64) + y_zero_point.astype(np.float64),
+                                            target))
+    real = acc * multiplier.astype(np.float64)
     return np.asarray(cast_array(real.astype(np.float32) + y_zero_point.astype(np.float32), target))
 
 
