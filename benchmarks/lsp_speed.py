@@ -8,7 +8,9 @@ run changes one node's input to an undefined name, or back, and measures the wal
 ``didChange`` to receiving the ``publishDiagnostics`` of that version: the server's debounce
 (``onnxtext.lsp.server.DEBOUNCE``) + parse + index + check + transport. Also measured on the same text:
 
-* ``hover``: the round trip of a hover request right after the diagnostics arrived (no re-analysis);
+* ``hover``: the round trip of a hover request right after the diagnostics arrived (it may wait for the
+  index, which the server builds right after publishing the diagnostics);
+* ``tokens``: a full semantic-tokens request (the Pygments lexer over the whole text);
 * ``check (in-process)``: ``onnxtext.check(text)`` in this process (its plain-tree cache emptied first,
   as for a new text), the work the server cannot skip (the peer the ratio is taken against);
 * ``onnx C++ parse+check``: ``onnx.parser.parse_model`` + ``onnx.checker.check_model`` of the same text in
@@ -69,10 +71,13 @@ def measure(client: Client, n: int, runs: int) -> dict:
         assert (len(diags) == 1) == (new is broken), diags
         hovers.append(timed(lambda: client.request("textDocument/hover", lsp.HoverParams(
             lsp.TextDocumentIdentifier(uri), lsp.Position(line, 2)))))
+    tokens = [timed(lambda: client.request("textDocument/semanticTokens/full", lsp.SemanticTokensParams(
+        lsp.TextDocumentIdentifier(uri)))) for _ in range(max(3, runs // 2))]
     checks = [timed(lambda: _cold_check(text)) for _ in range(max(3, runs // 2))]
     onnx_text = onnxtext.to_text(onnxtext.parse_model(text), style="onnx")
     peers = [timed(lambda: _onnx_parse_check(onnx_text)) for _ in range(max(3, runs // 2))]
     return {"edit": statistics.median(edits), "hover": statistics.median(hovers),
+            "tokens": statistics.median(tokens),
             "check": statistics.median(checks), "onnx": statistics.median(peers)}
 
 
@@ -104,11 +109,12 @@ def main() -> None:
         client.close()
     print(f"onnxtext lsp: edit -> diagnostics (debounce {DEBOUNCE * 1000:.0f} ms included), medians of "
           f"{args.runs} runs; {os.cpu_count()} CPUs")
-    print(f"{'nodes':>7} {'edit->diags':>12} {'hover':>8} {'check':>8} {'onnx C++':>9} {'edit/check':>11} "
-          f"{'edit/onnx':>10}")
+    print(f"{'nodes':>7} {'edit->diags':>12} {'hover':>8} {'tokens':>8} {'check':>8} {'onnx C++':>9} "
+          f"{'edit/check':>11} {'edit/onnx':>10}")
     for n, m in rows:
-        print(f"{n:>7} {m['edit'] * 1000:>10.0f}ms {m['hover'] * 1000:>6.1f}ms {m['check'] * 1000:>6.0f}ms "
-              f"{m['onnx'] * 1000:>7.0f}ms {m['edit'] / m['check']:>10.2f}x {m['edit'] / m['onnx']:>9.1f}x")
+        print(f"{n:>7} {m['edit'] * 1000:>10.0f}ms {m['hover'] * 1000:>6.0f}ms {m['tokens'] * 1000:>6.0f}ms "
+              f"{m['check'] * 1000:>6.0f}ms {m['onnx'] * 1000:>7.0f}ms {m['edit'] / m['check']:>10.2f}x "
+              f"{m['edit'] / m['onnx']:>9.1f}x")
 
 
 if __name__ == "__main__":

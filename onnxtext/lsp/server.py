@@ -274,6 +274,7 @@ def _folding(ls: OnnxTextServer, params: lsp.FoldingRangeParams):
     return out
 
 
+@server.thread()
 @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
 def _formatting(ls: OnnxTextServer, params: lsp.DocumentFormattingParams):
     import onnxtext
@@ -291,6 +292,7 @@ def _formatting(ls: OnnxTextServer, params: lsp.DocumentFormattingParams):
     return [lsp.TextEdit(to_range(1, 1, len(lines), len(lines[-1]) + 1), formatted)]
 
 
+@server.thread()  # lexing a large model takes a while: keep the event loop answering meanwhile
 @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL,
                 lsp.SemanticTokensLegend(token_types=tokens.TOKEN_TYPES, token_modifiers=tokens.TOKEN_MODIFIERS))
 def _semantic_tokens(ls: OnnxTextServer, params: lsp.SemanticTokensParams):

@@ -34,10 +34,20 @@ _MAP = [
 
 def classify(ttype):
     """(LSP token type index, modifier bits) of a Pygments token type, or None when it is not coloured."""
+    try:
+        return _CLASSES[ttype]
+    except KeyError:
+        pass
+    found = None
     for ptype, name, mods in _MAP:
         if ttype in ptype:
-            return TOKEN_TYPES.index(name), mods
-    return None
+            found = TOKEN_TYPES.index(name), mods
+            break
+    _CLASSES[ttype] = found
+    return found
+
+
+_CLASSES: dict = {}  # Pygments token type -> classify() result (a lexer has a few dozen token types)
 
 
 def semantic_tokens(text: str) -> list[int]:
