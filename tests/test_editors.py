@@ -88,6 +88,25 @@ def test_vscode_manifest_matches_lexer_and_grammar():
         assert {"model", "node", "function"} <= {s["prefix"] for s in snippets.values()}
 
 
+def test_vscode_client_settings_match_the_server():
+    """The extension's settings are the ones the server reads and docs/editors.md describes."""
+    pytest.importorskip("pygls", reason="the language server needs pygls (pip install 'onnxtext[lsp]')")
+    from onnxtext.lsp import server
+
+    package = json.loads(_read(os.path.join(VSCODE, "package.json")))
+    settings = package["contributes"]["configuration"]["properties"]
+    assert set(settings["onnxtext.lintLevel"]["enum"]) == {"lint", "warning", "error", "syntax"}
+    assert server._settings({"onnxtext": {"lintLevel": "error", "width": 80, "strict": True}}) == \
+        {"lintLevel": "error", "width": 80, "strict": True}
+    docs = _read(os.path.join(ROOT, "docs", "editors.md"))
+    for key in settings:
+        assert f"`{key}`" in docs, f"{key} is not described in docs/editors.md"
+    source = _read(os.path.join(VSCODE, "src", "extension.ts"))
+    for request in ("onnxtext/print", "onnxtext/compile"):
+        assert f'"{request}"' in source and f'"{request}"' in _read(server.__file__)
+    assert package["main"] == "./out/extension.js" and "vscode-languageclient" in package["dependencies"]
+
+
 def _snippet_text(body: list[str]) -> str:
     """A snippet body with its placeholders replaced by their defaults."""
     text = "\n".join(body)

@@ -472,3 +472,15 @@ def test_stdio_command_is_registered():
 
     assert COMMANDS["lsp"][0] == "lsp"
     assert re.search(r"\bLSP\b", COMMANDS["lsp"][1])
+
+
+def test_missing_pygls_is_a_clear_error():
+    """Without the lsp extra, `onnxtext lsp` says what to install instead of a traceback."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['pygls'] = None; from onnxtext.cli import main; "
+            "sys.exit(main(['lsp']))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1
+    assert "pip install 'onnxtext[lsp]'" in r.stderr and "Traceback" not in r.stderr
