@@ -12,8 +12,6 @@ machine's core count; with one thread the whole batch shares one range, which is
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import onnx
 import pytest
@@ -22,26 +20,12 @@ from onnx import helper
 from onnxtext.evaluator import Evaluator
 from onnxtext.evaluator.registry import registered
 
-from contrib_cases import CASES, Rand
+from contrib_cases import CASES
+from reason_tables import read_table
 
 ort = pytest.importorskip("onnxruntime")
 
-KNOWN_FILE = os.path.join(os.path.dirname(__file__), "data", "contrib_known_failures.txt")
-
-
-def known_failures() -> dict[str, str]:
-    known = {}
-    if os.path.exists(KNOWN_FILE):
-        for line in open(KNOWN_FILE, encoding="utf-8"):
-            line = line.strip()
-            if line and not line.startswith("#"):
-                name, _, reason = line.partition(" ")
-                assert reason.strip(), f"{KNOWN_FILE}: {name} has no reason"
-                known[name] = reason.strip()
-    return known
-
-
-KNOWN = known_failures()
+KNOWN = {name: row[-1] for name, row in read_table("contrib_known_failures.txt").items()}
 
 
 def make_value(spec, rng):

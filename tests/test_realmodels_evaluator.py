@@ -12,16 +12,14 @@ tests/data/realmodels_eval_known_failures.txt (both strict).
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
 import realmodels
+from reason_tables import read_table
 from onnxtext.evaluator import Evaluator
 from onnxtext.evaluator.debugging import compare_values
 
-DATA = os.path.join(os.path.dirname(__file__), "data")
 DEFAULT = {np.dtype(np.float16): (1e-2, 1e-2)}
 FLOAT32 = (1e-3, 1e-4)
 # the three models issue 19 names: a Tfidf pipeline (com.microsoft::Tokenizer), onnxruntime's BERT
@@ -29,19 +27,8 @@ FLOAT32 = (1e-3, 1e-4)
 ISSUE_MODELS = {"skl_tfidf_logreg": "Tokenizer", "ort_bert_opt": "BiasGelu", "ort_lstm_qdyn": "DynamicQuantizeLSTM"}
 
 
-def _table(name: str) -> dict[str, list[str]]:
-    rows = {}
-    for line in open(os.path.join(DATA, name), encoding="utf-8"):
-        line = line.strip()
-        if line and not line.startswith("#"):
-            fields = line.split(" ", 3 if name.endswith("tolerances.txt") else 1)
-            assert len(fields) >= 2 and fields[-1].strip(), f"{name}: {line!r} has no reason"
-            rows[fields[0]] = fields[1:]
-    return rows
-
-
-TOLERANCES = {k: (float(v[0]), float(v[1])) for k, v in _table("realmodels_eval_tolerances.txt").items()}
-KNOWN = _table("realmodels_eval_known_failures.txt")
+TOLERANCES = {k: (float(v[0]), float(v[1])) for k, v in read_table("realmodels_eval_tolerances.txt", 2).items()}
+KNOWN = read_table("realmodels_eval_known_failures.txt")
 
 
 def mismatches(model, tolerances=None) -> list[str]:
