@@ -296,8 +296,10 @@ def main(argv=None) -> int:
     import onnx
     import onnxruntime
 
-    print(f"numpy {np.__version__}, onnx {onnx.__version__}, onnxruntime {onnxruntime.__version__}, "
-          f"{os.cpu_count()} cores; median of {args.runs} calls after a warm-up; corpus {realmodels.corpus_dir()}")
+    commit = subprocess.run(["git", "-C", ROOT, "log", "-1", "--format=%h %cI"], capture_output=True, text=True)
+    print(f"onnxtext at {commit.stdout.strip() or 'an unknown commit'}; numpy {np.__version__}, "
+          f"onnx {onnx.__version__}, onnxruntime {onnxruntime.__version__}, {os.cpu_count()} cores; "
+          f"median of {args.runs} calls after a warm-up; corpus {realmodels.corpus_dir()}")
     results = {}
     if args.threads in ("1", "both") or args.contention:
         results["one"] = run_mode("one", args, busy=False)
