@@ -300,6 +300,8 @@ def main(argv=None) -> int:
     print(f"onnxtext at {commit.stdout.strip() or 'an unknown commit'}; numpy {np.__version__}, "
           f"onnx {onnx.__version__}, onnxruntime {onnxruntime.__version__}, {os.cpu_count()} cores; "
           f"median of {args.runs} calls after a warm-up; corpus {realmodels.corpus_dir()}")
+    print(f"outputs compared with onnxruntime's: float32 rtol {FLOAT32_TOL[0]} atol {FLOAT32_TOL[1]}, float16 "
+          f"rtol {FLOAT16_TOL[0]} atol {FLOAT16_TOL[1]}, integers, strings and maps exactly")
     results = {}
     if args.threads in ("1", "both") or args.contention:
         results["one"] = run_mode("one", args, busy=False)
