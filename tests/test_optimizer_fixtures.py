@@ -81,5 +81,5 @@ def test_rule_fixture(path):
 def test_every_new_style_rule_has_a_fixture():
     """The rules written as optimizer modules each have at least one fixture."""
     covered = {header(p.read_text(), "rule")[0] for p in FIXTURES}
-    for rule in ("shape_arithmetic", "gelu", "layer_norm", "rms_norm", "matmul_add"):
+    for rule in ("shape_arithmetic", "gelu", "layer_norm", "rms_norm", "attention", "matmul_add"):
         assert rule in covered, rule
