@@ -406,6 +406,19 @@ def test_cli_check_text_and_exit_status():
     assert _cli("check", clean).returncode == 0
 
 
+def test_cli_check_levels():
+    lint = os.path.join(HERE, "checker_cases", "model_domain.onnxtext")
+    r = _cli("check", lint)
+    assert r.returncode == 0 and r.stdout == ""
+    r = _cli("check", "--lint", lint)
+    assert r.returncode == 0 and r.stdout.startswith(f"{lint}:2:2: warning[model.domain]: the model has no domain")
+    tolerated = os.path.join(HERE, "checker_cases", "model_opset_import_same_version.onnxtext")
+    r = _cli("check", tolerated)
+    assert r.returncode == 0 and "warning[model.opset-import]" in r.stdout and "an error under --strict" in r.stdout
+    r = _cli("check", "--strict", tolerated)
+    assert r.returncode == 1 and "error[model.opset-import]" in r.stdout and "error[graph.unique-names]" in r.stdout
+
+
 def test_cli_check_json():
     bad = os.path.join(HERE, "checker_cases", "op_unknown.onnxtext")
     r = _cli("check", "--format", "json", bad)

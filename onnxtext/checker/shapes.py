@@ -32,7 +32,10 @@ def _results(ctx, scope, rule_id):
     state = getattr(ctx, "shape_state", None)
     if state is None:
         state = ctx.shape_state = ShapeState(ctx)
-    if scope.kind != "graph":
+    if scope.kind != "graph":  # a function body: filled by the first call that gives it input types
+        for r, p, m in state.results.get(scope.path, ()):
+            if r == rule_id:
+                yield p, m
         return
     if scope.path not in state.results:  # a top-level graph (subgraphs are done with their node)
         outer = {}
@@ -86,6 +89,8 @@ class ShapeState:
         self.results: dict[str, list] = {}
         self.scope_types: dict[str, dict] = {}  # graph path -> the types of its own values
         self.opset_list = list(ctx.model.opset_import)
+        self.function_index = {(f.domain, f.name, f.overload): i for i, f in enumerate(ctx.model.functions)}
+        self.functions_done: set = set()  # bodies inferred once, at their first call with known input types
 
     def initializer_types(self, g) -> dict:
         return {t.name: tensor_type(t) for t in g.initializer}
@@ -141,9 +146,12 @@ class ShapeState:
             t = constant_value(node)
             if t is not None and _size(t) <= _DATA_ELEMENTS:
                 data[node.output[0]] = t
+        body = self._function_body(node, npath, types, opsets)
         try:
             inferred = infer_node(node, types, data, opsets, self.opset_list, self.model.ir_version,
                                   self.ctx.functions)
+            if inferred is None and body:
+                inferred = body
             why = None if inferred is None else operator_shapes.problem(node, types, data)
         except Exception as e:  # noqa: BLE001 - onnx's InferenceError / ValidationError: the node's mistake
             inferred, why = None, reason(e, node.op_type)
@@ -168,6 +176,30 @@ class ShapeState:
                 best = better(best, d[0]) if best is None or elem_type(best) == elem_type(d[0]) else best
             if best is not None:
                 types[o] = best
+
+    def _function_body(self, node, npath, types, opsets) -> dict | None:
+        """A call of a model-local function: infer its body once with this call's input types, reporting the
+        body's mistakes at their own lines; returns the call's output types found that way."""
+        key = (node.domain, node.op_type, node.overload)
+        index = self.function_index.get(key)
+        if index is None or key in self.functions_done or any(x and x not in types for x in node.input):
+            return None
+        self.functions_done.add(key)
+        from .walk import opset_map
+
+        f = self.model.functions[index]
+        fpath = f"functions[{index}]"
+        out = self.results.setdefault(fpath, [])
+        before = len(out)
+        ftypes = {formal: types[x] for formal, x in zip(f.input, node.input) if x}
+        fopsets = opset_map(f.opset_import, opsets)
+        values = {a.name: a for a in f.attribute_proto}  # defaults, then the call's own values
+        values.update((a.name, a) for a in node.attribute)
+        for i, body_node in enumerate(f.node):
+            self.run_node(_resolved(body_node, values), f"{fpath}.node[{i}]", ftypes, {}, {}, {}, fopsets, out)
+        called = self.where(npath, f"called by {node.op_type}")
+        out[before:] = [(r, p, f"{m} ({called})") for r, p, m in out[before:]]
+        return {o: ftypes[formal] for o, formal in zip(node.output, f.output) if o and formal in ftypes}
 
     def _has_errors(self, path: str) -> bool:
         return any(p.startswith(path) and r != "type.dimension" for k, items in self.results.items()
@@ -217,6 +249,28 @@ class ShapeState:
         if problem:
             out.append(("type.dimension", npath + ".op_type", f"{node.op_type}: inner dimensions differ: {problem}: "
                                                  f"{inputs_text(node, types)}"))
+
+
+def _resolved(node, values: dict):
+    """A function body node with its attribute references (``@alpha``) replaced by the call's values."""
+    if not any(a.ref_attr_name for a in node.attribute):
+        return node
+    import onnx
+
+    copy = onnx.NodeProto()
+    copy.CopyFrom(node)
+    del copy.attribute[:]
+    for a in node.attribute:
+        if a.ref_attr_name:
+            value = values.get(a.ref_attr_name)
+            if value is None:
+                continue  # not given and no default: the attribute is absent
+            a2 = copy.attribute.add()
+            a2.CopyFrom(value)
+            a2.name = a.name
+        else:
+            copy.attribute.add().CopyFrom(a)
+    return copy
 
 
 def infer_types(model, subgraphs: bool = False) -> dict:
