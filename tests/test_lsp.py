@@ -75,6 +75,9 @@ BROKEN = [
     (("Relu(x)", "Relu <alpah = 1.0> (x)"), "op.attribute", "alpah", None),
     (("Relu(x)", "Relu(x"), "parse.syntax", "s", "("),
     (("float[2, 4] y", "flaot[2, 4] y"), "parse.syntax", "flaot", None),
+    # inferred types: an int64 initializer added to a float value, a shape that does not broadcast
+    (("float[4] w = {1.0, 2.0, 3.0, -4.0}", "int64[4] w = {1, 2, 3, -4}"), "type.node", "Add", None),
+    (("float[4] w = {1.0, 2.0, 3.0, -4.0}", "float[3] w = {1.0, 2.0, 3.0}"), "type.node", "Add", None),
 ]
 
 
