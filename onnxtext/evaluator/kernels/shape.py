@@ -25,14 +25,14 @@ def _axis(axis: int, rank: int) -> int:
 
 
 def _ints(values) -> list[int]:
-    return [int(v) for v in np.asarray(values).reshape(-1)]
+    return np.asarray(values, dtype=np.int64).reshape(-1).tolist()
 
 
 # --- Reshape, Shape, Size, Flatten, Squeeze, Unsqueeze, Expand, Transpose ---------------------
 
 def _reshape(data, shape, allowzero=0):
     shape = _ints(shape)
-    if not allowzero:
+    if not allowzero and 0 in shape:
         # a 0 copies the input dimension at the same position (unless allowzero says it is a real 0)
         shape = [data.shape[i] if d == 0 else d for i, d in enumerate(shape)]
     return data.reshape(shape)
