@@ -3,7 +3,8 @@
 // * The server runs as `<python> -m onnxtext lsp` (setting onnxtext.pythonPath). When that Python has no
 //   onnxtext language server (or onnxtext.server.enabled is false) the extension stays grammar-only:
 //   highlighting, snippets and brackets come from package.json's contributions and need no server.
-// * "Open as onnxtext" on a .onnx file opens `onnxtext-binary:/path/model.onnx.onnxtext`, a file system
+// * Opening a .onnx file (a custom editor for *.onnx that hands over at once), or "Open as onnxtext" on it,
+//   opens `onnxtext-binary:/path/model.onnx.onnxtext`, a file system
 //   provider backed by the server: reading asks `onnxtext/print` for the model's text; saving asks
 //   `onnxtext/compile`, which writes the binary model atomically or refuses a text with errors (the save
 //   then fails with the server's reason and the .onnx file is unchanged).
@@ -137,12 +138,36 @@ async function openAsText(target?: vscode.Uri): Promise<void> {
   await vscode.window.showTextDocument(doc);
 }
 
+/** Opening a .onnx file (double click): hand it to the text view, and close this placeholder editor. */
+class BinaryModelOpener implements vscode.CustomReadonlyEditorProvider {
+  openCustomDocument(uri: vscode.Uri): vscode.CustomDocument {
+    return { uri, dispose: () => undefined };
+  }
+
+  async resolveCustomEditor(document: vscode.CustomDocument, panel: vscode.WebviewPanel): Promise<void> {
+    if (client === undefined) {
+      panel.webview.html = "<p>The onnxtext language server is not running, so this model cannot be shown as " +
+        "text (pip install 'onnxtext[lsp]', or set onnxtext.pythonPath). Use <b>Reopen Editor With...</b> " +
+        "for another editor.</p>";
+      return;
+    }
+    panel.webview.html = "<p>Opening the model as onnxtext...</p>";
+    try {
+      await openAsText(document.uri);
+      panel.dispose();
+    } catch (e) {
+      panel.webview.html = `<p>onnxtext could not show this model: ${String(e)}</p>`;
+    }
+  }
+}
+
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel("onnxtext");
   context.subscriptions.push(
     output,
     vscode.workspace.registerFileSystemProvider(SCHEME, new BinaryModelFileSystem(), { isCaseSensitive: true }),
     vscode.commands.registerCommand("onnxtext.openAsText", openAsText),
+    vscode.window.registerCustomEditorProvider("onnxtext.binaryModel", new BinaryModelOpener()),
     vscode.commands.registerCommand("onnxtext.restartServer", async () => {
       await client?.stop();
       client = undefined;
