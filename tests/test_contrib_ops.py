@@ -134,3 +134,22 @@ def test_matmul_nbits_weights_fed_as_inputs_are_not_kept_between_runs():
     b.flags.writeable = False
     kept = matmul_nbits(a, b, s, bits=4, **NBITS)
     assert np.all(kept == 0) and np.all(matmul_nbits(a, b, s, bits=4, **NBITS) == 0)
+
+
+@pytest.mark.parametrize("op,attrs,inputs,message", [
+    ("Attention", dict(num_heads=2, do_rotary=1), 3, "do_rotary=1"),
+    ("MultiHeadAttention", dict(num_heads=2), 1, "packed QKV"),
+])
+def test_unsupported_forms_are_clear_errors(op, attrs, inputs, message):
+    from onnxtext.errors import EvalError
+
+    rng = np.random.default_rng(0)
+    values = [rng.normal(size=(2, 3, 16)).astype(np.float32), rng.normal(size=(16, 48)).astype(np.float32),
+              rng.normal(size=48).astype(np.float32)][:inputs]
+    names = [f"in{i}" for i in range(inputs)]
+    node = helper.make_node(op, names, ["out0"], domain="com.microsoft", **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, 1, v.shape) for n, v in zip(names, values)],
+                              [helper.make_value_info("out0", onnx.TypeProto())])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    with pytest.raises(EvalError, match=message):
+        Evaluator(model).run(None, dict(zip(names, values)))

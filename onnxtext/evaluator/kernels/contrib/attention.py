@@ -92,8 +92,9 @@ def attention(input, weights, bias=None, mask_index=None, past=None, attention_b
               past_sequence_length=None, *, num_heads, qkv_hidden_sizes=None, unidirectional=0,
               mask_filter_value=_MASK_FILTER, scale=0.0, do_rotary=0, past_present_share_buffer=0,
               rotary_embedding_dim=0):
-    if do_rotary:
-        raise EvalError("Attention with do_rotary=1 is not supported")
+    if do_rotary or past_present_share_buffer:
+        raise EvalError("Attention with do_rotary=1 or past_present_share_buffer=1 is not supported "
+                        "(onnxruntime's GPU-only forms)")
     dtype = input.dtype
     x = input.astype(np.float32)
     qkv = np.matmul(x, weights.astype(np.float32))
@@ -124,6 +125,8 @@ def multi_head_attention(query, key=None, value=None, bias=None, key_padding_mas
                          *, num_heads, mask_filter_value=_MASK_FILTER, scale=0.0, unidirectional=0):
     dtype = query.dtype
     q = query.astype(np.float32)
+    if cache_indirection is not None:
+        raise EvalError("MultiHeadAttention with cache_indirection (beam search) is not supported")
     if key is None or key.ndim == 5:
         raise EvalError("MultiHeadAttention with packed QKV or KV is not supported (onnxruntime's CPU kernel "
                         "has none either)")
