@@ -299,3 +299,43 @@ def test_invalid_graph_is_refused_with_the_checkers_line(tmp_path, capsys, body,
     first = err.splitlines()[0]
     assert first.startswith(f"{path}:{line_of(text, culprit.strip())}:") and f"error[{rule}]" in first
     assert "the graph is invalid, so it was not run" in err
+
+
+BRANCHY = """\
+<
+  ir_version: 9,
+  opset_import: ["": 17]
+>
+
+branchy (bool c, float[2] x) => (float[2] y, seq(float[2]) s) {
+  y = If <
+    then_branch = g1 () => (float[2] t) {
+      t = Neg(x)
+    },
+    else_branch = g2 () => (float[2] e) {
+      e = Abs(x)
+    }
+  > (c)
+  s = SequenceConstruct(x, y)
+}
+"""
+
+
+def test_trace_shows_subgraph_nodes_with_their_lines_and_dump_saves_sequences(tmp_path, capsys):
+    path = tmp_path / "branchy.onnxtext"
+    path.write_text(BRANCHY)
+    rc, out, err = run_cli(capsys, path, "--input", "c=true", "--input", "x=[1,-2]", "--trace", "--dump", tmp_path / "d")
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert lines[0] == f"{path}:{line_of(BRANCHY, 't = Neg(')}  graph.node[0].attribute[then_branch].g.node[0]  Neg"
+    assert lines[1].strip() == "t: float32[2] min -1 max 2 mean 0.5"
+    assert lines[2] == f"{path}:{line_of(BRANCHY, 'y = If <')}  graph.node[0]  If"
+    assert "    s: sequence of 2" in lines
+    index = json.loads((tmp_path / "d" / "index.json").read_text())
+    assert index["s"] == "s.pb" and "t" not in index  # subgraph values are traced, not dumped
+    import onnx
+    from onnx import numpy_helper
+
+    seq = onnx.SequenceProto()
+    seq.ParseFromString((tmp_path / "d" / "s.pb").read_bytes())
+    assert [numpy_helper.to_array(t).tolist() for t in seq.tensor_values] == [[1.0, -2.0], [-1.0, 2.0]]
