@@ -208,13 +208,15 @@ def group_query_attention(query, key=None, value=None, past_key=None, past_value
     present_len = max(buffer, total_len)
     present_k = np.zeros((batch, kv_num_heads, present_len, head_size), np.float32)
     present_v = np.zeros_like(present_k)
-    for b in range(batch):  # (per batch: each has its own past length; the work inside is vectorized)
-        p = int(past_lens[b])
-        if p:
-            present_k[b, :, :p] = past_key[b, :, :p]
-            present_v[b, :, :p] = past_value[b, :, :p]
-        present_k[b, :, p:p + seq] = k[b]
-        present_v[b, :, p:p + seq] = v[b]
+    if buffer:  # each batch keeps its own number of past positions
+        kept = (np.arange(buffer)[None, :] < past_lens[:, None])[:, None, :, None]
+        present_k[:, :, :buffer] = np.where(kept, past_key.astype(np.float32), 0)
+        present_v[:, :, :buffer] = np.where(kept, past_value.astype(np.float32), 0)
+    # the new tokens go after each batch's past: positions past_lens[b] + s
+    rows = np.arange(batch)[:, None]
+    slots = past_lens[:, None] + np.arange(seq)[None, :]
+    present_k.transpose(0, 2, 1, 3)[rows, slots] = k.transpose(0, 2, 1, 3)
+    present_v.transpose(0, 2, 1, 3)[rows, slots] = v.transpose(0, 2, 1, 3)
     group = num_heads // kv_num_heads
     keys = np.repeat(present_k, group, axis=1)
     values = np.repeat(present_v, group, axis=1)
