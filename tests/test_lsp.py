@@ -487,3 +487,34 @@ def test_missing_pygls_is_a_clear_error():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 1
     assert "pip install 'onnxtext[lsp]'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bare_graph_document(client):
+    """A text holding a graph alone (no model header) gets the same features as a model."""
+    uri = "file:///virtual/graph.onnxtext"
+    text = "g (float[3] x) => (float[3] y) {\n  t = Relu(x)\n  y = Neg(t)\n}\n"
+    client.open(uri, text)
+    assert client.wait_diagnostics(uri, 1) == []
+    h = client.request("textDocument/hover", lsp.HoverParams(*pos(uri, text, "Neg(t)", 0, 4)))
+    assert "`t`: `float[3]` (inferred)" in h.contents.value
+    loc = client.request("textDocument/definition", lsp.DefinitionParams(*pos(uri, text, "Neg(t)", 0, 4)))
+    assert loc.range.start == lsp.Position(*at(text, "t = Relu"))
+
+
+def test_close_clears_diagnostics(client):
+    uri = "file:///virtual/closed.onnxtext"
+    client.open(uri, MODEL.replace("Add(a, w)", "Add(a, nowhere)"))
+    assert client.wait_diagnostics(uri, 1)
+    client.call(client.client.text_document_did_close, lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+    assert _eventually_empty(client, uri)  # the server publishes an empty list for a closed document
+
+
+def _eventually_empty(client, uri, timeout=30):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if client.diagnostics[uri][-1][1] == []:
+            return True
+        time.sleep(0.05)
+    return False
