@@ -5,6 +5,8 @@ and the algorithm once per input shape instead of at every call. Level 1.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..fused.affine import _FLOATS, InPlaceRelu
 
 def prepared_convs(steps: list, keep: set, known) -> list:
@@ -23,10 +25,20 @@ def _prepared_conv(entry, known):
         return entry
     w = known.get(ins[1])
     b = known.get(ins[2]) if len(ins) > 2 and ins[2] else None
-    if w is None or w.dtype not in _FLOATS or (len(ins) > 2 and ins[2] and (b is None or b.dtype != w.dtype)):
+    if w is None or (len(ins) > 2 and ins[2] and (b is None or b.dtype != w.dtype)):
         return entry
     from ..kernels.conv_prepared import PreparedConv
 
+    if w.dtype == np.float16:  # computed in float32 (numpy has no half-precision BLAS)
+        from ..fused.half_conv import HalfConv
+        from ..fused.original import OriginalSteps
+
+        conv = PreparedConv(w.astype(np.float32), None if b is None else b.astype(np.float32), attrs, relu)
+        constants = {n: known.get(n) for n in ins[1:] if n}
+        fn = HalfConv(conv, OriginalSteps([step], ins[:1], outs, constants))
+        return (fn, ins[:1], outs, {}, free, info, False), [ins[0]]
+    if w.dtype not in _FLOATS:
+        return entry
     return (PreparedConv(w, b, attrs, relu), ins[:1], outs, {}, free, info, False), [ins[0]]
 
 
