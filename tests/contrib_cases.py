@@ -407,3 +407,11 @@ CASES += [  # ONNX-domain integer convolutions: float32 when exact, float64 when
     C("conv_integer_grouped", "ConvInteger", [u8(2, 6, 7, 7), s8(6, 2, 3, 3), np.uint8(100)],
       dict(group=3, strides=[2, 2]), domain="", tol=(0, 0)),
 ]
+CASES += [  # DynamicQuantizeLSTM with sequence lengths in each direction
+    C("dq_lstm_lengths_reverse", "DynamicQuantizeLSTM",
+      _lstm(1, middle=[i32([4, 2, 3]), f32(1, 3, 6), f32(1, 3, 6), None]), dict(hidden_size=6, direction="reverse"),
+      outputs=3, tol=(1e-4, 1e-4)),
+    C("dq_lstm_lengths_bidirectional", "DynamicQuantizeLSTM",
+      _lstm(2, middle=[i32([1, 4, 3]), None, None, None]), dict(hidden_size=6, direction="bidirectional"),
+      outputs=3, tol=(1e-4, 1e-4)),
+]

@@ -139,8 +139,60 @@ def dynamic_quantize_lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, i
     sources = (W, W_scale, W_zero_point, R, R_scale, R_zero_point)
     weights = derived("dq-lstm", sources, lambda: _lstm_weights(*sources),
                       lambda ws: sum(w.shifted.nbytes for w in ws.values()), readonly_inputs=True)
-    return _recurrent("LSTM", X, _Keys(W.shape, "W"), _Keys(R.shape, "R"), B, sequence_lens,
-                      [initial_h, initial_c], P, hidden_size=hidden_size, direction=direction, layout=0,
-                      clip=clip, activations=activations, activation_alpha=activation_alpha,
-                      activation_beta=activation_beta, input_forget=input_forget,
-                      product=lambda x, key: weights[key].multiply(x))
+    lens = None if sequence_lens is None else np.asarray(sequence_lens).astype(np.int64)
+    if lens is not None and np.all(lens >= X.shape[0]):
+        lens = None
+    common = dict(hidden_size=hidden_size, layout=0, clip=clip, activation_alpha=activation_alpha,
+                  activation_beta=activation_beta, input_forget=input_forget)
+    if lens is None or direction == "forward" or (activations and direction == "bidirectional"):
+        product = _FinishedRowsZeroed(weights, lens, direction)
+        return _recurrent("LSTM", X, _Keys(W.shape, "W"), _Keys(R.shape, "R"), B, sequence_lens,
+                          [initial_h, initial_c], P, direction=direction, activations=activations,
+                          product=product, **common)
+    # Sequences of different lengths running backwards: onnxruntime reverses each one within its length
+    # and runs forward, so its time steps (and the rows quantized together at each) are those of the
+    # reversed sequences. Do the same, one direction at a time.
+    outputs = []
+    for d in range(W.shape[0]):
+        reverse = direction == "reverse" or d == 1
+        one = {("W", 0): weights[("W", d)], ("R", 0): weights[("R", d)]}
+        x = _reverse_within(X, lens) if reverse else X
+        y, h, c = _recurrent("LSTM", x, _Keys((1,) + W.shape[1:], "W"), _Keys((1,) + R.shape[1:], "R"),
+                             None if B is None else B[d:d + 1], sequence_lens,
+                             [None if initial_h is None else initial_h[d:d + 1],
+                              None if initial_c is None else initial_c[d:d + 1]],
+                             None if P is None else P[d:d + 1], direction="forward",
+                             activations=activations, product=_FinishedRowsZeroed(one, lens, "forward"), **common)
+        outputs.append((_reverse_within(y[:, 0], lens)[:, None] if reverse else y, h, c))
+    return tuple(np.concatenate([o[k] for o in outputs], axis=1 if k == 0 else 0) for k in range(3))
+
+
+def _reverse_within(x: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """ReverseSequence on axis 0 with batch axis 1: each batch's first lens[b] steps in reverse order."""
+    steps = x.shape[0]
+    t = np.arange(steps)[:, None]
+    source = np.where(t < lens[None, :], lens[None, :] - 1 - t, t)  # [T, B]
+    return x[source, np.arange(x.shape[1])[None, :]]
+
+
+class _FinishedRowsZeroed:
+    """The product for rnn._recurrent, quantizing the recurrent input as onnxruntime does.
+
+    onnxruntime multiplies R by the previous step's output, in which a forward sequence that has ended
+    is a row of zeros (rnn._recurrent keeps its last state there, which gives the same outputs but a
+    different range for the on-the-fly quantization). The recurrent products of each forward direction
+    come once per time step in order, so counting them gives the step and the rows to zero."""
+
+    def __init__(self, weights, lens, direction):
+        self.weights = weights
+        self.lens = lens
+        self.forward = {0: direction != "reverse", 1: False}
+        self.step = {}
+
+    def __call__(self, x, key):
+        kind, d = key
+        if kind == "R" and self.lens is not None and self.forward[d]:
+            t = self.step.get(d, 0)
+            self.step[d] = t + 1
+            x = np.where((self.lens < t)[:, None], np.float32(0), x)
+        return self.weights[key].multiply(x)
