@@ -28,6 +28,7 @@ is the rule function the optimizer table calls.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -134,21 +135,33 @@ class Match:
 
 
 class PatternRule:
-    """A rewrite given by patterns and ``build(match) -> (kernel, input names) | None``."""
+    """A rewrite given by patterns and ``build(match) -> (kernel, input names) | None``.
+
+    A pattern is parsed (by onnxtext's own parser) the first time a graph holds every operator it
+    names, so a process whose models never could match pays nothing for it."""
 
     def __init__(self, name: str, level: int, patterns, build, doc: str):
         self.name, self.level, self.doc = name, level, doc
         self.texts = list(patterns)
+        self.ops = [frozenset(re.findall(r"=\s*(\w+)\(", t)) for t in self.texts]  # operators each one names
         self.build = build
-        self._patterns = None
+        self._parsed: dict[int, Pattern] = {}
 
-    def patterns(self) -> list[Pattern]:
-        if self._patterns is None:
-            self._patterns = [Pattern(t) for t in self.texts]
-        return self._patterns
+    def patterns(self, present=None) -> list[Pattern]:
+        """The patterns (those whose operators are all in ``present``, when given), parsed on first use."""
+        out = []
+        for k, text in enumerate(self.texts):
+            if present is None or self.ops[k] <= present:
+                if k not in self._parsed:
+                    self._parsed[k] = Pattern(text)
+                out.append(self._parsed[k])
+        return out
 
     def apply(self, steps: list, keep: set, known) -> list:
-        patterns = self.patterns()
+        present = {st[5].node.op_type for st, _ in steps if not st[5].domain}
+        patterns = self.patterns(present)
+        if not patterns:
+            return steps
         view = GraphView(steps, keep, known)
         anchors = {p.producer[p.output].op_type for p in patterns}
         changed = False
