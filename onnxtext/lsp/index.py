@@ -361,7 +361,8 @@ class _Walker:
         op_span = tree_span(op)
         span = tree_span(tree)
         info = NodeInfo(op_type, domain, op_span, span, scope, path,
-                        label=_name(label.children[0])[0] if isinstance(label, Tree) else "")
+                        label=_name(label.children[0])[0]
+                        if isinstance(label, Tree) and isinstance(label.children[0], Tree) else "")
         self.idx.nodes.append(info)
         fname = f"{domain}.{op_type}"
         if parts:
