@@ -358,6 +358,9 @@ def _run_onnxruntime(model, feeds, wanted, base_dir) -> dict:
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 3
+    # one thread: some kernels' results depend on how the work is split between threads (e.g. its
+    # DynamicQuantizeLSTM quantizes each thread's share of the batch with that share's own range)
+    options.intra_op_num_threads = 1
     data = _serialized(exposed, base_dir)
     try:
         session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
