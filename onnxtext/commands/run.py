@@ -64,7 +64,7 @@ def run(args) -> int:
     debugging = args.trace or args.dump or args.compare
     if debugging and args.engine != "numpy":
         raise OnnxTextError("--trace, --dump and --compare run the embedded evaluator; drop --engine")
-    lines = SourceLines(args.model) if debugging or args.engine == "numpy" else SourceLines()
+    lines = SourceLines(args.model)  # (the text is parsed for positions only if a line is needed)
     if args.engine == "numpy":
         refuse_invalid_graph(args.model)
     try:

@@ -148,16 +148,23 @@ class SourceLines:
 
     def __init__(self, path: str | None = None, text: str | None = None):
         self.file = path
+        self._text = text
         self._spans = None
-        if text is None and path is not None:
-            text = _read_text(path)
-        if text is not None:
-            from ..syntax.positions import SpanMap
+        self._loaded = path is None and text is None
 
-            self._spans = SpanMap.from_text(text)
+    def _span_map(self):
+        """The position table, made on first use (one more parse of the text: only when a line is asked)."""
+        if not self._loaded:
+            self._loaded = True
+            text = self._text if self._text is not None else _read_text(self.file)
+            if text is not None:
+                from ..syntax.positions import SpanMap
+
+                self._spans = SpanMap.from_text(text)
+        return self._spans
 
     def line(self, node_path: str | None) -> int | None:
-        if self._spans is None or not node_path:
+        if not node_path or self._span_map() is None:
             return None
         line, _ = self._spans.locate(node_path)
         return line
