@@ -92,8 +92,9 @@ class Dimensions:
             s = self.parent[s]
         return s
 
-    def unify(self, a, b, where: str) -> str | None:
-        """Say that two dimensions are equal; a message when that cannot hold (each conflict once)."""
+    def unify(self, a, b, where) -> str | None:
+        """Say that two dimensions are equal; a message when that cannot hold (each conflict once). ``where``
+        describes the place (a string, or a function giving it: positions are looked up only for messages)."""
         if a is None or b is None or a == b:
             return None
         if isinstance(a, int) and isinstance(b, int):
@@ -126,23 +127,44 @@ class Dimensions:
         if key in self.reported:
             return None
         self.reported.add(key)
-        return f"dimension {symbol} cannot be both {first[0]} ({first[1]}) and {second[0]} ({second[1]})"
+        places = [w() if callable(w) else w for w in (first[1], second[1])]
+        return f"dimension {symbol} cannot be both {first[0]} ({places[0]}) and {second[0]} ({places[1]})"
 
 
 # ---------------------------------------------------------------------------------------------- whole model
 def _light_copy(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model without the values of its large main-graph initializers (never copied: a model of gigabytes
+    costs no second copy), and of large subgraph initializers."""
     light = onnx.ModelProto()
-    light.CopyFrom(model)
-    for g in _graphs(light.graph):
-        for t in g.initializer:
-            n = 1
-            for d in t.dims:
-                n *= d
-            if n > _LIGHT_ELEMENTS:
-                for key in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data",
-                            "string_data"):
-                    t.ClearField(key)
+    for fd, value in model.ListFields():
+        if fd.name != "graph":
+            (getattr(light, fd.name).extend(value) if fd.is_repeated else
+             getattr(light, fd.name).CopyFrom(value) if fd.message_type is not None else setattr(light, fd.name, value))
+    g, src = light.graph, model.graph
+    for fd, value in src.ListFields():
+        if fd.name != "initializer":
+            getattr(g, fd.name).extend(value) if fd.is_repeated else setattr(g, fd.name, value) \
+                if fd.message_type is None else getattr(g, fd.name).CopyFrom(value)
+    for t in src.initializer:
+        if _elements(t) > _LIGHT_ELEMENTS:
+            g.initializer.add(name=t.name, data_type=t.data_type, dims=t.dims)
+        else:
+            g.initializer.add().CopyFrom(t)
+    for sub in _graphs(g):
+        if sub is not g:
+            for t in sub.initializer:
+                if _elements(t) > _LIGHT_ELEMENTS:
+                    for key in ("raw_data", "float_data", "int32_data", "int64_data", "double_data",
+                                "uint64_data", "string_data"):
+                        t.ClearField(key)
     return light
+
+
+def _elements(t) -> int:
+    n = 1
+    for d in t.dims:
+        n *= d
+    return n
 
 
 def _graphs(g):

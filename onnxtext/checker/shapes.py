@@ -197,8 +197,9 @@ class ShapeState:
         values.update((a.name, a) for a in node.attribute)
         for i, body_node in enumerate(f.node):
             self.run_node(_resolved(body_node, values), f"{fpath}.node[{i}]", ftypes, {}, {}, {}, fopsets, out)
-        called = self.where(npath, f"called by {node.op_type}")
-        out[before:] = [(r, p, f"{m} ({called})") for r, p, m in out[before:]]
+        if len(out) > before:  # positions are looked up only for messages
+            called = self.where(npath, f"called by {node.op_type}")
+            out[before:] = [(r, p, f"{m} ({called})") for r, p, m in out[before:]]
         return {o: ftypes[formal] for o, formal in zip(node.output, f.output) if o and formal in ftypes}
 
     def _has_errors(self, path: str) -> bool:
@@ -207,7 +208,6 @@ class ShapeState:
 
     def _compare(self, name, declared, t, node, npath, out) -> None:
         d, dpath = declared
-        said = f"{name!r} is declared {type_text(d)}, but {self.where(npath, node.op_type)} makes {type_text(t)}"
         kd, kt = d.WhichOneof("value"), t.WhichOneof("value")
         dd, dt = dims(d), dims(t)
         if kd != kt or (kd == "tensor_type" and (
@@ -215,11 +215,12 @@ class ShapeState:
                 or (dd is not None and dt is not None and (
                     len(dd) != len(dt)
                     or any(isinstance(a, int) and isinstance(b, int) and a != b for a, b in zip(dd, dt)))))):
-            out.append(("type.declared", dpath, said))
+            out.append(("type.declared", dpath, f"{name!r} is declared {type_text(d)}, but "
+                                                f"{self.where(npath, node.op_type)} makes {type_text(t)}"))
             return False
         if dd is not None and dt is not None:
             for a, b in zip(dd, dt):
-                problem = self.dims.unify(a, b, self.where(dpath, f"{name!r}"))
+                problem = self.dims.unify(a, b, lambda: self.where(dpath, f"{name!r}"))
                 if problem:
                     out.append(("type.dimension", dpath, problem))
         return True
@@ -245,7 +246,7 @@ class ShapeState:
             k1, k2 = a[-1], (b[-2] if len(b) >= 2 else b[0])
         if isinstance(k1, int) and isinstance(k2, int):
             return  # onnx's inference compares sizes
-        problem = self.dims.unify(k1, k2, self.where(npath, node.op_type))
+        problem = self.dims.unify(k1, k2, lambda: self.where(npath, node.op_type))
         if problem:
             out.append(("type.dimension", npath + ".op_type", f"{node.op_type}: inner dimensions differ: {problem}: "
                                                  f"{inputs_text(node, types)}"))

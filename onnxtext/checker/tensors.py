@@ -3,6 +3,8 @@ heuristic (IR spec: Tensor Definition / Representation, External Tensor Data, Te
 
 from __future__ import annotations
 
+import re
+
 from onnx import TensorProto
 
 from .. import dtypes
@@ -192,9 +194,15 @@ def implausible_bits(dt, k: int) -> bool:
     return exponent_zero or v < 1e-30
 
 
+_BITPATTERN_TYPE = re.compile(r"\b(?:%s)\b" % "|".join(
+    sorted((d.name for d in dtypes.BY_NAME.values() if d.bitpattern), key=len, reverse=True)))
+
+
 @rule("tensor.bitpattern-literal", "model", "IR spec: Tensor Element Types (float16, bfloat16 and float8 elements "
       "in int32_data are bit patterns; onnx syntax reads bare integers as bit patterns)", "warning")
 def bitpattern_literal(ctx, m, path, _):
+    if ctx.text is None or not _BITPATTERN_TYPE.search(ctx.text):
+        return  # no literal of such a type: no need for the positions pass
     for lpath, tname, ints in ctx.spans.literals:
         dt = dtypes.BY_NAME.get(tname)
         if dt is None or not dt.bitpattern:

@@ -72,8 +72,6 @@ class Context:
     """State of one check run: the model, its source positions and the diagnostics so far."""
 
     def __init__(self, model, *, text=None, filename=None, base_dir=None, rules=(), strict=False):
-        from ..syntax.positions import SpanMap
-
         self.model = model
         self.wrapped = False  # True when the input was a bare graph, function or node
         self.ir_version = model.ir_version
@@ -81,12 +79,22 @@ class Context:
         self.filename = filename
         self.base_dir = base_dir
         self.strict = strict
-        self.spans = SpanMap.from_text(text) if text is not None else SpanMap()
+        self._spans = None
         self.diagnostics: list[Diagnostic] = []
         self.functions = {(f.domain, f.name, f.overload): f for f in model.functions}
         self.by_kind: dict[str, list] = {}
         for r in rules:
             self.by_kind.setdefault(r.kind, []).append(r)
+
+    @property
+    def spans(self):
+        """Checker path -> text position. Built on first use: finding positions parses the text a second time
+        (the slowest part of checking a large text), which a model without findings never needs."""
+        if self._spans is None:
+            from ..syntax.positions import SpanMap
+
+            self._spans = SpanMap.from_text(self.text) if self.text is not None else SpanMap()
+        return self._spans
 
     def run(self, kind, elem, path, scope=None):
         for r in self.by_kind.get(kind, ()):
