@@ -276,6 +276,8 @@ class _Walker:
 
     def occ(self, name_tree, kind, scope, role, detail=""):
         name, tok, quoted = _name(name_tree)
+        if not name and role in ("use", "output"):  # "" is a missing optional input or output: no value
+            return None
         o = Occurrence(name, kind, token_span(tok), scope, role, quoted, detail)
         self.idx.occurrences.append(o)
         if role in ("input", "initializer", "output", "param"):
@@ -376,7 +378,8 @@ class _Walker:
         out_names = []
         for item in (outs.children if isinstance(outs, Tree) else []):
             if isinstance(item, Tree):
-                out_names.append(self.occ(item, "value", scope, "output").name)
+                o = self.occ(item, "value", scope, "output")
+                out_names.append(o.name if o is not None else '""')
         shown = ", ".join(out_names) or "()"
         symbols.append(Symbol(f"{shown} = {fname.lstrip('.')}", "node", span, op_span, info.label))
         for attrs in (attrs1, attrs2):
