@@ -1,10 +1,11 @@
 """The onnxtext language server (``onnxtext lsp``): pygls wiring for every feature, over stdio.
 
 Each open document has an :class:`~.analysis.Analysis` (parse, index, diagnostics). Opening a document
-analyses it at once; edits are debounced (:data:`DEBOUNCE` seconds after the last change) and analysed in a
-worker thread, so the event loop keeps answering while a large model is checked; a result is published
-only if no newer edit arrived meanwhile. Requests that need positions (hover, definition, rename...) first
-bring the analysis up to date when it is stale.
+analyses it at once; edits are debounced (:data:`DEBOUNCE` seconds after the last change). Analyses run in
+a worker thread, so the event loop keeps answering while a large model is checked; a result is published
+only if no newer edit arrived meanwhile. Requests that need positions (hover, definition, rename...) wait
+for the analysis of the current text: the one running for it, or one started at once (skipping the
+debounce).
 
 Beyond the standard features, two requests let an editor show a binary model as text and save it back:
 
@@ -51,31 +52,52 @@ class OnnxTextServer(LanguageServer):
         super().__init__("onnxtext", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
         self.analyses: dict[str, Analysis] = {}
         self.last_parsed: dict = {}  # uri -> analysis of the last text that parsed (completion while typing)
-        self.pending: dict[str, asyncio.Task] = {}
+        self.pending: dict[str, asyncio.Task] = {}  # uri -> debounced analysis waiting to start
+        self.running: dict[str, tuple] = {}  # uri -> (text, future) of the analysis running in a worker
         self.settings = {"width": 100, "lintLevel": "warning"}
 
     # ------------------------------------------------------------------------------------------ analysis
-    def _analyse_now(self, uri: str) -> Analysis:
-        doc = self.workspace.get_text_document(uri)
-        an = analyse(uri, doc.version, doc.source, filename=_filename(uri), **self.check_options())
-        self._store(an)
-        return an
-
     def _store(self, an: Analysis) -> None:
         self.analyses[an.uri] = an
         if an.model is not None:
             self.last_parsed[an.uri] = an
 
-    def current(self, uri: str) -> Analysis:
-        """The analysis of the document's current text (re-analysed now when an edit is pending)."""
+    def _start(self, uri: str) -> asyncio.Future:
+        """Analyse the document's current text in a worker thread (or join the run already doing so)."""
+        doc = self.workspace.get_text_document(uri)
+        text, version = doc.source, doc.version
+        run = self.running.get(uri)
+        if run is not None and run[0] == text:
+            return run[1]
+        options = self.check_options()
+        future = asyncio.get_running_loop().run_in_executor(
+            None, lambda: analyse(uri, version, text, filename=_filename(uri), **options))
+        self.running[uri] = (text, future)
+        future.add_done_callback(lambda f: self._finished(uri, text, f))
+        return future
+
+    def _finished(self, uri: str, text: str, future) -> None:
+        if self.running.get(uri, (None,))[0] == text:
+            del self.running[uri]
+        if future.cancelled() or future.exception() is not None:
+            return
+        an = future.result()
+        if self.workspace.get_text_document(uri).source == text and self.analyses.get(uri) is not an:
+            self._store(an)
+            self.publish(an)
+
+    async def current(self, uri: str) -> Analysis:
+        """The analysis of the document's current text: the stored one, the one running for this text, or a
+        new one started now (a debounced analysis still waiting is then not needed)."""
         an = self.analyses.get(uri)
         doc = self.workspace.get_text_document(uri)
-        if an is None or an.text != doc.source:
-            task = self.pending.pop(uri, None)
-            if task is not None:
-                task.cancel()
-            an = self._analyse_now(uri)
-            self.publish(an)
+        if an is not None and an.text == doc.source:
+            return an
+        task = self.pending.pop(uri, None)
+        if task is not None:
+            task.cancel()
+        an = await self._start(uri)
+        self._finished(uri, an.text, _done(an))
         return an
 
     def check_options(self) -> dict:
@@ -97,18 +119,17 @@ class OnnxTextServer(LanguageServer):
     async def _later(self, uri: str, delay: float) -> None:
         if delay:
             await asyncio.sleep(delay)
-        doc = self.workspace.get_text_document(uri)
-        text, version = doc.source, doc.version
-        loop = asyncio.get_running_loop()
-        options = self.check_options()
-        an = await loop.run_in_executor(None, lambda: analyse(uri, version, text, filename=_filename(uri),
-                                                              **options))
-        if self.workspace.get_text_document(uri).source == text:
-            self._store(an)
-            self.publish(an)
-            await loop.run_in_executor(None, lambda: an.index)  # ready for the next hover or completion
+        an = await self._start(uri)
         if self.pending.get(uri) is asyncio.current_task():
             del self.pending[uri]
+        await asyncio.get_running_loop().run_in_executor(None, lambda: an.index)  # ready for hover, completion
+
+
+def _done(value) -> asyncio.Future:
+    """A finished future holding ``value``."""
+    f = asyncio.get_running_loop().create_future()
+    f.set_result(value)
+    return f
 
 
 def _filename(uri: str) -> str | None:
@@ -136,10 +157,11 @@ def _settings(options) -> dict:
 
 
 @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
-def _configuration(ls: OnnxTextServer, params: lsp.DidChangeConfigurationParams):
+async def _configuration(ls: OnnxTextServer, params: lsp.DidChangeConfigurationParams):
     ls.settings.update(_settings(params.settings))
     for uri in list(ls.analyses):
-        ls.publish(ls._analyse_now(uri))
+        del ls.analyses[uri]
+        await ls.schedule(uri, 0)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
@@ -160,12 +182,13 @@ def _did_close(ls: OnnxTextServer, params: lsp.DidCloseTextDocumentParams):
         task.cancel()
     ls.analyses.pop(uri, None)
     ls.last_parsed.pop(uri, None)
+    ls.running.pop(uri, None)
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri, []))
 
 
 @server.feature(lsp.TEXT_DOCUMENT_HOVER)
-def _hover(ls: OnnxTextServer, params: lsp.HoverParams):
-    an = ls.current(params.text_document.uri)
+async def _hover(ls: OnnxTextServer, params: lsp.HoverParams):
+    an = await ls.current(params.text_document.uri)
     found = hover_text(an, *_pos(params.position))
     if found is None:
         return None
@@ -186,16 +209,16 @@ def _completion(ls: OnnxTextServer, params: lsp.CompletionParams):
     return lsp.CompletionList(is_incomplete=False, items=items)
 
 
-def _occurrence(ls, params):
-    an = ls.current(params.text_document.uri)
+async def _occurrence(ls, params):
+    an = await ls.current(params.text_document.uri)
     if an.index is None:
         return an, None
     return an, an.index.at(*_pos(params.position))
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
-def _definition(ls: OnnxTextServer, params: lsp.DefinitionParams):
-    an, occ = _occurrence(ls, params)
+async def _definition(ls: OnnxTextServer, params: lsp.DefinitionParams):
+    an, occ = await _occurrence(ls, params)
     target = an.index.definition(occ) if occ is not None else None
     if target is None:
         return None
@@ -203,8 +226,8 @@ def _definition(ls: OnnxTextServer, params: lsp.DefinitionParams):
 
 
 @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
-def _references(ls: OnnxTextServer, params: lsp.ReferenceParams):
-    an, occ = _occurrence(ls, params)
+async def _references(ls: OnnxTextServer, params: lsp.ReferenceParams):
+    an, occ = await _occurrence(ls, params)
     if occ is None:
         return None
     return [lsp.Location(an.uri, span_range(o.span))
@@ -212,18 +235,18 @@ def _references(ls: OnnxTextServer, params: lsp.ReferenceParams):
 
 
 @server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
-def _prepare_rename(ls: OnnxTextServer, params: lsp.PrepareRenameParams):
-    an, occ = _occurrence(ls, params)
+async def _prepare_rename(ls: OnnxTextServer, params: lsp.PrepareRenameParams):
+    an, occ = await _occurrence(ls, params)
     if occ is None or (occ.kind == "function" and an.index.definition(occ) is None):
         return None  # schema operators are not renamed
     return span_range(occ.span)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_RENAME)
-def _rename(ls: OnnxTextServer, params: lsp.RenameParams):
+async def _rename(ls: OnnxTextServer, params: lsp.RenameParams):
     from ..printing.atoms import name as quoted
 
-    an, occ = _occurrence(ls, params)
+    an, occ = await _occurrence(ls, params)
     if occ is None or (occ.kind == "function" and an.index.definition(occ) is None):
         return None
     new = params.new_name[1:] if occ.kind == "fattr" and params.new_name.startswith("@") else params.new_name
@@ -237,8 +260,8 @@ def _rename(ls: OnnxTextServer, params: lsp.RenameParams):
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-def _symbols(ls: OnnxTextServer, params: lsp.DocumentSymbolParams):
-    index = _index_for_outline(ls, params.text_document.uri)
+async def _symbols(ls: OnnxTextServer, params: lsp.DocumentSymbolParams):
+    index = await _index_for_outline(ls, params.text_document.uri)
     if index is None:
         return []
 
@@ -250,10 +273,10 @@ def _symbols(ls: OnnxTextServer, params: lsp.DocumentSymbolParams):
     return [convert(s) for s in index.symbols]
 
 
-def _index_for_outline(ls, uri):
+async def _index_for_outline(ls, uri):
     """The current index, or while the text does not parse, the last one that did (outline and folds
     should not vanish while a line is being typed)."""
-    an = ls.current(uri)
+    an = await ls.current(uri)
     if an.index is not None:
         return an.index
     parsed = ls.last_parsed.get(uri)
@@ -261,8 +284,8 @@ def _index_for_outline(ls, uri):
 
 
 @server.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
-def _folding(ls: OnnxTextServer, params: lsp.FoldingRangeParams):
-    index = _index_for_outline(ls, params.text_document.uri)
+async def _folding(ls: OnnxTextServer, params: lsp.FoldingRangeParams):
+    index = await _index_for_outline(ls, params.text_document.uri)
     if index is None:
         return []
     seen = set()
