@@ -80,12 +80,36 @@ def better(a: TypeProto | None, b: TypeProto | None) -> TypeProto | None:
 
 # ---------------------------------------------------------------------------------------------- dimensions
 class Dimensions:
-    """Union-find over dimension symbols; each class may be bound to one concrete size."""
+    """Union-find over dimension symbols; each class may be bound to one concrete size, and limited by
+    broadcasting to a set of sizes (``float[N] + float[3]``: N is 1 or 3)."""
 
     def __init__(self):
         self.parent: dict[str, str] = {}
         self.value: dict[str, tuple[int, str]] = {}  # root -> (size, where it was bound)
+        self.allowed: dict[str, tuple[frozenset, int, object]] = {}  # root -> (sizes, the size broadcast, where)
         self.reported: set = set()
+
+    def broadcasts(self, symbol: str, size: int, where) -> str | None:
+        """``symbol`` broadcasts against ``size`` (not 1): it is 1 or ``size``; a message when it cannot be."""
+        r = self.find(symbol)
+        sizes = frozenset((1, size))
+        old = self.allowed.get(r)
+        self.allowed[r] = (sizes if old is None else old[0] & sizes, size, where) if old is None else \
+            (old[0] & sizes, old[1], old[2])
+        return self._check_allowed(symbol, r)
+
+    def _check_allowed(self, symbol: str, root: str) -> str | None:
+        bound, allowed = self.value.get(root), self.allowed.get(root)
+        if bound is None or allowed is None or bound[0] in allowed[0]:
+            return None
+        key = (symbol, bound[0], "broadcast")
+        if key in self.reported:
+            return None
+        self.reported.add(key)
+        places = [w() if callable(w) else w for w in (bound[1], allowed[2])]
+        can = " or ".join(str(s) for s in sorted(allowed[0])) or "nothing"
+        return (f"dimension {symbol} cannot be {bound[0]} ({places[0]}): it broadcasts against {allowed[1]} "
+                f"({places[1]}), so it is {can}")
 
     def find(self, s: str) -> str:
         while self.parent.get(s, s) != s:
@@ -106,7 +130,7 @@ class Dimensions:
             bound = self.value.get(ra)
             if bound is None:
                 self.value[ra] = (b, where)
-                return None
+                return self._check_allowed(a, ra)
             if bound[0] == b:
                 return None
             return self._conflict(a, bound, (b, where))
@@ -115,12 +139,16 @@ class Dimensions:
             return None
         va, vb = self.value.get(ra), self.value.get(rb)
         self.parent[rb] = ra
+        if rb in self.allowed:
+            other = self.allowed.pop(rb)
+            mine = self.allowed.get(ra)
+            self.allowed[ra] = other if mine is None else (mine[0] & other[0], mine[1], mine[2])
         if vb is not None:
             if va is None:
                 self.value[ra] = vb
             elif va[0] != vb[0]:
                 return self._conflict(f"{a} (= {b})", va, vb)
-        return None
+        return self._check_allowed(a, ra)
 
     def _conflict(self, symbol: str, first, second) -> str | None:
         key = (symbol.split(" ")[0], first[0], second[0])

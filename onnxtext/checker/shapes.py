@@ -24,6 +24,10 @@ _NODE = ("IR spec: Nodes / Operators (a node's input types MUST satisfy its oper
 _DECLARED = ("IR spec: Graphs / Nodes (a declared output or value_info type MUST agree with the type its "
              "producing node makes)")
 _DIMENSION = "IR spec: Tensor Shapes (a dimension variable denotes one size throughout a model's graphs)"
+#: operators whose inputs broadcast numpy-style (multidirectional broadcasting)
+_BROADCASTING = {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less", "LessOrEqual", "Greater",
+                 "GreaterOrEqual", "And", "Or", "Xor", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Max",
+                 "Min", "Sum", "Mean", "Where", "PRelu"}
 #: constant inputs up to this many elements are handed to onnx's inference (Reshape's shape, Slice's starts...)
 _DATA_ELEMENTS = 1024
 
@@ -163,6 +167,8 @@ class ShapeState:
         inferred = inferred or {}
         if not inside:
             self._inner_dimensions(node, npath, types, out)
+            if inferred and node.op_type in _BROADCASTING and node.domain in ("", "ai.onnx"):
+                self._broadcast_dimensions(node, npath, types, out)
         for o in node.output:
             if not o:
                 continue
@@ -224,6 +230,23 @@ class ShapeState:
                 if problem:
                     out.append(("type.dimension", dpath, problem))
         return True
+
+    def _broadcast_dimensions(self, node, npath, types, out) -> None:
+        """A symbol aligned with a size other than 1 is 1 or that size (``float[N] + float[3]``)."""
+        shapes = [dims(types.get(x)) for x in node.input if x]
+        shapes = [s for s in shapes if s]
+        rank = max((len(s) for s in shapes), default=0)
+        for k in range(1, rank + 1):
+            column = [s[-k] for s in shapes if len(s) >= k]
+            sizes = {d for d in column if isinstance(d, int) and d != 1}
+            if len(sizes) != 1:
+                continue
+            (size,) = sizes
+            for d in column:
+                if isinstance(d, str):
+                    problem = self.dims.broadcasts(d, size, lambda: self.where(npath, node.op_type))
+                    if problem:
+                        out.append(("type.dimension", npath + ".op_type", problem))
 
     def _inner_dimensions(self, node, npath, types, out) -> None:
         """MatMul / Gemm: the inner dimensions are one size, also when they are symbols."""
