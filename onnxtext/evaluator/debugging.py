@@ -368,14 +368,17 @@ def _run_onnxruntime(model, feeds, wanted, base_dir) -> dict:
     # one thread: some kernels' results depend on how the work is split between threads (e.g. its
     # DynamicQuantizeLSTM quantizes each thread's share of the batch with that share's own range)
     options.intra_op_num_threads = 1
-    data = _serialized(exposed, base_dir)
-    try:
-        session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
-        names = [o.name for o in session.get_outputs()]
-        values = session.run(names, {k: v for k, v in feeds.items()})
-    except Exception as e:  # noqa: BLE001 - onnxruntime's own exception types
-        raise EvalError(f"onnxruntime could not run the model: {str(e).splitlines()[0]}") from None
-    return dict(zip(names, values))
+    error = None
+    # exposing intermediates can fail where onnxruntime cannot type one of them: then graph outputs only
+    for candidate in (exposed, model):
+        try:
+            session = ort.InferenceSession(_serialized(candidate, base_dir), options,
+                                           providers=["CPUExecutionProvider"])
+            names = [o.name for o in session.get_outputs()]
+            return dict(zip(names, session.run(names, dict(feeds))))
+        except Exception as e:  # noqa: BLE001 - onnxruntime's own exception types
+            error = error or e
+    raise EvalError(f"onnxruntime could not run the model: {str(error).splitlines()[0]}") from None
 
 
 def _serialized(model: onnx.ModelProto, base_dir) -> bytes:
