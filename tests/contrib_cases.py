@@ -415,3 +415,13 @@ CASES += [  # DynamicQuantizeLSTM with sequence lengths in each direction
       _lstm(2, middle=[i32([1, 4, 3]), None, None, None]), dict(hidden_size=6, direction="bidirectional"),
       outputs=3, tol=(1e-4, 1e-4)),
 ]
+CASES += [  # QAttention: Attention after onnxruntime's dynamic quantizer (uint8 input from DynamicQuantizeLinear)
+    C("qattention", "QAttention", [u8(2, 5, 16), s8(16, 48), f32(48), np.float32(0.02), np.float32(0.01)],
+      dict(num_heads=2), tol=(1e-4, 1e-5)),
+    C("qattention_mask_zero_points", "QAttention",
+      [u8(2, 5, 16), s8(16, 48), f32(48), np.float32(0.02), np.float32(0.01), PAD_MASK, np.uint8(128), np.int8(0)],
+      dict(num_heads=4), tol=(1e-4, 1e-5)),
+    C("qattention_per_column_scale_unidirectional", "QAttention",
+      [u8(2, 5, 16), s8(16, 48), f32(48), np.float32(0.02), scales(48), i32([3, 5]), np.uint8(100)],
+      dict(num_heads=2, unidirectional=1), tol=(1e-4, 1e-5)),
+]

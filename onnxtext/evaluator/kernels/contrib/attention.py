@@ -1,5 +1,6 @@
-"""com.microsoft attention: Attention (the BERT optimizer's fused QKV form), MultiHeadAttention,
-GroupQueryAttention (decoder with KV cache, optional rotary) and RotaryEmbedding.
+"""com.microsoft attention: Attention (the BERT optimizer's fused QKV form), QAttention (the same with
+quantized input and weights, from onnxruntime's dynamic quantizer run on an optimized model),
+MultiHeadAttention, GroupQueryAttention (decoder with KV cache, optional rotary) and RotaryEmbedding.
 
 Masks follow onnxruntime's CPU kernels: a key-padding or raw mask adds ``mask_filter_value``
 (default -10000, not -inf) to the scores of masked keys, so a row whose keys are all masked becomes a
@@ -17,6 +18,7 @@ import numpy as np
 from ....errors import EvalError
 from ...registry import kernel
 from ..attention import rotary_embedding as _rotary_onnx
+from ..linalg import integer_product, shifted_operand
 from . import MS
 
 _MASK_FILTER = -10000.0
@@ -95,12 +97,35 @@ def attention(input, weights, bias=None, mask_index=None, past=None, attention_b
     if do_rotary or past_present_share_buffer:
         raise EvalError("Attention with do_rotary=1 or past_present_share_buffer=1 is not supported "
                         "(onnxruntime's GPU-only forms)")
-    dtype = input.dtype
-    x = input.astype(np.float32)
-    qkv = np.matmul(x, weights.astype(np.float32))
+    qkv = np.matmul(input.astype(np.float32), weights.astype(np.float32))
     if bias is not None:
         qkv = qkv + bias.astype(np.float32)
-    hidden = weights.shape[1] // 3
+    return _attention_of_qkv(qkv, input.dtype, weights.shape[1], mask_index, past, attention_bias,
+                             num_heads, qkv_hidden_sizes, unidirectional, mask_filter_value, scale)
+
+
+@kernel("QAttention", since=1, domain=MS)
+def qattention(input, weight, bias, input_scale, weight_scale, mask_index=None, input_zero_point=None,
+               weight_zero_point=None, past=None, *, num_heads, unidirectional=0, do_rotary=0,
+               past_present_share_buffer=0, mask_filter_value=_MASK_FILTER, scale=0.0):
+    """Attention whose input (uint8/int8, from a DynamicQuantizeLinear) and weight are quantized: the QKV
+    projection is an exact integer product scaled by input_scale * weight_scale (per tensor or per
+    column), plus the float bias; the rest is Attention's."""
+    if do_rotary or past_present_share_buffer:
+        raise EvalError("QAttention with do_rotary=1 or past_present_share_buffer=1 is not supported")
+    x, x_bound = shifted_operand(input, input_zero_point)
+    w, w_bound = shifted_operand(weight, weight_zero_point)
+    acc = integer_product(x, w, x_bound, w_bound).astype(np.float32)
+    qkv = acc * (np.float32(np.asarray(input_scale).reshape(-1)[0]) * np.asarray(weight_scale, np.float32))
+    qkv = qkv + bias.astype(np.float32)
+    return _attention_of_qkv(qkv, np.dtype(np.float32), weight.shape[1], mask_index, past, None, num_heads, None,
+                             unidirectional, mask_filter_value, scale)
+
+
+def _attention_of_qkv(qkv, dtype, width, mask_index, past, attention_bias, num_heads, qkv_hidden_sizes,
+                      unidirectional, mask_filter_value, scale):
+    """Attention's computation from the projected (B, S, Dq + Dk + Dv) float32 QKV."""
+    hidden = width // 3
     sizes = list(qkv_hidden_sizes) if qkv_hidden_sizes else [hidden, hidden, hidden]
     q, k, v = np.split(qkv, np.cumsum(sizes)[:2], axis=-1)
     q, k, v = _heads(q, num_heads), _heads(k, num_heads), _heads(v, num_heads)
