@@ -548,3 +548,16 @@ def test_binary_round_trip_through_the_editor(client, tmp_path, source):
     original, saved = onnx.load_model_from_string(before), onnx.load(str(path))
     assert saved.producer_name == "edited in an editor"
     assert saved.graph.SerializeToString() == original.graph.SerializeToString()
+
+
+def test_configuration_change_republishes():
+    c = Client()
+    uri = "file:///virtual/config.onnxtext"
+    try:
+        c.open(uri, LINT_TEXT)
+        assert {d.code for d in c.wait_diagnostics(uri, 1)} == {"graph.unique-names"}  # a warning
+        c.call(c.client.workspace_did_change_configuration, lsp.DidChangeConfigurationParams(
+            settings={"onnxtext": {"lintLevel": "error"}}))
+        assert _eventually_empty(c, uri)
+    finally:
+        c.close()
