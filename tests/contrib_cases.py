@@ -425,3 +425,14 @@ CASES += [  # QAttention: Attention after onnxruntime's dynamic quantizer (uint8
       [u8(2, 5, 16), s8(16, 48), f32(48), np.float32(0.02), scales(48), i32([3, 5]), np.uint8(100)],
       dict(num_heads=2, unidirectional=1), tol=(1e-4, 1e-5)),
 ]
+CASES += [  # skl2onnx's com.microsoft operators
+    C("cdist_sqeuclidean", "CDist", [f32(7, 4), f32(5, 4)]),
+    C("cdist_euclidean_double", "CDist", [rand("float64", 6, 3), rand("float64", 9, 3)], dict(metric="euclidean")),
+    C("cdist_self_zero_distance", "CDist", [np.ones((3, 2), np.float32), np.ones((2, 2), np.float32)],
+      dict(metric="euclidean"), tol=(0, 1e-6)),
+    C("murmur_int32", "MurmurHash3", [rand("int32", 4, 5)], dict(seed=0, positive=1), tol=(0, 0)),
+    C("murmur_uint32_signed_seed", "MurmurHash3", [rand("uint32", 11)], dict(seed=42, positive=0), tol=(0, 0)),
+    C("murmur_strings", "MurmurHash3", [strings("", "a", "ab", "abc", "abcd", "abcde", "hello world", "\u00e9t\u00e9")],
+      dict(seed=7, positive=1), tol=(0, 0)),
+    C("murmur_strings_signed", "MurmurHash3", [strings(["cat", "dog"], ["fish", "x"])], dict(positive=0), tol=(0, 0)),
+]
