@@ -6,6 +6,28 @@ and knows how to render itself as ``file:line:col: message`` followed by the sou
 
 from __future__ import annotations
 
+import re
+
+#: What ends a line in onnxtext text, as in editors and Python: CRLF, a lone CR or LF. Nothing else does: a form
+#: feed, NEL (U+0085) or U+2028 inside a line is shown as a space so that the caret stays under the column.
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_INVISIBLE = str.maketrans({c: " " for c in "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
+
+
+def text_lines(text: str) -> list[str]:
+    """The lines of ``text`` split at :data:`LINE_BREAK` (unlike ``str.splitlines``, which splits at more)."""
+    return LINE_BREAK.split(text)
+
+
+def position(text: str, offset: int) -> tuple[int, int]:
+    """1-based (line, column) of character ``offset`` in ``text``, lines ending at :data:`LINE_BREAK`."""
+    if "\r" not in text:
+        return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1
+    line, start = 1, 0
+    for m in LINE_BREAK.finditer(text, 0, offset):
+        line, start = line + 1, m.end()
+    return line, offset - start + 1
+
 
 class OnnxTextError(Exception):
     """Base class of every error onnxtext raises on bad input."""
@@ -44,9 +66,9 @@ class ParseError(OnnxTextError):
     def source_line(self) -> str | None:
         if self.source is None or self.line is None:
             return None
-        lines = self.source.splitlines()
+        lines = text_lines(self.source)
         if 1 <= self.line <= len(lines):
-            return lines[self.line - 1]
+            return lines[self.line - 1].translate(_INVISIBLE)
         return ""
 
     def format(self, filename: str | None = None) -> str:

@@ -16,9 +16,12 @@ from .literal_data import decode_base64
 from .. import dtypes
 
 # ------------------------------------------------------------------------------------------ lexical patterns
-_W = r"[ \t\f\r\n]*"  # WS of lexical.lark (not Python's \s, which also matches \v and Unicode spaces)
-_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
-_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'  # lexical.lark's STRING, unrolled (same language, no backtracking)
+# Quantifiers are possessive (*+): a token is the longest match, as in Lark's lexer, so giving characters back
+# can never help, and without it a failed statement match backtracks through every split of a long name
+# (a 20,000-character identifier before an error took seconds; now one step).
+_W = r"[ \t\f\r\n]*+"  # WS of lexical.lark (not Python's \s, which also matches \v and Unicode spaces)
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*+"
+_STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'  # lexical.lark's STRING, unrolled (same language, no backtracking)
 _NAME = f"(?:{_IDENT}|{_STRING})"
 _INT = r"-?[0-9]+"
 _FLOAT = r"-?(?:[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)"
@@ -27,13 +30,13 @@ _SPECIAL = r"-?(?i:infinity|inf|nan)(?![A-Za-z0-9_])"
 _DTYPE = "(?:" + "|".join(sorted(dtypes.NAMES, key=len, reverse=True)) + r")(?![A-Za-z0-9_])"
 _NUMBER = f"(?:{_SPECIAL}|{_HEX}|{_FLOAT}|{_INT})"  # Lark's order: priority 3, 2, then the longer pattern
 
-_SKIP = re.compile(r"(?:[ \t\f\r\n]+|#[^\n]*|//(?!/)[^\n]*)*")  # WS and COMMENT (not /// DOC)
+_SKIP = re.compile(r"(?:[ \t\f\r\n]+|#[^\r\n]*|//(?!/)[^\r\n]*)*")  # WS and COMMENT (not /// DOC)
 _NAME_RE = re.compile(_NAME, re.S)
 _IDENT_RE = re.compile(_IDENT)
 _STRING_RE = re.compile(_STRING, re.S)
 _DTYPE_RE = re.compile(_DTYPE)
 _NUMBER_RE = re.compile(f"(?P<s>{_SPECIAL})|(?P<h>{_HEX})|(?P<f>{_FLOAT})|(?P<i>{_INT})")
-_DOC_RE = re.compile(r"///[^\n]*")
+_DOC_RE = re.compile(r"///[^\r\n]*")
 _ANNOT_RE = re.compile(r"@[A-Za-z_][A-Za-z0-9_]*")
 _IDS = f"((?:{_NAME})?(?:{_W},{_W}(?:{_NAME})?)*)"
 _ID_TOKEN = re.compile(f"{_NAME}|,|[ \t\f\r\n]+", re.S)

@@ -37,18 +37,25 @@ from ..schemas import nearest_op  # noqa: E402,F401 - re-exported: hints name th
 
 
 def _offset(text: str, line: int, column: int) -> int:
-    lines = text.split("\n")
-    return sum(len(x) + 1 for x in lines[:line - 1]) + column - 1
+    """The offset of Lark's (line, column) (lines end at LF: the error has not been moved yet)."""
+    start = 0
+    for _ in range(line - 1):
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return len(text)
+    return start + column - 1
 
 
 def _line_col(text: str, offset: int):
-    line = text.count("\n", 0, offset) + 1
-    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+    """The (line, column) a user sees for ``offset`` (a lone CR ends a line too), for the hint's words."""
+    from ..errors import position
+
+    return position(text, offset)
 
 
 # what open_brackets looks at: strings, comments and bracket characters (everything else is skipped by the regex
 # engine, which keeps this linear and fast on multi-megabyte texts)
-_BRACKET_SCAN = re.compile(r'"(?:[^"\\]|\\.)*"?|#[^\n]*|//[^\n]*|[()\[\]{}<>]')
+_BRACKET_SCAN = re.compile(r'"(?:[^"\\]|\\.)*"?|#[^\r\n]*|//[^\r\n]*|[()\[\]{}<>]')
 
 
 def open_brackets(text: str, end: int):

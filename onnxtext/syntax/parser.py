@@ -5,8 +5,9 @@
 from __future__ import annotations
 
 import gc
+import re
 
-from ..errors import OnnxTextError, ParseError
+from ..errors import OnnxTextError, ParseError, position
 
 # Human words for the grammar's terminals (used in "expected ..." messages).
 _WORDS = {
@@ -100,6 +101,28 @@ def _join(words):
     return ", ".join(words[:-1]) + " or " + words[-1]
 
 
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+
+def fix_position(error: ParseError, text: str) -> ParseError:
+    """Move ``error`` from Lark's coordinates (lines end at LF only) to the text's own lines, which a lone CR
+    also ends (:data:`onnxtext.errors.LINE_BREAK`); only texts with a lone CR differ."""
+    if error.line is None or error.column is None or not isinstance(text, str) or not _LONE_CR.search(text):
+        return error
+    start = 0
+    for _ in range(error.line - 1):
+        nl = text.find("\n", start)
+        if nl < 0:
+            return error
+        start = nl + 1
+    offset = start + error.column - 1
+    width = None if error.end_column is None else error.end_column - error.column
+    error.line, error.column = position(text, offset)
+    if width is not None:
+        error.end_column = error.column + width
+    return error
+
+
 def _end_position(text: str):
     lines = text.split("\n")
     return len(lines), len(lines[-1]) + 1
@@ -131,9 +154,9 @@ def _parse(text: str, start: str, filename: str | None = None, fast: bool = True
 
         if isinstance(e, ParseError):
             e.source, e.filename = text, filename
-            raise attach(ParseError(e.message, line=e.line, column=e.column, hint=e.hint, source=text,
-                                    filename=filename, expected=e.expected), text, start) from None
-        raise attach(improve(_convert(e, text, filename), text), text, start, e) from None
+            raise attach(fix_position(ParseError(e.message, line=e.line, column=e.column, hint=e.hint, source=text,
+                                                 filename=filename, expected=e.expected), text), text, start) from None
+        raise attach(fix_position(improve(_convert(e, text, filename), text), text), text, start, e) from None
     except RecursionError:
         raise ParseError("input nested too deeply", source=text, filename=filename) from None
     except OnnxTextError:

@@ -86,7 +86,7 @@ def collect(text: str, start: str, filename: str | None = None, limit: int = MAX
     from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 
     from .grammar import get_parser
-    from .parser import _convert
+    from .parser import _convert, fix_position
     from .hints import improve
 
     lk = get_parser()
@@ -128,7 +128,7 @@ def collect(text: str, start: str, filename: str | None = None, limit: int = MAX
         except UnexpectedCharacters as e:
             at, error = e.pos_in_stream, e
         if quiet <= 0 and at not in reported:
-            err = improve(_convert(error, work, filename), work)
+            err = fix_position(improve(_convert(error, work, filename), work), text)
             err.source = text
             reported.add(at)
             errors.append(err)
