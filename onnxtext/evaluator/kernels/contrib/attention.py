@@ -181,22 +181,6 @@ def multi_head_attention(query, key=None, value=None, bias=None, key_padding_mas
     return _merge(out).astype(dtype), k.astype(dtype), v.astype(dtype), scores.astype(dtype)
 
 
-def _rotate(x, cos, sin, interleaved):
-    """Rotate (B, N, S, H) by per-(B, S) angles cos/sin of shape (B, 1, S, dim/2) on the first dim features."""
-    dim = cos.shape[-1] * 2
-    part = x[..., :dim]
-    if interleaved:
-        x1, x2 = part[..., 0::2], part[..., 1::2]
-    else:
-        x1, x2 = part[..., : dim // 2], part[..., dim // 2:]
-    real, imag = cos * x1 - sin * x2, sin * x1 + cos * x2
-    if interleaved:
-        rotated = np.stack([real, imag], axis=-1).reshape(part.shape)
-    else:
-        rotated = np.concatenate([real, imag], axis=-1)
-    return np.concatenate([rotated, x[..., dim:]], axis=-1)
-
-
 @kernel("GroupQueryAttention", since=1, domain=MS)
 def group_query_attention(query, key=None, value=None, past_key=None, past_value=None, seqlens_k=None,
                           total_sequence_length=None, cos_cache=None, sin_cache=None, position_ids=None,
@@ -226,9 +210,9 @@ def group_query_attention(query, key=None, value=None, past_key=None, past_value
             pos = np.broadcast_to(position_ids, (batch, seq)).astype(np.int64)
         else:
             pos = past_lens[:, None] + np.arange(seq)[None, :]
-        cos = cos_cache.astype(np.float32)[pos][:, None]
-        sin = sin_cache.astype(np.float32)[pos][:, None]
-        q, k = _rotate(q, cos, sin, rotary_interleaved), _rotate(k, cos, sin, rotary_interleaved)
+        cos, sin = cos_cache.astype(np.float32), sin_cache.astype(np.float32)
+        rotary = dict(interleaved=rotary_interleaved, rotary_embedding_dim=2 * cos.shape[1])
+        q, k = _rotary_onnx(q, cos, sin, pos, **rotary), _rotary_onnx(k, cos, sin, pos, **rotary)
     buffer = past_key.shape[2] if past_key is not None else 0
     present_len = max(buffer, total_len)
     present_k = np.zeros((batch, kv_num_heads, present_len, head_size), np.float32)
