@@ -91,13 +91,13 @@ class OnnxTextServer(LanguageServer):
         new one started now (a debounced analysis still waiting is then not needed)."""
         an = self.analyses.get(uri)
         doc = self.workspace.get_text_document(uri)
-        if an is not None and an.text == doc.source:
-            return an
-        task = self.pending.pop(uri, None)
-        if task is not None:
-            task.cancel()
-        an = await self._start(uri)
-        self._finished(uri, an.text, _done(an))
+        if an is None or an.text != doc.source:
+            task = self.pending.pop(uri, None)
+            if task is not None:
+                task.cancel()
+            an = await self._start(uri)
+            self._finished(uri, an.text, _done(an))
+        await asyncio.get_running_loop().run_in_executor(None, lambda: an.index)  # built off the event loop
         return an
 
     def check_options(self) -> dict:
