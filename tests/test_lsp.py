@@ -218,7 +218,7 @@ def test_completion_contexts(client):
     client.open(uri, MODEL)
     client.wait_diagnostics(uri, 1)
     # while these lines are being typed the text does not parse: names come from the last text that did
-    text = MODEL.replace("  a = Relu(x)\n", "  a = Relu(x)\n  q = \n  r = Conv <\n  t = Add(\n")
+    text = MODEL.replace("  a = Relu(x)\n", "  a = Relu(x)\n  q = \n  r = Conv <\n  p = LeakyRelu (x) <\n  t = Add(\n")
     client.wait_diagnostics(uri, client.change(uri, text))
     ops = _labels(client, uri, text, "q = ", 0, 4)
     assert {"Relu", "Conv", "Loop", "local.Scale"} <= set(ops)
@@ -227,6 +227,7 @@ def test_completion_contexts(client):
     assert ops["Loop"].insert_text.startswith("Loop <body = ${1:graph}>")
     attrs = _labels(client, uri, text, "Conv <", 0, 6)
     assert {"kernel_shape", "strides", "pads", "group", "auto_pad", "dilations"} == set(attrs)
+    assert set(_labels(client, uri, text, "LeakyRelu (x) <", 0, 15)) == {"alpha"}  # attributes after inputs
     values = _labels(client, uri, text, "Add(\n", 0, 4)
     assert {"x", "n", "c", "w", "a", "s"} <= set(values)
     assert "xi" not in values  # a name of the Loop body is not in scope in main
