@@ -3,8 +3,6 @@ heuristic (IR spec: Tensor Definition / Representation, External Tensor Data, Te
 
 from __future__ import annotations
 
-import re
-
 from onnx import TensorProto
 
 from .. import dtypes
@@ -194,15 +192,41 @@ def implausible_bits(dt, k: int) -> bool:
     return exponent_zero or v < 1e-30
 
 
-_BITPATTERN_TYPE = re.compile(r"\b(?:%s)\b" % "|".join(
-    sorted((d.name for d in dtypes.BY_NAME.values() if d.bitpattern), key=len, reverse=True)))
+_BITPATTERN_ENUMS = frozenset(d.enum for d in dtypes.BY_NAME.values() if d.bitpattern)
+
+
+def _has_bitpattern_tensors(m) -> bool:
+    """Whether any tensor of the model (initializers, attributes, subgraphs, functions) has a float16-family
+    element type: only then can the text hold such a literal."""
+    def in_graph(g) -> bool:
+        if any(t.data_type in _BITPATTERN_ENUMS for t in g.initializer):
+            return True
+        if any(s.values.data_type in _BITPATTERN_ENUMS for s in g.sparse_initializer):
+            return True
+        return in_nodes(g.node)
+
+    def in_nodes(nodes) -> bool:
+        for n in nodes:
+            for a in n.attribute:
+                if a.HasField("t") and a.t.data_type in _BITPATTERN_ENUMS:
+                    return True
+                if any(t.data_type in _BITPATTERN_ENUMS for t in a.tensors):
+                    return True
+                if a.HasField("sparse_tensor") and a.sparse_tensor.values.data_type in _BITPATTERN_ENUMS:
+                    return True
+                if any(in_graph(g) for g in ([a.g] if a.HasField("g") else []) + list(a.graphs)):
+                    return True
+        return False
+
+    return in_graph(m.graph) or any(in_nodes(f.node) for f in m.functions) or any(
+        in_graph(getattr(t, k)) for t in m.training_info for k in ("initialization", "algorithm"))
 
 
 @rule("tensor.bitpattern-literal", "model", "IR spec: Tensor Element Types (float16, bfloat16 and float8 elements "
       "in int32_data are bit patterns; onnx syntax reads bare integers as bit patterns)", "warning")
 def bitpattern_literal(ctx, m, path, _):
-    if ctx.text is None or not _BITPATTERN_TYPE.search(ctx.text):
-        return  # no literal of such a type: no need for the positions pass
+    if ctx.text is None or not _has_bitpattern_tensors(m):
+        return  # no tensor of such a type: no need for the positions pass
     for lpath, tname, ints in ctx.spans.literals:
         dt = dtypes.BY_NAME.get(tname)
         if dt is None or not dt.bitpattern:
