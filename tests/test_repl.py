@@ -94,7 +94,8 @@ ERRORS = [  # (setup, bad statement, text the message must contain: the culprit)
     ([CONST_X], "y = Cast(x)", "attribute 'to'"),
     ([CONST_X, ":input int64[3] k"], "y = Add(x, k)", "'x' and 'k'"),
     ([":input string[2] s"], "y = Relu(s)", "tensor(string)"),
-    ([CONST_X, INPUT_A], "y = MatMul(x, a)", "MatMul failed"),
+    ([CONST_X, INPUT_A], "y = MatMul(x, a)", "MatMul: inner dimensions differ: x is float[3], a is float[2, 3]"),
+    ([INPUT_A, ":input float[N, 4] n"], "y = MatMul(n, a)", "MatMul: inner dimensions differ: n is float[N, 4], a is float[2, 3]"),
     ([CONST_X, ":opset ai.onnx 13"], "y = Gelu(x)", "opset 20"),
     ([CONST_X], "y = nodomain.Op(x)", "'nodomain'"),
     ([CONST_X, ":input bool c"], "y = If(c) <then_branch = g1 () => (o) { o = Neg(q) }, "

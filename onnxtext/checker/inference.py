@@ -320,7 +320,10 @@ def infer_node(node, types: dict, data: dict, opsets: dict, opset_list, ir_versi
         from .graph import _free_names
 
         for _, g in subgraphs(node, ""):
-            given.update((x, types[x]) for x in _free_names(g) if x in types)
+            free = _free_names(g)
+            if any(x not in types for x in free):
+                return None  # a name the subgraph reads is undefined or untyped: graph.undefined says so
+            given.update((x, types[x]) for x in free)
     found = onnx.shape_inference.infer_node_outputs(
         s, node, given, {x: data[x] for x in names if x in data}, opset_imports=opset_list,
         ir_version=max(ir_version, 3))

@@ -88,8 +88,11 @@ class Session:
         return self._types
 
     def _infer_node(self, node: onnx.NodeProto) -> dict:
-        """The inferred types of a new node's outputs, from the types so far and the small integer values."""
-        from ..checker.inference import infer_node
+        """The inferred types of a new node's outputs, from the types so far and the constant values.
+
+        Raises StatementError when the inputs' types do not fit the operator, in the checker's words
+        (``MatMul: inner dimensions differ: x is float[N, 4], W is float[3, 2]``)."""
+        from ..checker.inference import infer_node, inputs_text, reason
         from ..tensors import from_array
 
         types = self.types()
@@ -106,7 +109,12 @@ class Session:
             return infer_node(node, types, data, {schemas.canonical_domain(o.domain): o.version
                                                   for o in self.model.opset_import} | self.opsets,
                               list(self.model.opset_import), self.model.ir_version, functions) or {}
-        except Exception:  # noqa: BLE001 - the node ran on the samples; inference only adds the symbolic view
+        except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as e:
+            why = reason(e, node.op_type)
+            if why:
+                raise StatementError(f"{_op(node)}: {why}: {inputs_text(node, types)}") from None
+            return {}
+        except Exception:  # noqa: BLE001 - inference only adds the symbolic view; the run decides
             return {}
 
     # ------------------------------------------------------------------------------------ undo
@@ -184,11 +192,11 @@ class Session:
         self.snapshot()  # validation may import an opset: undone with the rest on failure
         try:
             notes = self._validate(node)
+            inferred = self._infer_node(node)
             values = self._run(node)
         except BaseException:
             self.undo()
             raise
-        inferred = self._infer_node(node)
         self.model.graph.node.append(node)
         shown = []
         for name, value in zip(node.output, values):
