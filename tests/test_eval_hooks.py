@@ -148,3 +148,25 @@ def test_every_rule_can_be_disabled_by_name():
     for name in rule_names():
         (y,) = Evaluator(text_model(CHAIN), disable=(name,)).run(None, {"x": np.array([1, -2], F)})
         np.testing.assert_array_equal(y, [1, 0])
+
+
+def test_a_fused_step_is_reported_as_the_last_node_it_covers():
+    model = text_model("""<ir_version: 9, opset_import: ["": 18]>
+    g (float[N] x, float[N] y) => (float[N] z) {
+      t = Add(x, y)
+      z = Relu(t)
+    }""")
+    seen = traced(model, {"x": np.array([1, -2], F), "y": np.array([1, 1], F)})
+    assert seen == [("graph.node[1]", "Relu", ["z"])]  # Add and its Relu are one step
+    assert len(traced(model, {"x": np.array([1, -2], F), "y": np.array([1, 1], F)}, optimize=0)) == 2
+
+
+def test_a_failing_fused_step_names_the_node_the_rewrite_started_from():
+    model = text_model("""<ir_version: 9, opset_import: ["": 18]>
+    g (float[N] x, float[M] y) => (float[N] z) {
+      t = Add(x, y)
+      z = Relu(t)
+    }""")
+    with pytest.raises(EvalError, match=r"ai\.onnx::Add.*x: float32\[2\], y: float32\[3\]") as info:
+        Evaluator(model).run(None, {"x": np.ones(2, F), "y": np.ones(3, F)})
+    assert info.value.path == "graph.node[0]"
