@@ -173,19 +173,17 @@ def _debug_run(ev, feeds, args, lines):
     Returns (graph outputs, False when --compare found a difference)."""
     from ..evaluator import debugging
 
-    dumped = {}
-    if args.dump:
-        os.makedirs(args.dump, exist_ok=True)
+    dump = _Dump(args.dump) if args.dump else None
+    if dump:
         for name, value in feeds.items():
-            dumped[name] = _dump(args.dump, name, value, dumped)
+            dump.save(name, value)
 
     def on_node(record):
         if args.trace:
             print(trace_line(record, lines))
-        if args.dump:
+        if dump and debugging.is_main_graph(record.path):
             for name, value in record.outputs.items():
-                if debugging.is_main_graph(record.path):
-                    dumped[name] = _dump(args.dump, name, value, dumped)
+                dump.save(name, value)
 
     if args.compare:
         cmp = debugging.compare(ev, feeds, args.compare, rtol=args.rtol, atol=args.atol, callback=on_node)
@@ -195,9 +193,8 @@ def _debug_run(ev, feeds, args, lines):
     else:
         outputs, _ = debugging.trace_run(ev, feeds, on_node)
         matched = True
-    if args.dump:
-        with open(os.path.join(args.dump, "index.json"), "w", encoding="utf-8") as f:
-            json.dump(dumped, f, indent=1)
+    if dump:
+        dump.write_index()
     return outputs, matched
 
 
@@ -237,18 +234,29 @@ def comparison_report(cmp, lines) -> str:
     return "\n".join(out)
 
 
-def _dump(directory, name, value, taken) -> str:
-    """Save one value under a sanitized file name unique in ``taken`` (case-insensitively); returns it."""
-    base = "".join(c if c.isalnum() or c in "._-" else "_" for c in name).lstrip(".") or "value"
-    base = base[:120]
-    used = {f.lower() for f in taken.values()}
-    ext = ".npy" if isinstance(value, np.ndarray) and value.dtype != object else ".pb"
-    candidate, n = base + ext, 1
-    while candidate.lower() in used or candidate.lower() == "index.json":
-        n += 1
-        candidate = f"{base}__{n}{ext}"
-    _save_value(os.path.join(directory, candidate), name, value)
-    return candidate
+class _Dump:
+    """``--dump DIR``: each value under a file-safe name unique case-insensitively; ``index`` maps names to files."""
+
+    def __init__(self, directory: str):
+        self.directory = directory
+        self.index: dict[str, str] = {}
+        self._used = {"index.json"}
+        os.makedirs(directory, exist_ok=True)
+
+    def save(self, name: str, value) -> None:
+        base = ("".join(c if c.isalnum() or c in "._-" else "_" for c in name).lstrip(".") or "value")[:120]
+        ext = ".npy" if isinstance(value, np.ndarray) and value.dtype != object else ".pb"
+        candidate, n = base + ext, 1
+        while candidate.lower() in self._used:
+            n += 1
+            candidate = f"{base}__{n}{ext}"
+        self._used.add(candidate.lower())
+        _save_value(os.path.join(self.directory, candidate), name, value)
+        self.index[name] = candidate
+
+    def write_index(self) -> None:
+        with open(os.path.join(self.directory, "index.json"), "w", encoding="utf-8") as f:
+            json.dump(self.index, f, indent=1)
 
 
 # ---------------------------------------------------------------------------------------------- inputs
