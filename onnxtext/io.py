@@ -94,7 +94,7 @@ def read_text_or_bytes(path: str, progress=None, max_bytes: int | None = None) -
     try:
         with f:
             if progress is None:
-                data = f.read(limit + 1)
+                data = f.read()  # a regular file within the cap (read(n) would allocate n bytes at once)
             else:
                 stage = progress.stage("reading " + os.path.basename(path), size)
                 buf = bytearray(size)
@@ -106,7 +106,7 @@ def read_text_or_bytes(path: str, progress=None, max_bytes: int | None = None) -
                     pos += n
                     stage.advance(n)
                 view.release()
-                rest = f.read(limit + 1 - pos)  # the file grew while we read it
+                rest = f.read()  # the file grew while we read it
                 if pos < size:
                     del buf[pos:]
                 buf += rest
@@ -216,33 +216,56 @@ class AtomicFiles:
 
     ``open(path)`` returns a binary stream on a temporary file next to ``path``; ``commit()`` renames every
     temporary over its destination in the order they were opened (so side files land before the model
-    referring to them); leaving the ``with`` block by an exception removes every temporary instead.
+    referring to them); leaving the ``with`` block by an exception removes every temporary instead. While
+    the block runs in the main thread, SIGTERM raises ``SystemExit`` so that a killed run removes its
+    temporaries too (neither a partial output nor a stray temporary file remains).
+
+    Destinations, decided once for every command that writes: a symlink is written through (the link stays,
+    the file it points to is replaced); an existing FIFO, device, socket or directory is refused, and so is
+    an existing file without write permission (a read-only file is not silently replaced).
     """
 
     def __init__(self):
         self._pending: list[tuple[str, str, object]] = []  # (destination, temporary, stream)
+        self._previous_handler = None
 
     def __enter__(self):
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            try:
+                self._previous_handler = signal.signal(signal.SIGTERM, _terminated)
+            except (ValueError, OSError):
+                self._previous_handler = None
         return self
 
     def __exit__(self, kind, value, tb):
-        if kind is None:
-            self.commit()
-        else:
-            self.abort()
+        try:
+            if kind is None:
+                self.commit()
+            else:
+                self.abort()
+        finally:
+            if self._previous_handler is not None:
+                import signal
+
+                signal.signal(signal.SIGTERM, self._previous_handler)
+                self._previous_handler = None
 
     def open(self, path):
         path = os.fspath(path)
         for dest, _, stream in self._pending:
             if os.path.abspath(dest) == os.path.abspath(path):
                 return stream
-        directory = os.path.dirname(os.path.abspath(path))
+        dest = _destination(path)
+        directory = os.path.dirname(dest)
         try:
             fd, tmp = tempfile.mkstemp(prefix=".onnxtext-", suffix=".tmp", dir=directory)
         except OSError as e:
             raise OnnxTextError(f"{path}: cannot write: {e.strerror}") from None
         stream = os.fdopen(fd, "wb")
-        self._pending.append((path, tmp, stream))
+        self._pending.append((dest, tmp, stream))
         return stream
 
     def write(self, path, data: bytes | str, progress=None) -> None:
@@ -282,6 +305,33 @@ class AtomicFiles:
             except OSError:
                 pass
         self._pending = []
+
+
+def _terminated(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def _destination(path: str) -> str:
+    """The file an output named ``path`` replaces (symlinks followed), or an OnnxTextError when it must not."""
+    import stat
+
+    dest = os.path.realpath(path)
+    try:
+        st = os.stat(dest)
+    except FileNotFoundError:
+        return dest
+    except OSError as e:
+        raise OnnxTextError(f"{path}: cannot write: {e.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise OnnxTextError(f"{path}: is a directory; give a file name for the output")
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) or \
+            stat.S_ISBLK(st.st_mode) else "not a regular file"
+        raise OnnxTextError(f"{path}: is {kind}; outputs are written only to regular files (atomically, by "
+                            "renaming a complete temporary file), so it is left alone")
+    if not st.st_mode & 0o222:
+        raise OnnxTextError(f"{path}: is read-only; refusing to replace it (make it writable first)")
+    return dest
 
 
 def _set_mode(tmp: str, dest: str) -> None:
