@@ -50,3 +50,54 @@ def _subgraphs_of_nodes(nodes):
             for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
                 yield g
                 yield from _subgraphs(g)
+
+
+# ------------------------------------------------------------------------------ the checker's case files
+def _cases():
+    import glob
+    import os
+
+    return sorted(glob.glob(os.path.join(os.path.dirname(__file__), "checker_cases", "*.onnxtext")))
+
+
+@pytest.mark.parametrize("path", _cases(), ids=lambda p: p.rsplit("/", 1)[-1][:-len(".onnxtext")])
+def test_checker_cases_as_lsp_diagnostics(path):
+    """Each ``# <- rule`` mark of tests/checker_cases (written by hand) comes out as an LSP diagnostic with
+    that rule as its code, on that line, with a range that covers a token of the line."""
+    import collections
+
+    from test_checker import expected_marks
+
+    from onnxtext.lsp.analysis import analyse
+
+    text = open(path, encoding="utf-8").read()
+    an = analyse("file:///case.onnxtext", 1, text, lint=True)
+    got = collections.Counter((d.code, d.range.start.line + 1) for d in an.diagnostics)
+    assert got == expected_marks(text), "\n".join(f"{d.range} {d.code} {d.message}" for d in an.diagnostics)
+    lines = text.split("\n")
+    for d in an.diagnostics:
+        r = d.range
+        assert r.end.line > r.start.line or r.end.character > r.start.character
+        assert lines[r.start.line][r.start.character:r.start.character + 1].strip(), d
+
+
+def _invalid():
+    import glob
+    import os
+
+    return sorted(glob.glob(os.path.join(os.path.dirname(__file__), "fixtures", "invalid", "*.onnxtext")))
+
+
+@pytest.mark.parametrize("path", _invalid(), ids=lambda p: p.rsplit("/", 1)[-1][:-len(".onnxtext")])
+def test_invalid_texts_as_lsp_diagnostics(path):
+    """The first diagnostic of each tests/fixtures/invalid text is at the ``# error: LINE:COL:`` its first
+    line names (written by hand), as a ``parse.syntax`` error."""
+    import re
+
+    from onnxtext.lsp.analysis import analyse
+
+    text = open(path, encoding="utf-8", errors="replace").read()
+    line, col = map(int, re.match(r"# error: (\d+):(\d+):", text).groups())
+    first = analyse("file:///invalid.onnxtext", 1, text).diagnostics[0]
+    assert (first.range.start.line + 1, first.range.start.character + 1) == (line, col), first
+    assert first.code == "parse.syntax" and first.severity == 1
