@@ -1,9 +1,11 @@
-"""The language server's index over real texts: every model the onnx backend suite ships, printed.
+"""The language server's analysis over texts nobody here wrote for it: models of the onnx backend suite
+(printed), the checker's hand-marked case files, the invalid-text fixtures.
 
 In a valid model every value a node reads is defined in its graph or an enclosing one (or is a graph input
 of a subgraph, an initializer, an earlier node's output), so each use the index finds must resolve to a
 definition with the same name, and references from any occurrence must include that definition. Function
-calls resolve to the model's functions. No server process: the index is plain Python.
+calls resolve to the model's functions. The case files' ``# <- rule`` marks and the invalid fixtures'
+``# error: LINE:COL`` lines give the diagnostics' codes and positions. No server process: plain Python.
 """
 
 from __future__ import annotations
@@ -100,4 +102,4 @@ def test_invalid_texts_as_lsp_diagnostics(path):
     line, col = map(int, re.match(r"# error: (\d+):(\d+):", text).groups())
     first = analyse("file:///invalid.onnxtext", 1, text).diagnostics[0]
     assert (first.range.start.line + 1, first.range.start.character + 1) == (line, col), first
-    assert first.code == "parse.syntax" and first.severity == 1
+    assert first.code == "parse.syntax" and first.severity == 1  # DiagnosticSeverity.Error
