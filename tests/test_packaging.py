@@ -37,13 +37,38 @@ def test_wheel_holds_grammar_and_every_module(wheel):
     assert "onnxtext = onnxtext.cli:main" in text and "onnxtext.lexer:OnnxTextLexer" in text
 
 
+def dependency_dirs() -> list[str]:
+    """The folders the running interpreter imports onnxtext's dependencies from (of this environment, however
+    it was made: a venv, a user install, the system), found from the wheel's own requirement list."""
+    import importlib.metadata as md
+    import re
+
+    dirs = []
+    for req in md.requires("onnxtext") or []:
+        if "extra ==" in req:
+            continue
+        name = re.match(r"[A-Za-z0-9_.-]+", req).group()
+        dist = md.distribution(name)
+        folder = os.path.abspath(str(dist.locate_file("")))
+        if folder not in dirs:
+            dirs.append(folder)
+    return dirs
+
+
 def test_fresh_environment_compiles_and_prints_an_example(wheel, tmp_path):
     env_dir = tmp_path / "venv"
-    # system site packages provide the dependencies (no network here); the wheel's onnxtext comes first
-    venv.EnvBuilder(system_site_packages=True, with_pip=True).create(env_dir)
+    # an isolated venv (no system site packages: they are the base interpreter's, not this environment's);
+    # no network here, so the dependencies come from this environment's folders through a .pth file, after
+    # the venv's own site-packages, where the wheel's onnxtext is installed
+    venv.EnvBuilder(system_site_packages=False, with_pip=True).create(env_dir)
     bindir = env_dir / ("Scripts" if os.name == "nt" else "bin")
     python = str(bindir / "python")
-    r = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", wheel], capture_output=True, text=True)
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    with open(os.path.join(purelib, "onnxtext-test-dependencies.pth"), "w") as f:
+        f.write("\n".join(dependency_dirs()) + "\n")
+    r = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", wheel], capture_output=True,
+                       text=True)
     assert r.returncode == 0, r.stderr
     work = tmp_path / "elsewhere"
     work.mkdir()
