@@ -16,6 +16,7 @@ Every rule is called as ``rule(ctx, elem, path, scope)`` and yields ``(path, mes
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from onnx import AttributeProto
 
@@ -38,9 +39,9 @@ class Scope:
     outputs: list = field(default_factory=list)
     initializers: list = field(default_factory=list)
 
-    @property
+    @cached_property
     def defined(self) -> set:
-        """Names defined in this scope: inputs, initializers, node outputs."""
+        """Names defined in this scope: inputs, initializers, node outputs (computed once: rules share it)."""
         names = set(self.inputs) | set(self.initializers)
         for n in self.proto.node:
             names.update(o for o in n.output if o)
