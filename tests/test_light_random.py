@@ -15,12 +15,12 @@ import os
 import numpy as np
 import onnx
 import pytest
-from onnx import numpy_helper
 
 from conformance import replace_constant_of_shape
+from helpers import run_onnxruntime
 from onnxtext.evaluator import Evaluator
 
-ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnxruntime")
 
 LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
 MODELS = sorted(os.path.basename(p)[len("light_"):-len(".onnx")] for p in glob.glob(os.path.join(LIGHT, "*.onnx")))
@@ -59,10 +59,7 @@ def test_light_model_with_random_weights(name):
     replaced = sum(n.op_type == "ConstantOfShape" for n in model.graph.node)
     assert replaced == 0, "every ConstantOfShape weight should have been replaced"
     feeds = _feeds(model, seed=len(name))
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    expected = session.run(None, feeds)
+    expected = run_onnxruntime(model, feeds)
     got = Evaluator(model).run(None, feeds)
     for i, (e, g) in enumerate(zip(expected, got)):
         assert g.dtype == e.dtype and g.shape == e.shape, f"output {i}"
