@@ -167,6 +167,8 @@ class ShapeState:
         inferred = inferred or {}
         if not inside:
             self._inner_dimensions(node, npath, types, out)
+            if inferred and node.op_type == "Concat" and node.domain in ("", "ai.onnx"):
+                self._concat_dimensions(node, npath, types, out)
             if inferred and node.op_type in _BROADCASTING and node.domain in ("", "ai.onnx"):
                 self._broadcast_dimensions(node, npath, types, out)
         for o in node.output:
@@ -230,6 +232,24 @@ class ShapeState:
                 if problem:
                     out.append(("type.dimension", dpath, problem))
         return True
+
+    def _concat_dimensions(self, node, npath, types, out) -> None:
+        """Concat: off the axis, the inputs' dimensions are one size (symbols included)."""
+        shapes = [dims(types.get(x)) for x in node.input if x]
+        if not shapes or any(s is None for s in shapes) or len({len(s) for s in shapes}) != 1:
+            return
+        rank = len(shapes[0])
+        axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+        axis = axis + rank if axis < 0 else axis
+        for k in range(rank):
+            if k == axis:
+                continue
+            column = [s[k] for s in shapes]
+            for d in column[1:]:
+                problem = self.dims.unify(column[0], d, lambda: self.where(npath, node.op_type))
+                if problem:
+                    out.append(("type.dimension", npath + ".op_type", f"Concat: {problem}: "
+                                                                       f"{inputs_text(node, types)}"))
 
     def _broadcast_dimensions(self, node, npath, types, out) -> None:
         """A symbol aligned with a size other than 1 is 1 or that size (``float[N] + float[3]``)."""
