@@ -97,7 +97,10 @@ def collect(text: str, start: str, filename: str | None = None, limit: int = MAX
     state, lexer_state = ip.parser_state, ip.lexer_thread.state
     root = lk.parser.lexer.root_lexer
     errors: list[ParseError] = []
-    work = text  # the text with the skipped statements blanked out: bracket hints must not see them again
+    # the text with the skipped statements blanked out (bracket hints must not see them again), rebuilt only
+    # when an error is reported (at most ``limit`` times), not at every recovery: linear in the text's size
+    blanks: list[tuple[int, int]] = []
+    work, work_blanks = text, 0
     reported = set()
     quiet = 0
     last_sync = -1
@@ -128,6 +131,8 @@ def collect(text: str, start: str, filename: str | None = None, limit: int = MAX
         except UnexpectedCharacters as e:
             at, error = e.pos_in_stream, e
         if quiet <= 0 and at not in reported:
+            if work_blanks != len(blanks):
+                work, work_blanks = _blank(text, blanks), len(blanks)
             err = fix_position(improve(_convert(error, work, filename), work), text)
             err.source = text
             reported.add(at)
@@ -140,10 +145,12 @@ def collect(text: str, start: str, filename: str | None = None, limit: int = MAX
         if span is None:
             break
         begin, last_sync = span
-        work = work[:begin] + re.sub(r"[^\n]", " ", work[begin:last_sync]) + work[last_sync:]
+        blanks.append((begin, last_sync))
         _move(lexer_state, text, last_sync)
         quiet = _QUIET
     if errors:
+        if work_blanks != len(blanks):
+            work = _blank(text, blanks)
         hidden = _builder_error(work, start, filename)
         if hidden is not None and hidden.line is not None and (hidden.line, hidden.column or 0) < (
                 errors[0].line or 0, errors[0].column or 0):
@@ -151,6 +158,20 @@ def collect(text: str, start: str, filename: str | None = None, limit: int = MAX
             errors.append(hidden)
     errors.sort(key=lambda e: (e.line or 0, e.column or 0))
     return errors[:limit]
+
+
+def _blank(text: str, spans) -> str:
+    """``text`` with every character of the (begin, end) ``spans`` but line breaks replaced by a space."""
+    parts, pos = [], 0
+    for begin, end in sorted(spans):
+        begin = max(begin, pos)
+        if end <= begin:
+            continue
+        parts.append(text[pos:begin])
+        parts.append(re.sub(r"[^\n]", " ", text[begin:end]))
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts)
 
 
 def _builder_error(work: str, start: str, filename):
