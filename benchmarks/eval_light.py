@@ -28,7 +28,6 @@ import json  # noqa: E402
 import resource  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
-import time  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -38,6 +37,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 
+from _timing import alternate_rounds, time_slow  # noqa: E402
 from conformance import DATA, _read_pb, assert_close, replace_constant_of_shape  # noqa: E402
 
 LIGHT = os.path.join(DATA, "light")
@@ -134,22 +134,9 @@ def time_runtimes(runtimes, path, model, feeds, expected, runs):
         except Exception as e:  # a failing runtime is a row entry, not the end of the benchmark
             runners.pop(r, None)
             result[r] = (None, f"ERROR {type(e).__name__}: {str(e).splitlines()[0][:60] if str(e) else ''}")
-    times = {r: [] for r in runners}
-    fast = [r for r in runners if r != "reference"]
-    rounds = 3 if runs >= 6 else 1
-    for i in range(rounds):
-        for r in fast:
-            time.sleep(0.3)  # let the other runtime's worker threads stop spinning first (OpenBLAS: ~0.1 s)
-            runners[r](feeds)  # and wake this one's (untimed)
-            for _ in range(runs // rounds + (1 if i < runs % rounds else 0)):
-                t0 = time.perf_counter()
-                runners[r](feeds)
-                times[r].append(time.perf_counter() - t0)
+    times = alternate_rounds({r: run for r, run in runners.items() if r != "reference"}, feeds, runs)
     if "reference" in runners:
-        for _ in range(max(1, min(runs, 3))):
-            t0 = time.perf_counter()
-            runners["reference"](feeds)
-            times["reference"].append(time.perf_counter() - t0)
+        times["reference"] = time_slow(runners["reference"], feeds, min(runs, 3))
     for r, ts in times.items():
         result[r] = (statistics.median(ts), result[r][1])
     return result

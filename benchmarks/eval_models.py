@@ -39,11 +39,11 @@ import json  # noqa: E402
 import math  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
-import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 import realmodels  # noqa: E402
+from _timing import alternate_rounds, time_slow  # noqa: E402
 from conformance import assert_close  # noqa: E402
 from eval_light import light_models, load_case, make_runner  # noqa: E402
 
@@ -109,24 +109,10 @@ def measure(path, model, feeds, runs, runtimes, pause) -> dict:
             expected = out
         res[r] = {"seconds": None, "check": compare(expected, out) if expected is not None else "-",
                   "error": None}
-    times = {r: [] for r in runners}
-    fast = [r for r in ("onnxtext", "onnxruntime") if r in runners]
-    rounds = 3 if runs >= 6 else 1
-    for i in range(rounds):
-        for r in fast:
-            time.sleep(pause)  # the other runtime's worker threads stop spinning (default threads only)
-            runners[r](feeds)
-            for _ in range(runs // rounds + (1 if i < runs % rounds else 0)):
-                t0 = time.perf_counter()
-                runners[r](feeds)
-                times[r].append(time.perf_counter() - t0)
-    if "reference" in runners:
-        for _ in range(max(1, min(runs, 3))):
-            t0 = time.perf_counter()
-            runners["reference"](feeds)
-            times["reference"].append(time.perf_counter() - t0)
-            if times["reference"][-1] > 5:  # a very slow model: one timed call is enough
-                break
+    fast = {r: runners[r] for r in ("onnxtext", "onnxruntime") if r in runners}
+    times = alternate_rounds(fast, feeds, runs, pause)
+    if "reference" in runners:  # a call over 5 s: one timed call is enough
+        times["reference"] = time_slow(runners["reference"], feeds, min(runs, 3), enough=5.0)
     for r, ts in times.items():
         res[r]["seconds"] = statistics.median(ts)
     return res
