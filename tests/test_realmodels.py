@@ -22,13 +22,18 @@ REQUIRED = {"name": str, "source": str, "kind": str, "bytes": int, "external_dat
             "notes": str}
 
 
-def _table():
+def _build_corpus():
+    """tools/build_corpus.py as a module (its table of models and its tensor walker)."""
     sys.path.insert(0, str(ROOT / "tools"))
     try:
         import build_corpus
     finally:
         sys.path.pop(0)
-    return build_corpus.MODELS
+    return build_corpus
+
+
+def _table():
+    return _build_corpus().MODELS
 
 
 @realmodels.requires_corpus
@@ -58,8 +63,8 @@ def test_files_and_sizes(model):
     assert files == sorted(model.files)
     assert sum((model.path.parent / f).stat().st_size for f in files) == model.bytes
     proto = model.load(load_external_data=False)
-    locations = {e.value for t in _tensors(proto.graph) if t.data_location == onnx.TensorProto.EXTERNAL
-                 for e in t.external_data if e.key == "location"}
+    external = [t for t in _build_corpus().all_tensors(proto.graph) if t.data_location == onnx.TensorProto.EXTERNAL]
+    locations = {e.value for t in external for e in t.external_data if e.key == "location"}
     assert model.external_data == bool(locations)
     assert locations <= set(files), "external data the producer wrote must sit beside the model"
     assert model.nodes == len(proto.graph.node)
@@ -121,16 +126,4 @@ def test_onnxruntime_runs_feeds(model):
             assert np.isfinite(value).all(), f"output {name} has NaN or Inf"
         elif isinstance(value, list):  # ZipMap: a list of {label: probability}
             assert all(math.isfinite(p) for row in value for p in row.values()), name
-
-
-def _tensors(graph):
-    yield from graph.initializer
-    for node in graph.node:
-        for attr in node.attribute:
-            if attr.HasField("t"):
-                yield attr.t
-            if attr.HasField("g"):
-                yield from _tensors(attr.g)
-            for g in attr.graphs:
-                yield from _tensors(g)
 

@@ -205,7 +205,7 @@ def inspect(entry: Entry, built: Built, model_path: Path) -> dict:
 
     files = sorted(p for p in model_path.parent.iterdir() if p.name.startswith(model_path.name))
     model = onnx.load(str(model_path), load_external_data=False)
-    external = any(t.data_location == onnx.TensorProto.EXTERNAL for t in _all_tensors(model.graph))
+    external = any(t.data_location == onnx.TensorProto.EXTERNAL for t in all_tensors(model.graph))
     notes = [n for n in (entry.notes, built.notes) if n]
     try:
         onnx.checker.check_model(str(model_path))
@@ -229,16 +229,17 @@ def inspect(entry: Entry, built: Built, model_path: Path) -> dict:
     }
 
 
-def _all_tensors(graph):
+def all_tensors(graph):
+    """Every TensorProto of a graph: initializers and tensor attributes, subgraphs included."""
     yield from graph.initializer
     for node in graph.node:
         for attr in node.attribute:
             if attr.HasField("t"):
                 yield attr.t
             if attr.HasField("g"):
-                yield from _all_tensors(attr.g)
+                yield from all_tensors(attr.g)
             for g in attr.graphs:
-                yield from _all_tensors(g)
+                yield from all_tensors(g)
 
 
 def build_one(entry: Entry, cache: Path) -> dict:
