@@ -256,7 +256,7 @@ class AtomicFiles:
     def open(self, path):
         path = os.fspath(path)
         for dest, _, stream in self._pending:
-            if os.path.abspath(dest) == os.path.abspath(path):
+            if dest == os.path.realpath(path):
                 return stream
         dest = _destination(path)
         directory = os.path.dirname(dest)
