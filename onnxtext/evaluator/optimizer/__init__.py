@@ -40,6 +40,7 @@ class Rule:
 def _rules() -> tuple[Rule, ...]:
     from ..kernels.conv_clamped import affine_relus_into_pointwise_convs
     from ..kernels.pool import pools_after_pointwise_maps, pools_before_pointwise_convs
+    from . import layout_chains
     from . import (attention, bias_into_pointwise, concat_chain, conv_affine, conv_stem, convs_into_concat,
                    depthwise_into_pointwise, dropout_passthrough, gelu, layer_norm, matmul_add, prepared_conv,
                    relu_after_max_pool, residual_into_conv, rms_norm, shape_arithmetic, shuffle_into_conv)
@@ -53,6 +54,7 @@ def _rules() -> tuple[Rule, ...]:
     return (
         module_rule(shape_arithmetic),
         *(pattern_rule(m) for m in (gelu, layer_norm, rms_norm, attention, matmul_add)),
+        *(Rule(r.name, r.level, r.apply, r.doc) for r in (layout_chains.TRANSPOSE_RULE, layout_chains.RESHAPE_RULE)),
         Rule("pool_after_pointwise_map", 2, pools_after_pointwise_maps,
              "AveragePool moved after a channel-narrowing pointwise Conv and its affine steps "
              "(kernels/pool.py)"),
