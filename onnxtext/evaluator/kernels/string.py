@@ -3,19 +3,18 @@
 Strings are object arrays of Python ``str``. The per-element work here is Python string methods by
 nature (numpy has no vectorized string kernels for object arrays); each op makes one pass.
 
-RegexFullMatch: the spec names RE2 syntax; Python's ``re`` accepts the common subset (classes,
-quantifiers, groups, alternation, anchors, ``\\d\\w\\s``, non-greedy). Differences: RE2 has no
-backreferences or lookaround (``re`` accepts them, so patterns RE2 would reject run here), RE2 spells
-named groups ``(?P<name>...)`` (``re`` agrees) and has POSIX classes like ``[[:alpha:]]`` which ``re``
-does not understand; we translate those POSIX classes before compiling.
+RegexFullMatch: the spec names RE2 syntax, and onnxruntime runs ``RE2::FullMatch`` with RE2's default
+options. We run the same engine through its Python binding (the ``google-re2`` package, module ``re2``):
+the same syntax (POSIX classes like ``[[:alpha:]]``, no backreferences or lookaround: such patterns are
+an error, as in onnxruntime) and a match time linear in the string's length, so no pattern can hang a
+run the way a backtracking engine (Python's ``re``) does on ``(a+)+$``.
 """
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
+from ...errors import EvalError
 from ..registry import kernel
 
 
@@ -66,21 +65,25 @@ def string_split(x, delimiter=None, maxsplit=None):
     return out.reshape(x.shape + (width,)), counts
 
 
-_POSIX_CLASSES = {
-    "alnum": "a-zA-Z0-9", "alpha": "a-zA-Z", "ascii": "\\x00-\\x7f", "blank": " \\t", "cntrl": "\\x00-\\x1f\\x7f",
-    "digit": "0-9", "graph": "!-~", "lower": "a-z", "print": " -~", "punct": "!-/:-@\\[-`{-~",
-    "space": " \\t\\n\\r\\f\\v", "upper": "A-Z", "word": "0-9A-Za-z_", "xdigit": "0-9A-Fa-f",
-}
-
-
-def _re2_to_python(pattern: str) -> str:
-    return re.sub(r"\[:(\^?)([a-z]+):\]", lambda m: _POSIX_CLASSES.get(m.group(2), m.group(0))
-                  if not m.group(1) else m.group(0), pattern)
+def _compile_re2(pattern: str):
+    try:
+        import re2
+    except ImportError:  # a dependency; reported rather than falling back to a backtracking engine
+        raise EvalError("RegexFullMatch needs the RE2 engine (the google-re2 package, "
+                        "pip install google-re2)") from None
+    options = re2.Options()
+    options.log_errors = False
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else ""
+        reason = reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
+        raise EvalError(f"RegexFullMatch: the pattern {pattern!r} is not valid RE2 syntax ({reason})") from None
 
 
 @kernel("RegexFullMatch", since=20)
 def regex_full_match(x, pattern=""):
-    compiled = re.compile(_re2_to_python(pattern))
+    compiled = _compile_re2(pattern)
     x = _strings(x)
     flat = [compiled.fullmatch(s) is not None for s in x.reshape(-1).tolist()]
     return np.array(flat, dtype=bool).reshape(x.shape)
