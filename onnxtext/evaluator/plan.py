@@ -22,9 +22,9 @@ Subgraphs read outer-scope values: a plan lists the names it takes from the encl
 from __future__ import annotations
 
 import numpy as np
-from onnx import AttributeProto, defs
+from onnx import AttributeProto
 
-from .. import tensors
+from .. import schemas, tensors
 from ..errors import EvalError, OnnxTextError
 from .optimizer import MAX_LEVEL, optimize
 from .optimizer.graph import Constants
@@ -77,34 +77,20 @@ def _text(b: bytes):
         return b
 
 
-_SCHEMAS: dict[tuple[str, str, int], object] = {}
-
-
 def find_schema(op: str, domain: str, version: int):
-    """The onnx.defs schema of ``domain::op`` in force at opset ``version``, or None."""
-    key = (op, domain, version)
-    if key not in _SCHEMAS:
-        try:
-            _SCHEMAS[key] = defs.get_schema(op, version, domain)
-        except Exception:  # not a schema op (model-local function, custom domain, too old opset)
-            _SCHEMAS[key] = None
-    return _SCHEMAS[key]
+    """The onnx.defs schema of ``domain::op`` in force at opset ``version``, or None (see :mod:`onnxtext.schemas`)."""
+    return schemas.schema(domain, op, version)
 
 
 _DEFAULTS: dict[tuple[str, str, int], dict] = {}
 
 
 def schema_defaults(op: str, domain: str, version: int) -> dict:
-    """Attribute defaults declared by the onnx.defs schema of ``domain::op`` at opset ``version``."""
+    """Attribute defaults declared by the onnx.defs schema of ``domain::op`` at opset ``version``, as values."""
     key = (op, domain, version)
     d = _DEFAULTS.get(key)
     if d is None:
-        d = {}
-        schema = find_schema(op, domain, version)
-        if schema is not None:
-            for name, a in schema.attributes.items():
-                if a.default_value is not None and a.default_value.type != 0:
-                    d[name] = attribute_value(a.default_value)
+        d = {name: attribute_value(a) for name, a in schemas.defaults(domain, op, version).items()}
         _DEFAULTS[key] = d
     return d
 
