@@ -339,3 +339,17 @@ def test_trace_shows_subgraph_nodes_with_their_lines_and_dump_saves_sequences(tm
     seq = onnx.SequenceProto()
     seq.ParseFromString((tmp_path / "d" / "s.pb").read_bytes())
     assert [numpy_helper.to_array(t).tolist() for t in seq.tensor_values] == [[1.0, -2.0], [-1.0, 2.0]]
+
+
+@pytest.mark.parametrize("body,path", [
+    ("  y = Neg(x)\n  y = Abs(x)\n", "graph.node[1].output[0]"),
+    ("  x = Neg(x)\n  y = Abs(x)\n", "graph.node[0].output[0]"),
+    ("  y = If <then_branch = g1 () => (float[2] t) {\n      t = Neg(x)\n      t = Abs(x)\n    }, "
+     "else_branch = g2 () => (float[2] e) {\n      e = Abs(x)\n    }> (c)\n",
+     "graph.node[0].attribute[then_branch].g.node[1].output[0]"),
+])
+def test_evaluator_refuses_a_value_assigned_twice_at_construction(body, path):
+    text = '<\n  ir_version: 9,\n  opset_import: ["": 17]\n>\n\ng (bool c, float[2] x) => (float[2] y)\n{\n' + body + "}\n"
+    with pytest.raises(EvalError, match="is assigned twice") as info:
+        Evaluator(text)
+    assert info.value.path == path

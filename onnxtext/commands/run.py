@@ -65,10 +65,12 @@ def run(args) -> int:
     if debugging and args.engine != "numpy":
         raise OnnxTextError("--trace, --dump and --compare run the embedded evaluator; drop --engine")
     lines = SourceLines(args.model)  # (the text is parsed for positions only if a line is needed)
-    if args.engine == "numpy":
-        refuse_invalid_graph(args.model)
     try:
         ev = Evaluator(args.model, seed=args.seed, engine=args.engine, **({"optimize": 0} if debugging else {}))
+    except EvalError as e:
+        refuse_invalid_graph(lines)  # an invalid graph: the checker's messages and lines say best what is wrong
+        raise EvalError(located(e, lines)) from None
+    try:
         feeds = make_feeds(ev, args)
         matched = True
         if debugging:
@@ -88,17 +90,20 @@ def run(args) -> int:
 GRAPH_RULES = {"graph.ssa", "graph.topological", "graph.undefined", "graph.output-produced"}
 
 
-def refuse_invalid_graph(path: str) -> None:
-    """Raise the checker's diagnostics (file, line) when the graph assigns a value twice, uses one
-    before (or without) defining it, or leaves an output unproduced."""
+def refuse_invalid_graph(lines) -> None:
+    """For a model from text the Evaluator refused: raise the checker's diagnostics (file, line) when the
+    graph assigns a value twice, uses one before (or without) defining it, or leaves an output unproduced."""
     from ..checker import check
     from ..errors import OnnxTextError
 
-    errors = [d for d in check(path, rules=GRAPH_RULES) if d.severity == "error"]
+    text = lines.text()
+    if text is None:
+        return
+    errors = [d for d in check(text, filename=lines.file, rules=GRAPH_RULES) if d.severity == "error"]
     if errors:
         raise OnnxTextError("\n".join(str(d) for d in errors) +
                             f"\nthe graph is invalid, so it was not run ({len(errors)} error"
-                            f"{'s' if len(errors) > 1 else ''}; onnxtext check {path} lists every problem)")
+                            f"{'s' if len(errors) > 1 else ''}; onnxtext check {lines.file} lists every problem)")
 
 
 def located(error, lines) -> str:

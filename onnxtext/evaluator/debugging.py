@@ -152,11 +152,17 @@ class SourceLines:
         self._spans = None
         self._loaded = path is None and text is None
 
+    def text(self) -> str | None:
+        """The model's text (None for a binary model), read on first use."""
+        if self._text is None and self.file is not None and not self._loaded:
+            self._text = _read_text(self.file)
+        return self._text
+
     def _span_map(self):
         """The position table, made on first use (one more parse of the text: only when a line is asked)."""
         if not self._loaded:
+            text = self.text()
             self._loaded = True
-            text = self._text if self._text is not None else _read_text(self.file)
             if text is not None:
                 from ..syntax.positions import SpanMap
 

@@ -22,6 +22,7 @@ import onnx
 from .. import dtypes, tensors
 from ..errors import EvalError, ModelFileError, OnnxTextError
 from .feed_dims import DimensionCheck
+from .graph_checks import refuse_reassigned_values
 from .optimizer import MAX_LEVEL, check_options
 from .plan import (GraphPlan, KernelContext, Preparation, attribute_value, prepare_graph,  # noqa: F401
                    schema_defaults)
@@ -142,6 +143,7 @@ class Evaluator:
         missing = missing_operators(self.model, self.opsets)
         if missing:
             raise EvalError(describe_missing(missing))
+        refuse_reassigned_values(self.model.graph)
         self._decoded: dict[int, tuple] = {}
         self._state_names = {b.key for ti in self.model.training_info
                              for b in list(ti.initialization_binding) + list(ti.update_binding)}
