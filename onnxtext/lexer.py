@@ -72,9 +72,9 @@ class OnnxTextLexer(RegexLexer):
     tokens = {
         "common": [
             (r"\s+", Text.Whitespace),
-            (r"///[^\n]*", String.Doc),
-            (r"//[^\n]*", Comment.Single),
-            (r"#[^\n]*", Comment.Single),
+            (r"///[^\r\n]*", String.Doc),
+            (r"//[^\r\n]*", Comment.Single),
+            (r"#[^\r\n]*", Comment.Single),
             # keywords come before calls: 'seq(' is a type, not a call of an op named seq
             (rf"({_DTYPE})(\s*)(\[)", bygroups(Keyword.Type, Text.Whitespace, Punctuation), "shape"),
             (_DTYPE, Keyword.Type),
@@ -128,9 +128,9 @@ class OnnxTextLexer(RegexLexer):
         # the start of an attribute entry: annotations, then the name and an optional declared type
         "attrname": [
             (r"\s+", Text.Whitespace),
-            (r"///[^\n]*", String.Doc),
-            (r"//[^\n]*", Comment.Single),
-            (r"#[^\n]*", Comment.Single),
+            (r"///[^\r\n]*", String.Doc),
+            (r"//[^\r\n]*", Comment.Single),
+            (r"#[^\r\n]*", Comment.Single),
             (rf"@{_IDENT}(?=\s)", Name.Decorator, "datum"),
             (rf"({_NAME})(\s*)(:)(\s*)({_IDENT})",
              bygroups(Name.Attribute, Text.Whitespace, Punctuation, Text.Whitespace, Keyword.Type), "#pop"),
@@ -140,8 +140,8 @@ class OnnxTextLexer(RegexLexer):
         # the value of an annotation inside an attribute list: one datum, then back to the attribute name
         "datum": [
             (r"\s+", Text.Whitespace),
-            (r"//[^\n]*", Comment.Single),
-            (r"#[^\n]*", Comment.Single),
+            (r"//[^\r\n]*", Comment.Single),
+            (r"#[^\r\n]*", Comment.Single),
             (r'"', String.Double, ("#pop", "string")),
             (r"\[", Punctuation, ("#pop", "bracket")),
             (r"\{", Punctuation, ("#pop", "brace")),
@@ -156,8 +156,8 @@ class OnnxTextLexer(RegexLexer):
         "shape": [
             (r"\]", Punctuation, "#pop"),
             (r"\s+", Text.Whitespace),
-            (r"//[^\n]*", Comment.Single),
-            (r"#[^\n]*", Comment.Single),
+            (r"//[^\r\n]*", Comment.Single),
+            (r"#[^\r\n]*", Comment.Single),
             (r"-?[0-9]+", Number.Integer),
             (_IDENT, Name.Variable),  # a symbolic dimension
             (r'"', String.Double, "string"),

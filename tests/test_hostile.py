@@ -173,6 +173,7 @@ PROBES = [
           ["-c", "import onnxtext\ntry:\n    onnxtext.load('/dev/zero')\nexcept onnxtext.OnnxTextError as e:\n"
                  "    print(e); raise SystemExit(1)"], says=("device",)),
     Probe("model-fifo", lambda d: fifo(d, "m.onnx"), ["info", "m.onnx"], says=("FIFO",)),
+    Probe("model-dev-zero-check-cli", lambda d: None, ["check", "/dev/zero"], says=("device",)),
     Probe("model-size-cap", lambda d: write(d, "m.onnxtext", UGLY * 100), ["compile", "m.onnxtext", "-o", "o.onnx"],
           says=("size limit", "ONNXTEXT_MAX_FILE_BYTES"), env={"ONNXTEXT_MAX_FILE_BYTES": "1000"}, absent=("o.onnx",)),
     # --- family 5: text edge cases

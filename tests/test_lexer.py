@@ -191,6 +191,16 @@ def test_comments_inside_shapes_and_data_lex_cleanly(text):
     assert any(tok in Comment for _, tok, _ in lex(text))
 
 
+# a lone CR ends a comment, as it ends a line for the grammar (and for editors and Python)
+@pytest.mark.parametrize("comment", ["# note", "// note", "/// note"])
+def test_lone_cr_ends_a_comment(comment):
+    text = f"g (float[2] x) => (float[2] y) {{\r  t = Relu(x)  {comment}\r  y = Neg(t)\r}}"
+    get_parser().parse(text, start="graph")
+    tokens = [(tok, value) for _, tok, value in lex(text)]
+    assert any(value == "Neg" and tok not in Comment for tok, value in tokens), tokens
+    assert not any("Neg" in value for tok, value in tokens if tok in Comment or tok in String.Doc), tokens
+
+
 # ------------------------------------------------------------------------------------- registration
 def test_entry_point_names_the_lexer():
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:

@@ -37,8 +37,8 @@ def run(args) -> int:
     failed = False
     out = []
     for path in args.files:
-        if not os.path.isfile(path):
-            print(f"{path}: no such file", file=sys.stderr)
+        if not os.path.exists(path) or os.path.isdir(path):
+            print(f"{path}: {'is a directory' if os.path.isdir(path) else 'no such file'}", file=sys.stderr)
             failed = True
             continue
         diags = check(path, filename=path, rules=set(args.rule) if args.rule else None, strict=args.strict,
