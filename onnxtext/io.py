@@ -205,6 +205,9 @@ def load_binary(data: bytes, path: str = "<bytes>"):
     try:
         m.ParseFromString(data)
     except (DecodeError, RuntimeError, ValueError) as e:
+        if "MaxDepth" in str(e):
+            from .protodepth import TOO_DEEP
+            raise ModelFileError(f"{path}: {TOO_DEEP}") from None
         raise ModelFileError(f"{path}: not a valid ONNX model (truncated or corrupt protobuf: {e})") from None
     if not m.HasField("graph") and not m.opset_import and not m.ir_version:
         raise ModelFileError(f"{path}: not an ONNX model (no graph, opset_import or ir_version)")

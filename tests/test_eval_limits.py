@@ -4,7 +4,7 @@ A probe is a model text and a Python snippet that runs it; the child has a wall-
 address-space limit (``resource.setrlimit(RLIMIT_AS)``), so a hang or a memory blow-up fails one probe
 instead of taking the test run down. The snippet sees ``model`` (the parsed text), ``np`` and ``onnxtext``,
 and ``run(feeds)``, which runs the model with the Evaluator and prints its outputs, or prints the
-``OnnxTextError`` and exits with status 1. A probe passes when the child exits with the expected status,
+``OnnxTextError`` and exits with status 1; a ``code`` that is a list is an ``onnxtext`` command line instead. A probe passes when the child exits with the expected status,
 prints the expected words, and shows no traceback, "internal error", RecursionError or MemoryError.
 
 To add a probe, add a line to ``PROBES``.
@@ -27,9 +27,9 @@ MEMORY_LIMIT = 3 << 30  # bytes of address space per child (numpy, onnx and lark
 
 PRELUDE = '''
 import sys, numpy as np, onnxtext
-model = onnxtext.parse_model(open("m.onnxtext").read())
 def run(feeds=None, **options):
     try:
+        model = onnxtext.parse_model(open("m.onnxtext").read())
         outputs = onnxtext.Evaluator(model).run(None, feeds or {}, **options)
     except onnxtext.OnnxTextError as e:
         print(type(e).__name__, e)
@@ -38,17 +38,63 @@ def run(feeds=None, **options):
         print(np.asarray(o).tolist() if np.asarray(o).size < 100 else np.asarray(o).shape)
 '''
 
-HEADER = '<ir_version: 10, opset_import: ["": 20]>\n'
+HEADER = '<ir_version: 10, opset_import: ["": 20, "local": 1]>\n'
 
 
 @dataclass
 class Probe:
     id: str
     text: str  # the model (HEADER is prepended)
-    code: str  # the snippet run after PRELUDE
+    code: str | list  # the snippet run after PRELUDE, or an onnxtext command line
     says: tuple = ()  # words the output must contain
     status: int = 1  # expected exit status: 1 for a clean refusal, 0 for a run that must work
 
+
+def nested_ifs(depth: int) -> str:
+    """``depth`` If nodes, each in the then_branch of the one before; the innermost returns x, every else -x."""
+    lines = ["g (bool c, float[1] x) => (float[1] y) {"]
+    out = "y"
+    for i in range(depth):
+        pad = "  " * (2 * i + 1)
+        inner = f"t{i + 1}"
+        lines += [f"{pad}{out} = If <", f"{pad}  else_branch = e{i} () => (float[1] {inner}) {{",
+                  f"{pad}    {inner} = Neg(x)", f"{pad}  }},", f"{pad}  then_branch = b{i} () => (float[1] {inner}) {{"]
+        out = inner
+    lines.append("  " * (2 * depth + 1) + f"{out} = Identity(x)")
+    for i in reversed(range(depth)):
+        pad = "  " * (2 * i + 1)
+        lines += [f"{pad}  }}", f"{pad}> (c)"]
+    return "\n".join(lines + ["}"]) + "\n"
+
+
+RECURSIVE = '''g (float[2] x) => (float[2] y) {
+  y = local.F(x)
+}
+
+<domain: "local", opset_import: ["": 20, "local": 1]>
+F (a) => (b) {
+  b = local.G(a)
+}
+
+<domain: "local", opset_import: ["": 20, "local": 1]>
+G (a) => (b) {
+  b = local.F(a)
+}
+'''
+
+SELF_RECURSIVE = '''g (float[2] x) => (float[2] y) {
+  y = local.H(x)
+}
+
+<domain: "local", opset_import: ["": 20, "local": 1]>
+H (a) => (b) {
+  t = Relu(a)
+  b = local.H(t)
+}
+'''
+
+SEQ_NESTED = "g (%s x) => (float y) {\n  y = Constant <value_float = 1.0> ()\n}\n"
+FEEDS_C_X = '{"c": np.array(%s), "x": np.array([2.0], np.float32)}'
 
 REGEX = 'g (string[N] x) => (bool[N] y) {\n  y = RegexFullMatch <pattern = "%s"> (x)\n}\n'
 
@@ -64,6 +110,34 @@ PROBES = [
           'run({"x": np.array(["aa"], dtype=object)})', ("not valid RE2 syntax", "invalid escape")),
     Probe("regex-lookahead-refused", REGEX % "a(?=b)",
           'run({"x": np.array(["ab"], dtype=object)})', ("not valid RE2 syntax",)),
+    # --- nesting: deeper than protobuf's 100 message levels when built bottom-up (33+ nested Ifs)
+    Probe("nested-if-40-run-then", nested_ifs(40), "run(" + FEEDS_C_X % "True" + ")", ("[2.0]",), status=0),
+    Probe("nested-if-40-run-else", nested_ifs(40), "run(" + FEEDS_C_X % "False" + ")", ("[-2.0]",), status=0),
+    Probe("nested-if-100-run", nested_ifs(100), "run(" + FEEDS_C_X % "True" + ")", ("[2.0]",), status=0),
+    Probe("nested-if-40-check", nested_ifs(40), ["check", "m.onnxtext"], status=0),
+    Probe("nested-if-40-fmt", nested_ifs(40), 'import subprocess\nsubprocess.run([sys.executable, "-m", "onnxtext", '
+          '"fmt", "m.onnxtext"], check=True)\nrun(' + FEEDS_C_X % "False" + ')', ("[-2.0]",), status=0),
+    Probe("nested-if-40-print", nested_ifs(40), ["print", "m.onnxtext"], ("t40 = Identity(",), status=0),
+    Probe("nested-if-40-info", nested_ifs(40), ["info", "m.onnxtext"], ("If", "40"), status=0),
+    Probe("nested-if-40-cli-run", nested_ifs(40), ["run", "m.onnxtext", "--input", "c=false", "--input", "x=[2.0]"],
+          ("-2.",), status=0),
+    Probe("nested-if-40-compile-then-load", nested_ifs(40),
+          'import subprocess\nsubprocess.run([sys.executable, "-m", "onnxtext", "compile", "m.onnxtext", "-o", "m.onnx"],'
+          ' check=True)\ntry:\n    onnxtext.load("m.onnx")\nexcept onnxtext.OnnxTextError as e:\n'
+          '    print(e); raise SystemExit(1)', ("deeper than protobuf's limit of 100 levels",)),
+    Probe("nested-seq-100", SEQ_NESTED % ("seq(" * 100 + "float" + ")" * 100), ["check", "m.onnxtext"], status=0),
+    Probe("nested-seq-10000", SEQ_NESTED % ("seq(" * 10000 + "float" + ")" * 10000), ["check", "m.onnxtext"],
+          ("types nested more than 100 deep", "MAX_TYPE_NESTING")),
+    Probe("nested-seq-10000-fmt", SEQ_NESTED % ("seq(" * 10000 + "float" + ")" * 10000), ["fmt", "m.onnxtext"],
+          ("types nested more than 100 deep",)),
+    # --- recursive functions: an error when the Evaluator is built, never a RecursionError
+    Probe("recursive-functions-run", RECURSIVE, 'run({"x": np.ones(2, np.float32)})',
+          ("functions local.F -> local.G -> local.F call each other", "cannot be run")),
+    Probe("self-recursive-function-run", SELF_RECURSIVE, 'run({"x": np.ones(2, np.float32)})',
+          ("function local.H calls itself",)),
+    Probe("recursive-functions-check", RECURSIVE, ["check", "m.onnxtext"], ("fn.recursion",)),
+    Probe("recursive-functions-cli-run", SELF_RECURSIVE, ["run", "m.onnxtext", "--input", "x=[1.0, 2.0]"],
+          ("calls itself",)),
 ]
 
 
@@ -78,7 +152,9 @@ def test_probe(probe, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [os.path.dirname(os.path.dirname(os.path.abspath(onnxtext.__file__)))] + sys.path)}
     try:
-        proc = subprocess.run([sys.executable, "-c", PRELUDE + probe.code], cwd=tmp_path, env=env,
+        command = ([sys.executable, "-m", "onnxtext", *probe.code] if isinstance(probe.code, list)
+                   else [sys.executable, "-c", PRELUDE + probe.code])
+        proc = subprocess.run(command, cwd=tmp_path, env=env,
                               capture_output=True, text=True, errors="replace", timeout=TIME_LIMIT,
                               preexec_fn=_limits)
     except subprocess.TimeoutExpired:

@@ -138,6 +138,11 @@ class Evaluator:
         if opsets:
             self.opsets.update({normalize_domain(k): v for k, v in opsets.items()})
         self.functions = {(f.domain, f.name, getattr(f, "overload", "")): f for f in self.model.functions}
+        from ..checker.recursion import describe_cycle, function_cycles
+
+        cycles = function_cycles(self.model.functions)
+        if cycles:  # a call would expand without end
+            raise EvalError("; ".join(describe_cycle(c) for c in cycles) + ": recursive functions cannot be run")
         from .availability import describe_missing, missing_operators
 
         missing = missing_operators(self.model, self.opsets)

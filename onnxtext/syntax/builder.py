@@ -172,6 +172,7 @@ class Builder(Transformer):
         return tp
 
     def seq_type(self, c):
+        _check_type_depth(c[0])
         tp = TypeProto()
         tp.sequence_type.elem_type.CopyFrom(c[0])
         return self._with_denotation(tp, c[1])
@@ -179,10 +180,12 @@ class Builder(Transformer):
     def map_type(self, c):
         tp = TypeProto()
         tp.map_type.key_type = dtypes.BY_NAME[str(c[0])].enum
+        _check_type_depth(c[1])
         tp.map_type.value_type.CopyFrom(c[1])
         return self._with_denotation(tp, c[2])
 
     def optional_type(self, c):
+        _check_type_depth(c[0])
         tp = TypeProto()
         tp.optional_type.elem_type.CopyFrom(c[0])
         return self._with_denotation(tp, c[1])
@@ -476,6 +479,28 @@ def _type_named_attributes() -> dict:
     if table is None:
         table = _pending.table = {}
     return table
+
+
+# seq(...), optional(...) and map(..., ...) types nest at most this deep: onnx itself decodes about 48 (protobuf's
+# limit of 100 message levels, two per type), and each level copies the one inside, so 10,000 took seconds
+MAX_TYPE_NESTING = 100
+
+
+def _check_type_depth(inner: TypeProto) -> None:
+    depth, tp = 1, inner
+    while depth <= MAX_TYPE_NESTING:
+        kind = tp.WhichOneof("value")
+        if kind == "sequence_type":
+            tp = tp.sequence_type.elem_type
+        elif kind == "optional_type":
+            tp = tp.optional_type.elem_type
+        elif kind == "map_type":
+            tp = tp.map_type.value_type
+        else:
+            return
+        depth += 1
+    raise _err(f"types nested more than {MAX_TYPE_NESTING} deep (seq, optional, map): onnx itself reads about 48 "
+               f"(protobuf's limit of 100 message levels); onnxtext.syntax.builder.MAX_TYPE_NESTING sets the limit")
 
 
 def _is_type_name(tp: TypeProto) -> bool:

@@ -8,6 +8,7 @@ import gc
 import re
 
 from ..errors import OnnxTextError, ParseError, position
+from ..protodepth import deep_messages
 
 # Human words for the grammar's terminals (used in "expected ..." messages).
 _WORDS = {
@@ -129,16 +130,21 @@ def _end_position(text: str):
 
 
 def _parse(text: str, start: str, filename: str | None = None, fast: bool = True):
-    import lark
-
-    from .grammar import get_parser
-    from .builder import Builder
-
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as e:
             raise ParseError(f"the text is not valid UTF-8 (byte {e.start})", filename=filename) from None
+    with deep_messages():  # the builder copies nested parts into their parents (onnxtext/protodepth.py)
+        return _parse_text(text, start, filename, fast)
+
+
+def _parse_text(text: str, start: str, filename: str | None, fast: bool):
+    import lark
+
+    from .builder import Builder
+    from .grammar import get_parser
+
     if fast:  # the accelerated scanner (docs/performance.md); None when Lark must parse the text
         result = _fast(text, start)
         if result is not None:
