@@ -4,7 +4,8 @@ A synthetic ResNet-like model (blocks of Conv, BatchNormalization, Relu and a re
 into their consumers) of about N nodes (default 5,000) is drawn. Two tables, medians of ``--repeat`` runs:
 
 1. generation: building the scene, the dot layout (graphviz-pure), rendering the HTML, and the total; the
-   peer is the layout engine alone making its own SVG of the same graph (``graphviz-pure -Tsvg``);
+   peer is the layout engine alone making its own SVG of the same graph (``graphviz-pure -Tsvg``)
+   (one dot run on the whole graph: onnxtext lays graphs of more than 1,500 boxes out in pieces);
 2. opening in headless Chromium (DevTools protocol, tests/browser.py): from navigation to the load event
    plus two animation frames (the page is painted and its script has run); the peer is the same picture as
    a static .svg file without script.
@@ -73,6 +74,7 @@ def main() -> int:
     from onnxtext.view.render import html_page, svg_markup
     from onnxtext.view.scene import build_scene
 
+    print(f"load average at start: {os.getloadavg()[0]:.1f} (other processes share the machine)")
     model = resnet_like(args.nodes)
     n = len(model.graph.node)
     t_scene, scene = median_time(lambda: build_scene(model), args.repeat)
@@ -120,6 +122,7 @@ def main() -> int:
     print(f"| onnxtext view page (load + 2 frames) | {t_page:.2f} | {t_page / t_svg:.2f} |")
     print(f"| peer: the same picture as a static .svg | {t_svg:.2f} | 1.00 |")
     print(f"| search 'block2/' in the page | {t_search:.3f} | |")
+    print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
     return 0
 
 

@@ -363,6 +363,52 @@ def test_backend_models_with_subgraphs_and_functions_are_drawn_completely():
     assert failures == []
 
 
+def long_chain(blocks: int, shared_input: bool = False) -> str:
+    """A model of ``blocks`` residual blocks (Neg, Relu, Sum) with an If every 50 blocks and a call of a
+    local function; ``shared_input``: every block and the last node also read the graph input ``bias``, so
+    the graph has no narrow point."""
+    lines, x = [], "x"
+    extra = ", bias" if shared_input else ""
+    for k in range(blocks):
+        lines += [f"  n{k} = Neg({x})", f"  r{k} = Relu(n{k})", f"  s{k} = Sum(r{k}, {x}{extra})"]
+        x = f"s{k}"
+        if k % 50 == 49:
+            lines.append(f"  c{k} = Constant <value = bool {{1}}> ()")
+            lines.append(f"  i{k} = If (c{k}) <then_branch = t{k} () => (float[2] o) {{ o = Abs({x}) }}, "
+                         f"else_branch = e{k} () => (float[2] o) {{ o = Identity({x}) }}>")
+            x = f"i{k}"
+    lines.append(f"  f = local.twice ({x})")
+    lines.append(f"  y = Sum(f{extra})")
+    return ('<ir_version: 10, opset_import: ["": 21, "local": 1]>\n'
+            "chain (float[2] x, float[2] bias) => (float[2] y)\n{\n" + "\n".join(lines) + "\n}\n"
+            '<domain: "local", opset_import: ["": 21]>\ntwice (a) => (b) {\n  b = Add(a, a)\n}\n')
+
+
+@pytest.mark.parametrize("shared_input,pieces", [(False, True), (True, False)])
+def test_large_graphs_are_laid_out_in_pieces_at_narrow_points(monkeypatch, shared_input, pieces):
+    from onnxtext.view import layout, segments
+    from onnxtext.view.scene import build_scene
+
+    # the thresholds scaled down 20 times (1,500 -> 75 boxes, pieces of 40), so the test stays fast
+    monkeypatch.setattr(layout, "_LARGE", 75)
+    monkeypatch.setattr(segments, "TARGET_BOXES", 40)
+    model = onnxtext.parse_model(long_chain(120, shared_input))
+    scene = build_scene(model)
+    assert len(scene.boxes) > 360
+    found = segments.split(scene)
+    assert (found is not None) == pieces
+    if found is not None:
+        parts, bridges = found
+        assert len(parts) >= 3 and bridges
+        # each piece holds whole If nodes with their branches; the function is a piece of its own
+        for part in parts:
+            ids = {b.id for b in part.boxes}
+            assert all(c.owner in ids for c in part.clusters if c.owner)
+        assert {b.path.split(".")[0] for b in parts[-1].boxes} == {"functions[0]"}
+        check_drawing(model)
+    # (no layout of the shared-input chain: dot is slow on one value read by every layer, see docs/viewing.md)
+
+
 @needs_browser
 @pytest.mark.parametrize("name", ["light_resnet50.onnx", "light_inception_v1.onnx"])
 def test_live_page_of_a_real_model(browser, tmp_path, name):

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from ..errors import OnnxTextError
 from .scene import Scene
 
-_LARGE = 1500  # boxes above which dot's network simplex iterations are limited
+_LARGE = 1500  # boxes above which a scene is laid out in pieces (segments.py)
 CHAR_W = 7.2  # px per character of the 12px monospace font used for boxes
 LINE_H = 16.0  # px per text line
 PAD_X, PAD_Y = 10.0, 8.0
@@ -84,10 +84,6 @@ def dot_source(scene: Scene) -> str:
             out.append(indent + "}")
 
     emit("", "")
-    if len(scene.boxes) > _LARGE:
-        # dot's x-positioning (network simplex) dominates on thousands of boxes: fewer iterations, a layout
-        # a little less balanced, several times faster (benchmarks/view_speed.py)
-        out.insert(2, "graph [nslimit=0.05, nslimit1=0.05];")
     for lk in scene.links:
         out.append(f"{lk.src} -> {lk.dst} [id={lk.id}];")
     # a subgraph body hangs below the node that owns it: invisible edges from the owner to the boxes of the
@@ -104,7 +100,21 @@ def dot_source(scene: Scene) -> str:
 
 
 def layout(scene: Scene) -> Placed:
-    """Run dot on the scene and read back the positions."""
+    """Run dot on the scene and read back the positions; a large scene in pieces (see segments.py)."""
+    if not scene.boxes:
+        return Placed(0.0, 0.0)
+    if len(scene.boxes) > _LARGE:
+        from . import segments
+
+        found = segments.split(scene)
+        if found is not None:
+            pieces, bridges = found
+            placed = segments.lay_out_pieces(pieces, _layout_whole)
+            return segments.compose(pieces, placed, bridges, Placed)
+    return _layout_whole(scene)
+
+
+def _layout_whole(scene: Scene) -> Placed:
     if not scene.boxes:
         return Placed(0.0, 0.0)
     try:
@@ -154,4 +164,23 @@ def read_layout(doc: dict, scene: Scene) -> Placed:
         elif pts:
             pts.append(pts[-1])
         placed.links[e["id"]] = pts
+    _snap_ends(placed, scene)
     return placed
+
+
+_SNAP = 12.0  # px: dot prints 5 significant digits, so coordinates past 100,000 px are off by up to 5 px
+
+
+def _snap_ends(placed: Placed, scene: Scene) -> None:
+    """Put each link's start on its producer's box and its arrow tip on its consumer's box when rounding
+    left them a few pixels off (tall layouts); a link farther off than that is left as dot drew it."""
+    def clamp(point, box):
+        x, y, w, h = box
+        q = (min(max(point[0], x), x + w), min(max(point[1], y), y + h))
+        return q if abs(q[0] - point[0]) + abs(q[1] - point[1]) <= _SNAP else point
+
+    for lk in scene.links:
+        pts = placed.links.get(lk.id)
+        if pts and lk.src in placed.boxes and lk.dst in placed.boxes:
+            pts[0] = clamp(pts[0], placed.boxes[lk.src])
+            pts[-1] = clamp(pts[-1], placed.boxes[lk.dst])
