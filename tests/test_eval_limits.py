@@ -48,6 +48,7 @@ class Probe:
     code: str | list  # the snippet run after PRELUDE, or an onnxtext command line
     says: tuple = ()  # words the output must contain
     status: int = 1  # expected exit status: 1 for a clean refusal, 0 for a run that must work
+    memory: int = MEMORY_LIMIT  # address space of the child, bytes
 
 
 def nested_ifs(depth: int) -> str:
@@ -96,6 +97,33 @@ H (a) => (b) {
 SEQ_NESTED = "g (%s x) => (float y) {\n  y = Constant <value_float = 1.0> ()\n}\n"
 FEEDS_C_X = '{"c": np.array(%s), "x": np.array([2.0], np.float32)}'
 
+IMAGE = 'g (uint8[N] data) => (uint8[H, W, C] image) {\n  image = ImageDecoder <pixel_format = "RGB"> (data)\n}\n'
+PNG = '''
+import struct, zlib
+def chunk(tag, data):
+    return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
+def png(width, height, idat):
+    return (b"\\x89PNG\\r\\n\\x1a\\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
+def decode(data):
+    run({"data": np.frombuffer(data, np.uint8)})
+'''
+ZIP_BOMB = '''
+z = zlib.compressobj(9)
+idat = b"".join([z.compress(bytes([0, 1, 2, 3]))] + [z.compress(bytes(1 << 20)) for _ in range(1024)] + [z.flush()])
+decode(png(1, 1, idat))  # 1x1 pixel, 1 GiB when inflated
+'''
+JPEG_BOMB = '''
+import io
+from PIL import Image
+buf = io.BytesIO()
+Image.new("RGB", (8, 8)).save(buf, format="JPEG")
+data = bytearray(buf.getvalue())
+sof = data.index(b"\\xff\\xc0")
+data[sof + 5:sof + 9] = struct.pack(">HH", 60000, 60000)  # the header now declares 60000 x 60000 pixels
+decode(bytes(data))
+'''
+
 REGEX = 'g (string[N] x) => (bool[N] y) {\n  y = RegexFullMatch <pattern = "%s"> (x)\n}\n'
 
 PROBES = [
@@ -110,6 +138,15 @@ PROBES = [
           'run({"x": np.array(["aa"], dtype=object)})', ("not valid RE2 syntax", "invalid escape")),
     Probe("regex-lookahead-refused", REGEX % "a(?=b)",
           'run({"x": np.array(["ab"], dtype=object)})', ("not valid RE2 syntax",)),
+    # --- ImageDecoder: decoded sizes checked before anything is allocated
+    Probe("png-zip-bomb", IMAGE, PNG + ZIP_BOMB, ("[[[1, 2, 3]]]",), status=0, memory=7 << 28),  # 1.75 GiB
+    Probe("png-declares-huge-size", IMAGE, PNG + "decode(png(100000, 100000, zlib.compress(bytes(10))))",
+          ("100000 x 100000", "MAX_IMAGE_PIXELS")),
+    Probe("png-over-lowered-limit", IMAGE, PNG + "import onnxtext.evaluator.limits as L\nL.MAX_IMAGE_PIXELS = 99\n"
+          "decode(png(10, 10, zlib.compress(bytes(310))))", ("10 x 10 = 100 pixels", "limit of 99")),
+    Probe("png-under-limit", IMAGE, PNG + "decode(png(2, 1, zlib.compress(bytes([0, 9, 8, 7, 6, 5, 4]))))",
+          ("[[[9, 8, 7], [6, 5, 4]]]",), status=0),
+    Probe("jpeg-bomb", IMAGE, PNG + JPEG_BOMB, ("60000",)),
     # --- nesting: deeper than protobuf's 100 message levels when built bottom-up (33+ nested Ifs)
     Probe("nested-if-40-run-then", nested_ifs(40), "run(" + FEEDS_C_X % "True" + ")", ("[2.0]",), status=0),
     Probe("nested-if-40-run-else", nested_ifs(40), "run(" + FEEDS_C_X % "False" + ")", ("[-2.0]",), status=0),
@@ -141,9 +178,11 @@ PROBES = [
 ]
 
 
-def _limits():
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+def _limits(memory):
+    def apply():
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    return apply
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=[p.id for p in PROBES])
@@ -156,7 +195,7 @@ def test_probe(probe, tmp_path):
                    else [sys.executable, "-c", PRELUDE + probe.code])
         proc = subprocess.run(command, cwd=tmp_path, env=env,
                               capture_output=True, text=True, errors="replace", timeout=TIME_LIMIT,
-                              preexec_fn=_limits)
+                              preexec_fn=_limits(probe.memory))
     except subprocess.TimeoutExpired:
         pytest.fail(f"{probe.id}: no answer within {TIME_LIMIT} s (hang)")
     out = proc.stderr + proc.stdout

@@ -22,6 +22,7 @@ import zlib
 import numpy as np
 
 from ...errors import EvalError
+from ..limits import check_image_pixels
 from ..registry import kernel
 
 _CODEC_SIGNATURES = (
@@ -56,7 +57,12 @@ def _decode_with_pillow(data: bytes, name: str, pixel_format: str) -> np.ndarray
     except ImportError:
         raise UnsupportedImageError(f"ImageDecoder: {name} decoding needs the Pillow image library, an optional "
                                     f"dependency: {PILLOW_HINT}") from None
-    with Image.open(io.BytesIO(data)) as image:
+    try:
+        opened = Image.open(io.BytesIO(data))
+    except Image.DecompressionBombError as e:  # Pillow's own limit (2 x Image.MAX_IMAGE_PIXELS) came first
+        raise EvalError(f"ImageDecoder: the {name} image is too large for Pillow ({e})") from None
+    with opened as image:
+        check_image_pixels(*image.size, f"the {name} image")  # before decoding allocates the pixels
         image.load()  # decode now, inside the caller's error handling (open only reads the header)
         if pixel_format == "Grayscale":
             return np.array(image.convert("L"), dtype=np.uint8)[:, :, None]
@@ -74,6 +80,7 @@ def _decode_bmp(data: bytes) -> np.ndarray:
     if compression not in (0, 3) or bits not in (8, 24, 32):
         raise UnsupportedImageError(f"ImageDecoder: BMP with {bits}-bit pixels and compression {compression} "
                                   "is not supported (only uncompressed 8/24/32-bit)")
+    check_image_pixels(width, abs(height), "the BMP image")
     rows, bottom_up = abs(height), height > 0
     stride = (width * bits + 31) // 32 * 4  # rows are padded to 4 bytes
     raw = np.frombuffer(data, np.uint8, count=stride * rows, offset=offset).reshape(rows, stride)
@@ -101,6 +108,7 @@ def _decode_pnm(data: bytes) -> np.ndarray:
         fields.append(int(m.group(1)))
         pos = m.end()
     width, height = fields[0], fields[1]
+    check_image_pixels(width, height, "the PNM image")
     maxval = fields[2] if needed == 3 else 1
     channels = 3 if kind in (b"3", b"6") else 1
     if kind in (b"4",):  # packed bitmap: 1 is black
@@ -128,39 +136,52 @@ _PNG_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}  # color type -> samples per pixe
 def _png_unfilter(raw: np.ndarray, height: int, stride: int, bpp: int) -> np.ndarray:
     """Undo PNG's per-row filters (None, Sub, Up, Average, Paeth) on the inflated scanlines.
 
-    ``stride`` is always a multiple of ``bpp`` (bpp is 1 below 8 bits per pixel), so a row reshapes
-    to (pixels, bpp) byte lanes.
+    ``stride`` is always a multiple of ``bpp`` (bpp is 1 below 8 bits per pixel), so a row reshapes to
+    (pixels, bpp) byte lanes. Without Average or Paeth rows, row by row (Sub is a running sum). Average and
+    Paeth predict from the decoded left neighbour, so those images are decoded by anti-diagonals: pixel
+    (y, x) needs (y, x-1), (y-1, x) and (y-1, x-1), all on earlier diagonals, so each of the H + W - 1
+    diagonals is one vectorized step, whatever each row's filter.
     """
+    width = stride // bpp
     rows = raw[:height * (stride + 1)].reshape(height, stride + 1)
-    out = np.zeros((height, stride), dtype=np.uint8)
-    prev = np.zeros((stride // bpp, bpp), dtype=np.int64)
-    for y in range(height):  # each row depends on the previous one
-        kind, line = rows[y, 0], rows[y, 1:].astype(np.int64).reshape(-1, bpp)
-        if kind == 0:
-            cur = line
-        elif kind == 1:  # Sub: a running sum along each byte lane, modulo 256
-            cur = np.cumsum(line, axis=0) % 256
-        elif kind == 2:  # Up
-            cur = (line + prev) % 256
-        elif kind in (3, 4):
-            # Average and Paeth predict from the already decoded left pixel, so this walks the
-            # pixels of the row (vectorized over the bytes of a pixel); decoding is not a hot path
-            cur = line.copy()
-            left = upleft = np.zeros(bpp, dtype=np.int64)
-            for x in range(cur.shape[0]):
-                up = prev[x]
-                if kind == 3:
-                    predictor = (left + up) // 2
-                else:
-                    p = left + up - upleft
-                    pa, pb, pc = np.abs(p - left), np.abs(p - up), np.abs(p - upleft)
-                    predictor = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, up, upleft))
-                cur[x] = (line[x] + predictor) % 256
-                left, upleft = cur[x], up
-        else:
-            raise ValueError(f"bad PNG filter {kind}")
-        out[y], prev = cur.reshape(-1), cur
-    return out
+    kinds, lines = rows[:, 0], rows[:, 1:].reshape(height, width, bpp)
+    if kinds.size and kinds.max() > 4:
+        raise ValueError(f"bad PNG filter {kinds.max()}")
+    if not np.isin(kinds, (3, 4)).any():
+        out = np.empty((height, width, bpp), dtype=np.uint8)
+        prev = np.zeros((width, bpp), dtype=np.uint8)
+        for y in range(height):
+            kind, line = kinds[y], lines[y]
+            if kind == 0:
+                prev = line
+            elif kind == 1:  # Sub: a running sum along each byte lane, modulo 256
+                prev = np.cumsum(line, axis=0, dtype=np.uint8)
+            else:  # Up
+                prev = line + prev  # uint8 arithmetic wraps modulo 256
+            out[y] = prev
+        return out.reshape(height, stride)
+    # skewed layout: diagonal k = y + x is row k + 2 of `skew`, pixel y at column y + 1, so a diagonal and its
+    # neighbours are plain slices; entries never written are the zero border (y = -1 or x = -1)
+    n_diag = height + width - 1
+    skew = np.zeros((n_diag + 2, height + 1, bpp), dtype=np.uint8)
+    filtered = np.zeros((n_diag, height, bpp), dtype=np.uint8)
+    yy, xx = np.mgrid[0:height, 0:width]
+    filtered[yy + xx, yy] = lines
+    del yy, xx
+    weights = [(kinds == k).astype(np.int16)[:, None] for k in (1, 2, 3, 4)]  # per row: is Sub, Up, Avg, Paeth
+    for k in range(n_diag):
+        y0, y1 = max(0, k - width + 1), min(height, k + 1)
+        left = skew[k + 1, y0 + 1:y1 + 1].astype(np.int16)
+        up = skew[k + 1, y0:y1].astype(np.int16)
+        upleft = skew[k, y0:y1].astype(np.int16)
+        p = left + up - upleft
+        pa, pb, pc = np.abs(p - left), np.abs(p - up), np.abs(p - upleft)
+        paeth = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, up, upleft))
+        sub, upw, avg, pae = (w[y0:y1] for w in weights)
+        predictor = sub * left + upw * up + avg * ((left + up) >> 1) + pae * paeth
+        skew[k + 2, y0 + 1:y1 + 1] = (filtered[k, y0:y1] + predictor) & 255
+    yy, xx = np.mgrid[0:height, 0:width]
+    return skew[yy + xx + 2, yy + 1].reshape(height, stride)
 
 
 def _decode_png(data: bytes) -> np.ndarray:
@@ -179,10 +200,15 @@ def _decode_png(data: bytes) -> np.ndarray:
     width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", chunks[b"IHDR"])
     if interlace:
         raise UnsupportedImageError("ImageDecoder: interlaced (Adam7) PNG is not supported")
+    check_image_pixels(width, height, "the PNG image")
     channels = _PNG_CHANNELS[color]
     stride = (width * channels * depth + 7) // 8
     bpp = max(channels * depth // 8, 1)
-    raw = np.frombuffer(zlib.decompress(b"".join(idat)), dtype=np.uint8)
+    # inflate no more than the image needs: a tiny image whose stream inflates to gigabytes stops here
+    needed = height * (stride + 1)
+    raw = np.frombuffer(zlib.decompressobj().decompress(b"".join(idat), needed), dtype=np.uint8)
+    if raw.size < needed:
+        raise ValueError("PNG data shorter than its image")
     rows = _png_unfilter(raw, height, stride, bpp)
     if depth == 16:  # keep the high byte, as 8-bit decoders do
         samples = rows.reshape(height, -1, 2)[:, :, 0].reshape(height, width, channels)
@@ -222,7 +248,7 @@ def image_decoder(encoded, pixel_format="RGB"):
             pixels = _decode_pnm(data)
         else:
             raise ValueError("not an image")
-    except UnsupportedImageError:
+    except EvalError:  # an unsupported encoding or a size limit: said, not turned into an empty image
         raise
     except Exception:  # corrupt or unknown data: the spec asks for an empty result
         return np.zeros((0, 0, 1 if pixel_format == "Grayscale" else 3), dtype=np.uint8)
