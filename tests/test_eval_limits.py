@@ -124,6 +124,36 @@ data[sof + 5:sof + 9] = struct.pack(">HH", 60000, 60000)  # the header now decla
 decode(bytes(data))
 '''
 
+STRING_LOOP = '''g (int64 M, string[1] x) => (string[1] y) {
+  y = Loop <
+    body = body (int64 i, bool c, string[1] s) => (bool c2, string[1] s2) {
+      s2 = StringConcat(s, s)
+      c2 = Identity(c)
+    }
+  > (M, "", x)
+}
+'''
+COUNT_LOOP = '''g (int64 M, float x) => (float y) {
+  y = Loop <
+    body = body (int64 i, bool c, float s) => (bool c2, float s2) {
+      s2 = Add(s, s)
+      c2 = Identity(c)
+    }
+  > (M, "", x)
+}
+'''
+SCAN_LOOP = '''g (int64 M, float[1000] x) => (float[M, 1000] y) {
+  y = Loop <
+    body = body (int64 i, bool c) => (bool c2, float[1000] s) {
+      s = Identity(x)
+      c2 = Identity(c)
+    }
+  > (M, "")
+}
+'''
+LOW_LIMIT = "import onnxtext.evaluator.limits as L\nL.MAX_ALLOCATION_BYTES = 100 << 20\n"
+SHAPE_OP = "g (int64[%d] shape) => (float y) {\n  y = %s\n}\n"
+
 REGEX = 'g (string[N] x) => (bool[N] y) {\n  y = RegexFullMatch <pattern = "%s"> (x)\n}\n'
 
 PROBES = [
@@ -147,6 +177,28 @@ PROBES = [
     Probe("png-under-limit", IMAGE, PNG + "decode(png(2, 1, zlib.compress(bytes([0, 9, 8, 7, 6, 5, 4]))))",
           ("[[[9, 8, 7], [6, 5, 4]]]",), status=0),
     Probe("jpeg-bomb", IMAGE, PNG + JPEG_BOMB, ("60000",)),
+    # --- memory guard: sizes that come from data, checked before allocating
+    Probe("constant-of-shape-huge", SHAPE_OP % (2, "ConstantOfShape(shape)"),
+          'run({"shape": np.array([10 ** 11, 10 ** 11])})', ("ConstantOfShape", "10000000000000000000000 elements",
+                                                            "MAX_ALLOCATION_BYTES")),
+    Probe("constant-of-shape-negative", SHAPE_OP % (2, "ConstantOfShape(shape)"), 'run({"shape": np.array([3, -2])})',
+          ("negative dimension",)),
+    Probe("expand-huge", SHAPE_OP % (3, "Expand(shape, shape)"),
+          'run({"shape": np.array([10 ** 9, 10 ** 9, 1])})', ("Expand", "MAX_ALLOCATION_BYTES")),
+    Probe("tile-huge", "g (float[2] x, int64[1] r) => (float y) {\n  y = Tile(x, r)\n}\n",
+          'run({"x": np.ones(2, np.float32), "r": np.array([10 ** 15])})', ("Tile", "MAX_ALLOCATION_BYTES")),
+    Probe("range-huge", "g (int64 a, int64 b, int64 d) => (int64 y) {\n  y = Range(a, b, d)\n}\n",
+          'run({"a": np.array(0), "b": np.array(10 ** 17), "d": np.array(1)})', ("Range", "MAX_ALLOCATION_BYTES")),
+    Probe("loop-doubling-string", STRING_LOOP, LOW_LIMIT + 'run({"M": np.array(100), "x": np.array(["ab"], object)})',
+          ("StringConcat", "limit of 104857600 bytes")),
+    Probe("loop-doubling-string-small", STRING_LOOP, 'run({"M": np.array(3), "x": np.array(["ab"], object)})',
+          ("['abababababababab']",), status=0),
+    Probe("loop-scan-output-growth", SCAN_LOOP, LOW_LIMIT + 'run({"M": np.array(10 ** 12), '
+          '"x": np.ones(1000, np.float32)})', ("Loop scan output 0", "MAX_ALLOCATION_BYTES")),
+    Probe("loop-1e12-timeout", COUNT_LOOP, 'run({"M": np.array(10 ** 12), "x": np.array(1.0, np.float32)}, timeout=2)',
+          ("Loop", "timed out")),
+    Probe("loop-iteration-limit", COUNT_LOOP, "import onnxtext.evaluator.limits as L\nL.MAX_LOOP_ITERATIONS = 1000\n"
+          'run({"M": np.array(10 ** 12), "x": np.array(1.0, np.float32)})', ("more than 1000 iterations",)),
     # --- nesting: deeper than protobuf's 100 message levels when built bottom-up (33+ nested Ifs)
     Probe("nested-if-40-run-then", nested_ifs(40), "run(" + FEEDS_C_X % "True" + ")", ("[2.0]",), status=0),
     Probe("nested-if-40-run-else", nested_ifs(40), "run(" + FEEDS_C_X % "False" + ")", ("[-2.0]",), status=0),

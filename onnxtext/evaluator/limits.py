@@ -1,4 +1,4 @@
-"""The evaluator's limits on sizes that come from data: decoded image pixels (more to come here).
+"""The evaluator's limits on sizes that come from data: tensor allocations, Loop iterations, decoded images.
 
 A small input can ask for a huge result: a PNG of a few hundred bytes can declare 65535 x 65535 pixels or
 inflate to gigabytes, a JPEG header can declare 4 GB of pixels. Kernels call these checks with the size
@@ -9,7 +9,10 @@ raise it. The defaults are far above what real models need; change them by assig
 
 from __future__ import annotations
 
+import math
 import os
+
+import numpy as np
 
 from ..errors import EvalError
 
@@ -36,3 +39,39 @@ def check_image_pixels(width: int, height: int, what: str) -> None:
         raise EvalError(f"ImageDecoder: {what} declares {width} x {height} = {width * height} pixels, above the "
                         f"limit of {MAX_IMAGE_PIXELS} (onnxtext.evaluator.limits.MAX_IMAGE_PIXELS, or "
                         f"ONNXTEXT_MAX_IMAGE_PIXELS in the environment)")
+
+
+def _machine_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not POSIX: no guess, 64 GiB
+        return 64 << 30
+
+
+#: Bytes one tensor a kernel computes from data may take (ConstantOfShape, Expand, Tile, Range, StringConcat,
+#: a Loop's stacked scan outputs): the machine's physical memory, since a larger tensor cannot be held anyway.
+MAX_ALLOCATION_BYTES = _from_env("ONNXTEXT_MAX_ALLOCATION_BYTES", _machine_memory())
+
+#: Iterations of one Loop (the trip count may be larger when the condition ends the loop earlier, as exporters
+#: write it). A run can also be stopped by ``Evaluator.run(..., timeout=)`` or Ctrl-C.
+MAX_LOOP_ITERATIONS = _from_env("ONNXTEXT_MAX_LOOP_ITERATIONS", 10 ** 8)
+
+
+def check_allocation(shape, itemsize: int, what: str) -> None:
+    """Refuse a tensor of ``shape`` (a sequence of ints, or an element count) of ``itemsize`` bytes per
+    element above :data:`MAX_ALLOCATION_BYTES`, or with a negative dimension, before it is allocated."""
+    dims = [int(shape)] if isinstance(shape, (int, np.integer)) else [int(d) for d in shape]
+    if any(d < 0 for d in dims):
+        raise EvalError(f"{what}: negative dimension in {dims}")
+    count = math.prod(dims)
+    if count * itemsize > MAX_ALLOCATION_BYTES:
+        shown = dims if len(dims) <= 8 and all(len(str(d)) < 20 for d in dims) else f"{len(dims)} dimensions"
+        raise EvalError(f"{what}: the result would be {shown} = {count} elements ({count * itemsize} bytes), above "
+                        f"the evaluator's limit of {MAX_ALLOCATION_BYTES} bytes per tensor (the machine's memory; "
+                        f"onnxtext.evaluator.limits.MAX_ALLOCATION_BYTES or ONNXTEXT_MAX_ALLOCATION_BYTES)")
+
+
+def check_loop_iterations(done: int, what: str) -> None:
+    if done >= MAX_LOOP_ITERATIONS:
+        raise EvalError(f"{what}: more than {MAX_LOOP_ITERATIONS} iterations (onnxtext.evaluator.limits."
+                        f"MAX_LOOP_ITERATIONS or ONNXTEXT_MAX_LOOP_ITERATIONS; or stop runs with timeout=)")

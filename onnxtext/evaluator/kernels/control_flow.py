@@ -12,6 +12,7 @@ import numpy as np
 
 from ... import dtypes
 from ...errors import EvalError
+from ..limits import check_allocation, check_loop_iterations
 from ..registry import kernel
 
 
@@ -50,13 +51,18 @@ def loop(ctx, M, cond, *v_initial, body):
     carried = list(v_initial)
     scans: list[list] = [[] for _ in range(n_scan)]
     i = 0
+    scan_bytes = [0] * n_scan
     while keep_going and (max_trips is None or i < max_trips):
+        check_loop_iterations(i, "Loop")
         out = run_body([np.array(i, dtype=np.int64), np.array(keep_going), *carried])
         if cond is not None:  # without a cond input the body's condition output is ignored
             keep_going = _truth(out[0])
         carried = out[1:1 + n_carried]
         for k in range(n_scan):
-            scans[k].append(out[1 + n_carried + k])
+            value = np.asarray(out[1 + n_carried + k])
+            scan_bytes[k] += value.nbytes
+            check_allocation(scan_bytes[k], 1, f"Loop scan output {k} after {i + 1} iterations")
+            scans[k].append(value)
         i += 1
     stacked = [np.stack(s) if s else _empty_scan_output(body.output[1 + n_carried + k])
                for k, s in enumerate(scans)]

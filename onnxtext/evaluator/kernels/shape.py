@@ -13,6 +13,7 @@ import threading
 import numpy as np
 
 from ... import dtypes
+from ..limits import check_allocation
 from ..registry import kernel
 
 
@@ -104,6 +105,7 @@ def unsqueeze(data, axes):
 @kernel("Expand", since=8)
 def expand(data, shape):
     out_shape = np.broadcast_shapes(data.shape, tuple(_ints(shape)))
+    check_allocation(out_shape, data.dtype.itemsize, "Expand")
     return np.array(np.broadcast_to(data, out_shape))
 
 
@@ -337,7 +339,10 @@ def tile_1(data, tiles, axis):
 
 @kernel("Tile", since=6)
 def tile(data, repeats):
-    return np.tile(data, _ints(repeats))
+    reps = _ints(repeats)
+    check_allocation([d * r for d, r in zip(data.shape, reps)] if len(reps) == data.ndim else [data.size, *reps],
+                     data.dtype.itemsize, "Tile")
+    return np.tile(data, reps)
 
 
 _NP_PAD_MODE = {"constant": "constant", "reflect": "reflect", "edge": "edge", "wrap": "wrap"}
@@ -433,6 +438,7 @@ def space_to_depth(data, blocksize, mode="DCR"):
 @kernel("ConstantOfShape", since=9)
 def constant_of_shape(shape, value=None):
     value = np.zeros(1, np.float32) if value is None else np.asarray(value)
+    check_allocation(_ints(shape), value.dtype.itemsize, "ConstantOfShape")
     return np.full(_ints(shape), value.reshape(-1)[0], dtype=value.dtype)
 
 
@@ -455,6 +461,7 @@ def range_(start, limit, delta, stash_type=1):
         count = max(-(-(int(l) - int(s)) // int(d)), 0)
     else:
         count = max(math.ceil((float(l) - float(s)) / float(d)), 0)
+    check_allocation(count, np.dtype(work).itemsize, "Range")
     out = s + np.arange(count).astype(work) * d
     return out.astype(out_type)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import EvalError
+from ..limits import check_allocation
 from ..registry import kernel
 
 
@@ -48,7 +49,11 @@ def string_normalizer(x, case_change_action="NONE", is_case_sensitive=0, locale=
 
 @kernel("StringConcat", since=20)
 def string_concat(x, y):
-    return np.asarray(np.add(_strings(x), _strings(y)), dtype=object)
+    x, y = _strings(x), _strings(y)
+    longest = max((len(s) for s in x.reshape(-1).tolist()), default=0) + max((len(s) for s in y.reshape(-1).tolist()),
+                                                                           default=0)
+    check_allocation(np.broadcast_shapes(x.shape, y.shape) + (longest,), 1, "StringConcat")  # characters
+    return np.asarray(np.add(x, y), dtype=object)
 
 
 @kernel("StringSplit", since=20)
