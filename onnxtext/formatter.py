@@ -366,7 +366,7 @@ def _might_have_comments(text: str) -> bool:
     return "#" in text or "//" in text.replace("///", "")
 
 
-def format_text(text: str, *, filename: str | None = None) -> str:
+def format_text(text: str, *, filename: str | None = None, width: int = 100) -> str:
     """The canonical form of onnxtext ``text`` (any kind: model, graph, function, node), comments kept.
 
     Raises :class:`onnxtext.ParseError` (with ``filename``, line and column) on bad input, and
@@ -376,7 +376,7 @@ def format_text(text: str, *, filename: str | None = None) -> str:
     from .printing.printer import to_text
 
     proto = parse(text, filename=filename)
-    canonical = to_text(proto)
+    canonical = to_text(proto, width=width)
     result = canonical
     if _might_have_comments(text):
         start, root = _KINDS[type(proto).__name__]

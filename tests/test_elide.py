@@ -123,8 +123,11 @@ def test_summary_shows_dtype_shape_and_statistics():
     line = text.splitlines()[_first_elided_line(text) - 1]
     assert "float[10, 10] W = elided {" in line
     stats = dict(re.findall(r"(min|max|mean): ([-+0-9.e]+)", line))
-    assert float(stats["min"]) == float(BIG.min()) and float(stats["max"]) == float(BIG.max())
-    assert float(stats["mean"]) == pytest.approx(float(BIG.astype(np.float64).mean()))
+    # 4 significant digits
+    assert all(len(re.sub(r"e.*|[-.]|^0*", "", v)) <= 4 for v in stats.values()), stats
+    assert float(stats["min"]) == pytest.approx(float(BIG.min()), rel=1e-3)
+    assert float(stats["max"]) == pytest.approx(float(BIG.max()), rel=1e-3)
+    assert float(stats["mean"]) == pytest.approx(float(BIG.astype(np.float64).mean()), rel=1e-3, abs=1e-6)
 
 
 def test_digest_tells_tensors_apart():

@@ -195,3 +195,43 @@ def test_names_that_are_not_utf8_print_as_escaped_bytes():
     assert '"\\xff"' in text and '"\\xc3("' in text
     with pytest.raises(onnxtext.ParseError, match="UTF-8"):
         onnxtext.parse_node(text)
+
+
+# ---------------------------------------------------------------------------------------------- brief
+def _documented_model():
+    n = oh.make_node("Relu", ["x"], ["y"], doc_string="a short note")
+    n.metadata_props.add(key="pkg.torch.onnx.stack_trace", value="File x.py, line 1\n" * 20)
+    n.metadata_props.add(key="namespace", value="model/layer")
+    n2 = oh.make_node("Neg", ["y"], ["z"], doc_string="a long explanation " * 10)
+    g = oh.make_graph([n, n2], "g", [oh.make_tensor_value_info("x", 1, [2])], [oh.make_tensor_value_info("z", 1, [2])])
+    return oh.make_model(g)
+
+
+def test_brief_hides_metadata_values_and_long_docs_and_counts_them():
+    text = to_text(_documented_model(), brief=True)
+    assert text.startswith("# brief: 2 metadata entries and 1 doc strings hidden")
+    assert "stack_trace" not in text and "@metadata_props elided {entries: 2}" in text
+    assert "/// a short note" in text and "long explanation" not in text
+    assert "@doc_string elided {characters: 190}" in text
+    with pytest.raises(onnxtext.ParseError):  # a reading view: it never compiles into a poorer model
+        onnxtext.parse_model(text)
+
+
+def test_brief_of_a_model_with_nothing_to_hide_is_the_full_text():
+    m = _documented_model()
+    for n in m.graph.node:
+        n.ClearField("metadata_props")
+    m.graph.node[1].doc_string = "short"
+    assert to_text(m, brief=True) == to_text(m)
+
+
+def test_metadata_is_compact_and_indented_with_its_node():
+    m = _documented_model()
+    lines = to_text(m, width=100).split("\n")
+    start = next(i for i, line in enumerate(lines) if "@metadata_props" in line)
+    node = next(i for i, line in enumerate(lines) if "= Relu(x)" in line)
+    # a first entry longer than the line starts on the next one; the bracket closes on the last entry
+    assert node - start == 3 and lines[start] == "  @metadata_props ["
+    assert lines[start + 1].startswith('    "pkg.torch.onnx.stack_trace"')
+    assert lines[start + 2] == '    "namespace": "model/layer"]'
+    assert lines[node].startswith("  y = Relu(x)")

@@ -22,6 +22,7 @@ def add_arguments(p):
     p.add_argument("--check", action="store_true",
                    help="write nothing; list the files that would change and exit 1 if there are any")
     p.add_argument("-q", "--quiet", action="store_true", help="do not report reformatted files")
+    p.add_argument("--width", type=int, default=100, help="line width of the canonical layout (default 100)")
 
 
 def _expand(files):
@@ -73,7 +74,7 @@ def run(args) -> int:
             status = 2
             continue
         try:
-            result = format_text(text, filename=name)
+            result = format_text(text, filename=name, width=args.width)
         except OnnxTextError as e:  # syntax errors: file:line:col, the line and a caret
             print(str(e), file=sys.stderr)
             status = max(status, 1)

@@ -25,7 +25,7 @@ from ..errors import OnnxTextError
 
 HELP = "configure git to diff .onnx files as text"
 
-DEFAULT_COMMAND = "onnxtext print --elide"
+DEFAULT_COMMAND = "onnxtext print --elide --brief"
 #: Graphs and functions start at column 0 with their (possibly quoted) name, then ``(`` or ``<``
 #: (see Printer.print_graph / print_function); nodes are indented, headers start with ``<``.
 XFUNCNAME = r'^("[^"]*"|[A-Za-z_][A-Za-z0-9_.]*) [(<].*$'

@@ -26,6 +26,8 @@ def add_arguments(p):
     p.add_argument("--max-inline", type=int, default=256, metavar="N",
                    help="raw tensors with more than N elements print as a base64 block (default 256; -1: never)")
     p.add_argument("--width", type=int, default=100, help="line width (default 100)")
+    p.add_argument("--brief", action="store_true", help="a reading view: hide metadata values and doc strings "
+                   "longer than 60 characters, saying how many it hid (such text does not parse back)")
     p.add_argument("--shapes", action="store_true", help="add the inferred type of every node output of the main "
                    "graph as value_info, each marked '/// inferred by onnxtext print --shapes' (docs/checker.md)")
     add_external_arguments(p, "text")
@@ -61,7 +63,7 @@ def run(args) -> int:
     from ..printing.printer import to_text
     from ..progress import from_args
 
-    options = dict(width=args.width, elide=args.elide, max_inline=None if args.max_inline < 0 else args.max_inline)
+    options = dict(width=args.width, elide=args.elide, brief=args.brief, max_inline=None if args.max_inline < 0 else args.max_inline)
     text_dir = model_dir(args.output) if args.output else os.getcwd()
     with from_args(args) as progress:
         model = load(args.input, load_external_data=False, progress=progress)

@@ -204,6 +204,8 @@ class _Bulk:
         q = quoted.astype(np.int64)
         seg_start = np.stack([type_start, q_start[q], name_s, q_start[2 + q]], 1).astype(_I)
         seg_len = np.stack([type_len, q_len[q], name_n, q_len[2 + q]], 1).astype(_I)
+        # within the width (the reference breaks a long shape)
+        ok &= seg_len.sum(1) - 1 + len(printer.ind) * (self.level + 1) <= printer.width
         seg_len[~ok] = 0
         fast = self._text(starts, ends, seg_start, seg_len).split("\n")
         out = [None] * n
@@ -296,13 +298,15 @@ class _Bulk:
         end = np.where(n_in > 0, END + 2 * q[rows, O_MAX + np.clip(n_in, 1, I_MAX)], EMPTY_END)
         seg_start[:, -1], seg_len[:, -1] = g_start[end], g_len[end]
 
+        # one line within the width, as the reference decides (longer statements break: the reference)
+        ok &= seg_len.sum(1) - 1 <= printer.width
         slow = np.flatnonzero(~ok)
         if len(slow):  # the reference method's text, as one segment of its row
             seg_len[slow] = 0
             nodes = self.g.node
             for i in slow.tolist():
                 text = printer.print_node(nodes[row0 + i], self.level + 1)
-                text = pad + (_indent_first_lines(text, pad) if "\n" in text else text) + "\n"
+                text = pad + text + "\n"
                 seg_start[i, 0], seg_len[i, 0] = pool.add(text)
         return self._text(starts, ends, seg_start, seg_len)
 
@@ -343,8 +347,9 @@ class _Bulk:
                 return None
             type_names = element_type_attributes(key[2].decode("utf-8"), key[1].decode("utf-8"))
             items = [printer.print_attribute(a, level + 1, type_names) for a in attrs]
-            text = printer._list("<", items, ">", level, force_multiline=any("\n" in i for i in items) and
-                                 len(items) > 1)
+            text = "<" + ", ".join(items) + ">"  # as print_node joins them when the line fits the width
+            if "\n" in text:
+                return None
         except Exception:  # noqa: BLE001 - the reference method meets it again, in the reference order
             return None
         return self.pool.add(" " + text + " ")
@@ -468,6 +473,7 @@ class _Bulk:
         sep = k > 0
         seg_start[rows[sep], 2 + 2 * k[sep]], seg_len[rows[sep], 2 + 2 * k[sep]] = c_start[0], c_len[0]
         seg_start[:, -1], seg_len[:, -1] = c_start[1], c_len[1]
+        ok &= seg_len.sum(1) - 1 + len(printer.ind) * (self.level + 1) <= printer.width  # the reference's fit
         seg_len[~ok] = 0
 
         fast = self._text(starts, ends, seg_start, seg_len).split("\n")
@@ -479,9 +485,3 @@ class _Bulk:
         for i in np.flatnonzero(~ok).tolist():
             out[i] = printer.print_initializer(inits[row0 + i], self.level + 1)
         return out
-
-
-def _indent_first_lines(text: str, pad: str) -> str:
-    from .printer import _indent_first_lines as f
-
-    return f(text, pad)

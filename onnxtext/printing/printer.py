@@ -41,7 +41,7 @@ from onnx import (AttributeProto, FunctionProto, GraphProto, ModelProto, NodePro
                   TensorProto, TypeProto, ValueInfoProto)
 
 from .. import dtypes, tensors
-from . import fastprint
+from . import fastprint, layout
 from ..vocabulary import ATTR_TYPE_NAMES, element_type_attributes
 from ..errors import OnnxTextError
 # the literal atoms (re-exported: other modules and tests import them from here)
@@ -54,8 +54,10 @@ class Printer:
     """Prints protos as onnxtext. Methods return strings; nested blocks are indented by ``level``."""
 
     def __init__(self, width: int = 100, indent: str = "  ", max_inline: int | None = 256, elide: bool = False,
-                 elide_threshold: int = 32, style: str = "onnxtext"):
+                 elide_threshold: int = 32, style: str = "onnxtext", brief: bool = False):
         self.width = width
+        self.brief = brief  # hide metadata values and long doc strings (a reading view: it does not parse)
+        self.hidden = {"metadata": 0, "doc": 0}  # what brief mode hid
         self.ind = indent
         self.max_inline = max_inline
         self.elide = elide
@@ -68,37 +70,36 @@ class Printer:
         # Block deferral (set by to_text): big base64 blocks are replaced by a placeholder until the whole
         # text is laid out, then encoded straight into the final buffer (see _fill_blocks): the megabytes
         # are not copied at every nesting level, and no second copy of all weights is held at any time.
-        self._blobs: list[tuple[TensorProto, int]] | None = None  # (tensor, length of its raw_data)
+        self._blobs: list[tuple] | None = None  # (tensor, length of its raw_data, line indentation, chars per line)
 
     # ------------------------------------------------------------------ layout helpers
-    def _list(self, open_: str, items: list[str], close: str, level: int, force_multiline=False) -> str:
+    # (layout.py places the items; ``lead`` is the column where ``open_`` starts, by default the level's
+    # indentation: a list that follows other text on its line passes the length of that text)
+    def _list(self, open_: str, items: list[str], close: str, level: int, force_multiline=False,
+              lead: int | None = None) -> str:
         """``open items close`` on one line when it fits, else one item per line."""
         if not force_multiline:
             one = open_ + ", ".join(items) + close
-            if "\n" not in one and len(one) + len(self.ind) * level <= self.width:
+            if layout.fits(len(self.ind) * level if lead is None else lead, one, self.width):
                 return one
-        if not items:
-            return open_ + close
-        pad = self.ind * (level + 1)
-        if any(map(_ANNOTATED, items)):
-            items = [_indent_first_lines(it, pad) for it in items]
-        return f"{open_}\n{pad}" + (",\n" + pad).join(items) + f"\n{self.ind * level}{close}"
+        return layout.one_per_line(open_, items, close, self.ind * level, self.ind * (level + 1))
 
-    def _wrapped_values(self, open_: str, values: list[str], close: str, level: int) -> str:
-        """A literal list filled to the width (many short numbers per line)."""
+    def _wrapped_values(self, open_: str, values: list[str], close: str, level: int, lead: int | None = None,
+                        row: int = 0) -> str:
+        """A literal list: one line when it fits, else a fixed number of values per line (whole rows of
+        ``row`` values when a row fits), so that a changed value changes one line."""
         one = open_ + ", ".join(values) + close
-        if len(one) + len(self.ind) * level <= self.width:
+        if layout.fits(len(self.ind) * level if lead is None else lead, one, self.width):
             return one
-        pad = self.ind * (level + 1)
-        lines, cur = [], pad
-        for v in values:
-            piece = v + ","
-            if len(cur) + len(piece) + 1 > self.width and cur.strip():
-                lines.append(cur.rstrip())
-                cur = pad
-            cur += piece + " "
-        lines.append(cur.rstrip().rstrip(","))
-        return open_ + "\n" + "\n".join(lines) + "\n" + self.ind * level + close
+        return layout.fixed_rows(open_, values, close, self.ind * level, self.ind * (level + 1), self.width, row)
+
+    def _filled(self, open_: str, items: list[str], close: str, level: int, lead: int | None = None) -> str:
+        """One line when it fits, else as many items per line as fit (metadata, pairs)."""
+        lead = len(self.ind) * level if lead is None else lead
+        one = open_ + ", ".join(items) + close
+        if layout.fits(lead, one, self.width) or not items:
+            return one
+        return layout.filled(open_, items, close, lead, self.ind * (level + 1), self.width)
 
     def _annotations(self, msg, level: int, skip=("doc_string",), doc=True, spec=None) -> list[str]:
         """``/// doc`` lines and ``@field value`` lines for fields the main syntax does not show
@@ -109,10 +110,25 @@ class Printer:
             out.extend(self.print_doc(msg.doc_string))
         for fd, field, repeated in fields:
             if (len(getattr(msg, field)) if repeated else msg.HasField(field)):
-                out.append(f"@{field} " + self.print_datum(msg, fd, level))
+                out.append(self._annotation(msg, fd, level))
         return out
 
+    def _annotation(self, msg, fd, level: int) -> str:
+        """``@field value`` (in brief mode, metadata values are hidden and counted)."""
+        if self.brief and fd.name == "metadata_props":
+            n = len(msg.metadata_props)
+            self.hidden["metadata"] += n
+            return f"@metadata_props elided {{entries: {n}}}"
+        return f"@{fd.name} " + self.print_datum(msg, fd, level, len(self.ind) * level + len(fd.name) + 2)
+
     def print_doc(self, doc: str) -> list[str]:
+        """``///`` lines, or ``@doc_string "..."`` when a line would not survive as a comment (a CR, other
+        controls, edge spaces)."""
+        if self.brief and len(doc) > _BRIEF_DOC:
+            self.hidden["doc"] += 1
+            return [f"@doc_string elided {{characters: {len(doc)}}}"]
+        if not self.doc_is_comment_safe(doc):
+            return ["@doc_string " + quote(doc)]
         return ["///" + (" " + line if line else "") for line in doc.split("\n")]
 
     @staticmethod
@@ -123,20 +139,20 @@ class Printer:
                 (" ", "\t")) for line in doc.split("\n"))
 
     # ------------------------------------------------------------------ generic data (annotations, headers)
-    def print_datum(self, msg, fd, level: int) -> str:
+    def print_datum(self, msg, fd, level: int, lead: int | None = None) -> str:
         value = getattr(msg, fd.name)
         if fd.is_repeated:
             if fd.message_type is not None:
                 mt = fd.message_type.name
                 if mt in ("StringStringEntryProto", "OperatorSetIdProto"):
-                    return self.print_pairs(value, level)
-                return self._list("[", [self.print_record(v, level + 1) for v in value], "]", level)
-            return self._list("[", [self._scalar(fd, v) for v in value], "]", level)
+                    return self.print_pairs(value, level, lead)
+                return self._list("[", [self.print_record(v, level + 1) for v in value], "]", level, lead=lead)
+            return self._filled("[", [self._scalar(fd, v) for v in value], "]", level, lead)
         if fd.message_type is not None:
             return self.print_record(value, level)
         return self._scalar(fd, value)
 
-    def print_pairs(self, entries, level: int) -> str:
+    def print_pairs(self, entries, level: int, lead: int | None = None) -> str:
         """``["key": "value", ...]`` (StringStringEntryProto, OperatorSetIdProto); entries with an unset
         field print as ``[{field: value}, ...]`` records, which keep field presence."""
         if not self.onnx_style and not all(len(e.ListFields()) == 2 for e in entries):
@@ -147,9 +163,7 @@ class Printer:
                 items.append(f"{quote(e.domain)}: {e.version}")
             else:
                 items.append(f"{quote(e.key)}: {quote(e.value)}")
-        if not items:
-            return "[]"
-        return self._list("[", items, "]", level)
+        return self._filled("[", items, "]", level, lead)
 
     def print_record(self, msg, level: int) -> str:
         items = []
@@ -197,7 +211,7 @@ class Printer:
         lines = ["training_info {"]
         for key in ("initialization", "algorithm"):
             if t.HasField(key):
-                lines.append(f"{pad}{key}: " + _indent_first_lines(self.print_graph(getattr(t, key), level + 1), pad))
+                lines.append(f"{pad}{key}: " + self.print_graph(getattr(t, key), level + 1))
         for key in ("initialization_binding", "update_binding"):
             if len(getattr(t, key)):
                 lines.append(f"{pad}{key}: " + self.print_pairs(getattr(t, key), level + 1))
@@ -217,14 +231,21 @@ class Printer:
             values = [self.print_value_info(v, level + 1) for v in g.value_info]
             values += [self.print_initializer(t, level + 1) for t in g.initializer]
         values += [self.print_sparse_initializer(s, level + 1) for s in g.sparse_initializer]
-        multiline_io = any("\n" in x for x in ins + outs)
-        sig = (name(g.name) + " " + self._list("(", ins, ")", level, multiline_io) + " => " +
-               self._list("(", outs, ")", level, multiline_io))
+        sig = self._signature(name(g.name) + " ", ins, outs, level)
         lines = ann + [sig]
         if values:
             lines.append(self._list("<", values, ">", level, force_multiline=len(values) > 1 or any(
                 "\n" in v for v in values)))
         return _block(lines, fast[4]() if fast else self.print_nodes(g.node, level), self.ind * level, bool(values))
+
+    def _signature(self, head: str, ins: list[str], outs: list[str], level: int) -> str:
+        """``head(ins) => (outs)`` on one line when it fits, else both lists one entry per line."""
+        one = head + "(" + ", ".join(ins) + ") => (" + ", ".join(outs) + ")"
+        if layout.fits(len(self.ind) * level, one, self.width):
+            return one
+        pad, inner = self.ind * level, self.ind * (level + 1)
+        return (head + layout.one_per_line("(", ins, ")", pad, inner) + " => " +
+                layout.one_per_line("(", outs, ")", pad, inner))
 
     def print_nodes(self, nodes, level: int) -> str:
         if not nodes:
@@ -233,7 +254,7 @@ class Printer:
         lines = ["{"]
         for n in nodes:
             text = self.print_node(n, level + 1)
-            lines.append(pad + (_indent_first_lines(text, pad) if "\n" in text else text))
+            lines.append(pad + text)
         lines.append(self.ind * level + "}")
         return "\n".join(lines)
 
@@ -244,7 +265,10 @@ class Printer:
     def print_value_info(self, v: ValueInfoProto, level: int = 0) -> str:
         ann = self._annotations(v, level, skip=("doc_string", "name", "type"))
         text = (self.print_type(v.type) + " " if v.HasField("type") else "") + self._name(v.name)
-        return "\n".join(ann + [text]) if ann else text
+        if (len(text) + len(self.ind) * level > self.width and v.type.HasField("tensor_type")
+                and len(v.type.tensor_type.shape.dim)):
+            text = self.print_type(v.type, level) + " " + self._name(v.name)  # long dims: one per line
+        return ("\n" + self.ind * level).join(ann + [text]) if ann else text
 
     def print_initializer(self, t: TensorProto, level: int) -> str:
         return self._tensor_constant(t, level, True)
@@ -253,7 +277,7 @@ class Printer:
         ann = self._annotations(s, level, skip=("values", "indices", "dims"))
         dt = _dtype_name(s.values.data_type)
         dims = "[" + ", ".join(str(d) for d in s.dims) + "]"
-        return "\n".join(ann + [f"sparse_tensor({dt}{dims}) {name(s.values.name)} = " +
+        return ("\n" + self.ind * level).join(ann + [f"sparse_tensor({dt}{dims}) {name(s.values.name)} = " +
                                 self.print_sparse_data(s, level)])
 
     def print_sparse_data(self, s: SparseTensorProto, level: int) -> str:
@@ -272,11 +296,11 @@ class Printer:
         dims = t.dims
         return _dtype_name(t.data_type) + ("[" + ", ".join(map(str, dims)) + "]" if len(dims) else "")
 
-    def print_tensor(self, t: TensorProto, level: int = 0) -> str:
-        """A tensor constant: ``float[2] name = {...}`` (name omitted when empty)."""
-        return self._tensor_constant(t, level, False)
+    def print_tensor(self, t: TensorProto, level: int = 0, lead: int | None = None) -> str:
+        """A tensor constant: ``float[2] name = {...}`` (name omitted when empty); ``lead``: its column."""
+        return self._tensor_constant(t, level, False, lead)
 
-    def _tensor_constant(self, t: TensorProto, level: int, initializer: bool) -> str:
+    def _tensor_constant(self, t: TensorProto, level: int, initializer: bool, lead: int | None = None) -> str:
         # hot on graphs with many small constants: each proto field is read once
         ann = None
         if any(map(len, _TENSOR_EXTRA_REPEATED(t))) or any(map(t.HasField, _TENSOR_PRESENCE)):
@@ -289,15 +313,20 @@ class Printer:
         nm = t.name
         if initializer or nm or (t.HasField("name") and not self.onnx_style):  # a set "" name prints as ""
             head += " " + self._names[nm]
-        text = head + " = " + self.print_tensor_data(t, level, dt, math.prod(dims))
-        return "\n".join(ann + [text]) if ann else text
+        if ann or lead is None:
+            lead = len(self.ind) * level
+        text = head + " = " + self.print_tensor_data(t, level, dt, math.prod(dims), lead + len(head) + 3)
+        return ("\n" + self.ind * level).join(ann + [text]) if ann else text
 
-    def print_tensor_data(self, t: TensorProto, level: int, dt=None, count: int | None = None) -> str:
+    def print_tensor_data(self, t: TensorProto, level: int, dt=None, count: int | None = None,
+                          lead: int | None = None) -> str:
         """The data part of a tensor constant: ``{...}`` (typed fields), ``raw {...}`` or a ``base64`` block
         (raw_data; the block above ``max_inline`` elements or when the bytes do not fit the shape).
-        ``dt`` and ``count``: the element type and count when the caller has them."""
+        ``dt`` and ``count``: the element type and count when the caller has them; ``lead``: the column
+        where the data starts. Long literals break into lines of a fixed number of elements (whole rows of
+        the last dimension when one fits), blocks into lines of a fixed number of bytes."""
         if len(t.external_data) or t.data_location == TensorProto.EXTERNAL:
-            return self.print_pairs(t.external_data, level)
+            return self.print_pairs(t.external_data, level, lead)
         if dt is None:
             dt = dtypes.BY_ENUM.get(t.data_type)
             if dt is None:
@@ -306,34 +335,44 @@ class Printer:
             count = tensors.element_count(t)
         if self.elide and count > self.elide_threshold:
             return self.print_elided(t, dt)
+        dims = t.dims
+        row = dims[-1] if len(dims) > 1 else 0
         if self.onnx_style and dt.kind != "string":
-            return self._wrapped_values("{", _onnx_values(tensors.to_array(t), dt), "}", level)
+            return self._wrapped_values("{", _onnx_values(tensors.to_array(t), dt), "}", level, lead, row)
         if dt.kind != "string" and t.HasField("raw_data"):
             raw = t.raw_data  # one access: each one copies the bytes
             if len(raw) != -(-count * dt.bits // 8) or (self.max_inline is not None and count > self.max_inline):
-                return self.print_block(raw, t)
+                return self.print_block(raw, t, level, lead)
             arr = tensors.to_array(t)
-            return self._wrapped_values("raw {", format_values(arr, dt), "}", level)
+            return self._wrapped_values("raw {", format_values(arr, dt), "}", level, lead, row)
         if dt.name in _PLAIN_TYPED:
             # the typed field holds the elements themselves: format them without a numpy round trip
             values = getattr(t, dt.field)
             if len(values) <= _SMALL:
                 texts = float_texts(values, dt) if dt.kind == "float" else [str(v) for v in values]
                 if texts is not None:
-                    return self._wrapped_values("{", texts, "}", level)
+                    return self._wrapped_values("{", texts, "}", level, lead, row)
         arr = tensors.decode_typed(t, dt, count)
-        return self._wrapped_values("{", format_values(arr, dt), "}", level)
+        return self._wrapped_values("{", format_values(arr, dt), "}", level, lead, row)
 
-    def print_block(self, raw: bytes, source: TensorProto | None = None) -> str:
-        """``base64 "..."``: the raw little-endian bytes in one block (one C call each way, no per-element
-        work). ``source``: the tensor holding ``raw``, which to_text may re-read when it assembles the text."""
-        if (source is not None and self._blobs is not None and self.width < 4 * (len(raw) // 3)
-                and self.width <= _MAX_DEFER_WIDTH):
-            # a placeholder longer than the width takes the block's place: every layout decision (which
-            # only asks whether a line fits the width) comes out the same
-            self._blobs.append((source, len(raw)))
-            return 'base64 "\x00' + str(len(self._blobs) - 1).rjust(self.width + 1) + '\x00"'
-        return 'base64 "' + binascii.b2a_base64(raw, newline=False).decode("ascii") + '"'
+    def print_block(self, raw: bytes, source: TensorProto | None = None, level: int = 0,
+                    lead: int | None = None) -> str:
+        """``base64 "..."``: the raw little-endian bytes (one C call each way, no per-element work), on
+        the line when it fits, else as lines of a fixed number of bytes at the next level's indentation.
+        ``source``: the tensor holding ``raw``, which to_text may re-read when it assembles the text."""
+        lead = len(self.ind) * level if lead is None else lead
+        n_encoded = 4 * -(-len(raw) // 3)
+        if lead + 9 + n_encoded <= self.width:
+            return 'base64 "' + binascii.b2a_base64(raw, newline=False).decode("ascii") + '"'
+        inner = self.ind * (level + 1)
+        per_line = layout.block_chars(inner, self.width)
+        if source is not None and self._blobs is not None and self.width <= _MAX_DEFER_WIDTH:
+            # a placeholder longer than the width, holding a line break, takes the block's place: every
+            # layout decision (which only asks whether a text fits the width on one line) comes out the same
+            self._blobs.append((source, len(raw), inner, per_line))
+            return 'base64 "\x00\n' + str(len(self._blobs) - 1).rjust(self.width + 1) + '\x00"'
+        encoded = binascii.b2a_base64(raw, newline=False)
+        return 'base64 "' + layout.block_lines(encoded, inner, per_line).decode("ascii") + '"'
 
     def print_elided(self, t: TensorProto, dt) -> str:
         digest = hashlib.sha256(t.SerializeToString()).hexdigest()[:12]
@@ -348,13 +387,21 @@ class Printer:
             with np.errstate(invalid="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN tensors: nan statistics
                 a = arr.astype(np.float64)
-                fields = [f"min: {_float_token(repr(float(np.nanmin(a))))}",
-                          f"max: {_float_token(repr(float(np.nanmax(a))))}",
-                          f"mean: {_float_token(repr(float(np.nanmean(a))))}"] + fields
+                fields = [f"min: {_float_token(f'{float(np.nanmin(a)):.4g}')}",
+                          f"max: {_float_token(f'{float(np.nanmax(a)):.4g}')}",
+                          f"mean: {_float_token(f'{float(np.nanmean(a)):.4g}')}"] + fields
         return "elided {" + ", ".join(fields) + "}"
 
     # ------------------------------------------------------------------ types
-    def print_type(self, tp: TypeProto) -> str:
+    def print_type(self, tp: TypeProto, level: int | None = None) -> str:
+        """A type; with ``level``, the dims of a tensor type's shape one per line (a shape too long for the
+        width)."""
+        if level is not None:
+            tt = tp.tensor_type
+            dims = self._dims(tt)
+            den = ":" + quote(tp.denotation) if tp.HasField("denotation") else ""
+            return (_dtype_name(tt.elem_type) + layout.one_per_line("[", dims, "]", self.ind * level,
+                                                                   self.ind * (level + 1)) + den)
         which = tp.WhichOneof("value")
         den = ":" + quote(tp.denotation) if tp.HasField("denotation") else ""
         if which == "tensor_type":
@@ -386,6 +433,10 @@ class Printer:
             return "[]"
         if not tt.shape.dim:
             return ""
+        return "[" + ", ".join(self._dims(tt)) + "]"
+
+    @staticmethod
+    def _dims(tt) -> list[str]:
         dims = []
         for d in tt.shape.dim:
             w = d.WhichOneof("value")
@@ -393,7 +444,7 @@ class Printer:
             if d.HasField("denotation"):
                 s += ":" + quote(d.denotation)
             dims.append(s)
-        return "[" + ", ".join(dims) + "]"
+        return dims
 
     # ------------------------------------------------------------------ nodes and attributes
     def print_node(self, n: NodeProto, level: int = 0) -> str:
@@ -411,11 +462,11 @@ class Printer:
         if op is None:
             op = self._ops[key] = self._op_text(*key)
         attributes = n.attribute
+        items = None
         if len(attributes):
             type_names = element_type_attributes(n.domain, key[1])
             items = [self.print_attribute(a, level + 1, type_names) for a in attributes]
-            op += " " + self._list("<", items, ">", level, force_multiline=any("\n" in i for i in items) and
-                                   len(items) > 1) + " "
+            op += " <" + ", ".join(items) + "> "
         ins = ", ".join(map(names, n.input))
         if not nm and n.HasField("name"):
             nm = None  # an explicit empty name: `[]`
@@ -424,7 +475,35 @@ class Printer:
         else:
             label = "[] " if nm is None else "[" + names(nm) + "] " if nm else ""
             line = f"{label}{outs + ' = ' if outs else '= '}{op}({ins})"
-        return "\n".join(ann + [line]) if ann else line
+        if len(line) + len(self.ind) * level > self.width or "\n" in line:
+            line = self._broken_node(n, level, items, nm)
+        return ("\n" + self.ind * level).join(ann + [line]) if ann else line
+
+    def _broken_node(self, n: NodeProto, level: int, items: list[str] | None, nm) -> str:
+        """A node statement longer than the width: a long label on its own line, the outputs filled to the
+        width (continued one level deeper), the attributes one per line, the inputs filled to the width."""
+        names = self._names.__getitem__
+        pad = len(self.ind) * level
+        label = "[] " if nm is None else "[" + names(nm) + "] " if nm else ""
+        outs = [names(o) for o in n.output]
+        op = self._ops[(n.domain or n.HasField("domain"), n.op_type, n.overload or n.HasField("overload"))]
+        if label and outs and pad + len(label) + len(outs[0]) + 3 > self.width:
+            label = label[:-1] + "\n" + self.ind * level  # a long label on a line of its own
+        label_end = len(label) - label.rfind("\n") - 1 if "\n" in label else pad + len(label)
+        after = " = " + op + (" <" if items else "(")
+        head = self._filled("", outs, after, level, label_end)[:-len(after)] + " = " if outs else "= "
+        depth = level
+        if "\n" in head:  # the outputs took several lines: the rest nests under the last one
+            depth = level + 1
+            if items:
+                type_names = element_type_attributes(n.domain, n.op_type)
+                items = [self.print_attribute(a, level + 2, type_names) for a in n.attribute]
+        text = label + head + op
+        last = len(text) - text.rfind("\n") - 1 if "\n" in text else pad + len(text)
+        if items:
+            text += " " + layout.one_per_line("<", items, ">", self.ind * depth, self.ind * (depth + 1)) + " "
+            last = len(self.ind) * depth + 2
+        return text + self._filled("(", [names(i) for i in n.input], ")", depth, last)
 
     def _op_text(self, domain, op_type: str, overload) -> str:
         """``domain.Op:overload``; ``domain``/``overload`` True: set to "" (printed ``"".Op``, ``Op:""``,
@@ -449,22 +528,23 @@ class Printer:
                          if fd.name not in shown]
         if a.ref_attr_name:
             typ = f": {ATTR_TYPE_NAMES[t]}" if t else ""
-            return "\n".join(ann + [f"{op_part(a.name)}{typ} = @{a.ref_attr_name}" if _IDENT.match(a.ref_attr_name)
+            return ("\n" + self.ind * level).join(ann + [f"{op_part(a.name)}{typ} = @{a.ref_attr_name}" if _IDENT.match(a.ref_attr_name)
                                     else f"{op_part(a.name)}{typ} = @ {quote(a.ref_attr_name)}"])
+        lead = len(self.ind) * level + len(a.name) + 3  # the value's column (a `: type` aside)
         if a.name in type_names and not self.onnx_style:
             if t == AttributeProto.INT and a.i in _TYPE_NAME_OF:
                 value, annotate = _TYPE_NAME_OF[a.i], False
             else:  # a bare `float` type_proto would read back as the INT: say what it is
-                value, annotate = self.print_attribute_value(a, level)
+                value, annotate = self.print_attribute_value(a, level, lead)
                 annotate = annotate or t == AttributeProto.TYPE_PROTO
         else:
-            value, annotate = self.print_attribute_value(a, level)
+            value, annotate = self.print_attribute_value(a, level, lead)
         typ = f": {ATTR_TYPE_NAMES[t]}" if annotate else ""
         # After a doc comment the lexer cannot tell a keyword-like name from the keyword: quote it.
-        return "\n".join(ann + [f"{name(a.name) if ann else op_part(a.name)}{typ} = {value}"])
+        return ("\n" + self.ind * level).join(ann + [f"{name(a.name) if ann else op_part(a.name)}{typ} = {value}"])
 
-    def print_attribute_value(self, a: AttributeProto, level: int):
-        """The value text, and whether it needs a ``: type`` annotation (empty lists)."""
+    def print_attribute_value(self, a: AttributeProto, level: int, lead: int | None = None):
+        """The value text, and whether it needs a ``: type`` annotation (empty lists); ``lead``: its column."""
         A = AttributeProto
         t = a.type
         if t == A.FLOAT:
@@ -475,7 +555,7 @@ class Printer:
         if t == A.STRING:
             return quote(a.s), False
         if t == A.TENSOR:
-            return self.print_tensor(a.t, level), False
+            return self.print_tensor(a.t, level, lead), False
         if t == A.GRAPH:
             return self.print_graph(a.g, level), False
         if t == A.SPARSE_TENSOR:
@@ -500,8 +580,8 @@ class Printer:
             raise OnnxTextError(f"attribute {a.name!r} has no type and no reference; it cannot be printed")
         if t in (A.FLOATS, A.INTS, A.STRINGS):
             hexed = t == A.FLOATS and any("0x" in i for i in items)  # NaN payloads: see FLOAT above
-            return self._wrapped_values("[", items, "]", level), not items or hexed
-        return self._list("[", items, "]", level), not items
+            return self._wrapped_values("[", items, "]", level, lead), not items or hexed
+        return self._list("[", items, "]", level, lead=lead), not items
 
     def print_sparse_attr(self, s: SparseTensorProto, level: int) -> str:
         dt = _dtype_name(s.values.data_type)
@@ -525,8 +605,7 @@ class Printer:
         sig = name(f.name)
         if attrs:
             sig += " " + self._list("<", attrs, ">", level)
-        sig += (" " + self._list("(", [name(i) for i in f.input], ")", level) + " => " +
-                self._list("(", [name(o) for o in f.output], ")", level))
+        sig = self._signature(sig + " ", [name(i) for i in f.input], [name(o) for o in f.output], level)
         lines.append(sig)
         values = [self.print_value_info(v, level + 1) for v in f.value_info]
         if values:
@@ -559,6 +638,7 @@ def _annotation_fields(cls, skip: tuple):
 
 
 _NODE_SPEC = _annotation_fields(NodeProto, _NODE_SKIP)
+_BRIEF_DOC = 60  # brief mode hides doc strings longer than this
 #: element type enum -> its name, for attributes spelled as type names (`Cast <to = float>`)
 _TYPE_NAME_OF = {dt.enum: dt.name for dt in dtypes.DTYPES}
 # the fields an attribute's `name: type = value` shows, per type (others print as @field annotations)
@@ -599,24 +679,8 @@ class _NameCache(dict):
 def _block(lines: list[str], body: str, pad: str, value_list: bool) -> str:
     """Header lines then a ``{...}`` body. Fragments follow one convention: the first line is placed by
     the caller, continuation lines are already indented absolutely."""
-    head = ("\n" + pad).join(_indent_first_lines(line, pad) for line in lines)
+    head = ("\n" + pad).join(lines)
     return head + ("\n" + pad if value_list else " ") + body
-
-
-_ANNOTATED = re.compile(r"///|@").match  # an item starting with annotation lines (see below)
-
-
-def _indent_first_lines(text: str, pad: str) -> str:
-    """Annotation lines (``///``, ``@``) precede a fragment: indent the lines after each of them."""
-    if "\n" not in text or not text.startswith(("///", "@")):
-        return text
-    lines = text.split("\n")
-    out = [lines[0]]
-    prev_annotation = True
-    for line in lines[1:]:
-        out.append(pad + line if prev_annotation else line)
-        prev_annotation = prev_annotation and line.startswith(("///", "@"))
-    return "\n".join(out)
 
 
 _PRINTERS = {
@@ -637,6 +701,9 @@ def to_text(proto, **options) -> str:
     text = getattr(printer, method)(proto)
     if not text.endswith("\n"):
         text += "\n"
+    if printer.hidden["metadata"] or printer.hidden["doc"]:
+        text = (f"# brief: {printer.hidden['metadata']} metadata entries and {printer.hidden['doc']} doc strings "
+                "hidden (marked elided: this text does not parse; print without --brief for all of it)\n" + text)
     blobs, printer._blobs = printer._blobs, None
     if blobs:
         parts = text.split("\x00")
@@ -658,13 +725,15 @@ def _fill_blocks(parts: list[str], blobs: list[tuple[TensorProto, int]]) -> str:
     chunks = [p.encode("utf-8", "surrogatepass") for p in parts[0::2]]
     sources = [blobs[int(p)] for p in parts[1::2]]
     del parts
-    buf = bytearray(sum(map(len, chunks)) + sum(4 * -(-n // 3) for _, n in sources))
+    buf = bytearray(sum(map(len, chunks)) + sum(layout.block_size(4 * -(-n // 3), inner, per_line)
+                                                for _, n, inner, per_line in sources))
     pos = 0
     for i, chunk in enumerate(chunks):
         buf[pos:pos + len(chunk)] = chunk
         pos += len(chunk)
         if i < len(sources):
-            block = binascii.b2a_base64(sources[i][0].raw_data, newline=False)
+            tensor, _, inner, per_line = sources[i]
+            block = layout.block_lines(binascii.b2a_base64(tensor.raw_data, newline=False), inner, per_line)
             buf[pos:pos + len(block)] = block
             pos += len(block)
             del block
