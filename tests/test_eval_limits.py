@@ -36,6 +36,25 @@ def run(feeds=None, **options):
         raise SystemExit(1)
     for o in outputs:
         print(np.asarray(o).tolist() if np.asarray(o).size < 100 else np.asarray(o).shape)
+def evaluate(proto):
+    try:
+        onnxtext.Evaluator(proto).run(None, {})
+    except onnxtext.OnnxTextError as e:
+        print(type(e).__name__, e)
+        raise SystemExit(1)
+import onnx
+from onnx import helper, TensorProto as T
+def initializer_model(**fields):
+    t = onnx.TensorProto(name="W", data_type=T.FLOAT, **fields)
+    g = helper.make_graph([helper.make_node("Identity", ["W"], ["y"])], "g", [],
+                          [helper.make_tensor_value_info("y", T.FLOAT, None)], [t])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+def sparse_model(dims, indices):
+    values = onnx.numpy_helper.from_array(np.ones(len(indices), np.float32), "v")
+    sparse = helper.make_sparse_tensor(values, onnx.numpy_helper.from_array(np.array(indices, np.int64), "i"), dims)
+    g = helper.make_graph([helper.make_node("Constant", [], ["y"], sparse_value=sparse)], "g", [],
+                          [helper.make_tensor_value_info("y", T.FLOAT, None)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 '''
 
 HEADER = '<ir_version: 10, opset_import: ["": 20, "local": 1]>\n'
@@ -199,6 +218,17 @@ PROBES = [
           ("Loop", "timed out")),
     Probe("loop-iteration-limit", COUNT_LOOP, "import onnxtext.evaluator.limits as L\nL.MAX_LOOP_ITERATIONS = 1000\n"
           'run({"M": np.array(10 ** 12), "x": np.array(1.0, np.float32)})', ("more than 1000 iterations",)),
+    # --- stored tensors whose dims do not fit: refused before decoding allocates
+    Probe("initializer-rank-65", "", 'evaluate(initializer_model(dims=[1] * 65, float_data=[1.0]))',
+          ("rank 65 is above 64",)),
+    Probe("initializer-negative-dim", "", 'evaluate(initializer_model(dims=[-3]))', ("negative dimension",)),
+    Probe("initializer-raw-not-multiple", "", 'evaluate(initializer_model(dims=[3], raw_data=bytes(7)))',
+          ("initializer 'W'", "multiple of element size")),
+    Probe("initializer-huge-dims-raw", "", 'evaluate(initializer_model(dims=[10 ** 11], raw_data=bytes(4)))',
+          ("initializer 'W'",)),
+    Probe("sparse-dims-1e22", "", 'evaluate(sparse_model([10 ** 18, 10 ** 4], [5]))', ("MAX_ALLOCATION_BYTES",)),
+    Probe("sparse-index-out-of-range", "", 'evaluate(sparse_model([10], [5, 10 ** 6]))', ("index lies outside",)),
+    Probe("sparse-negative-index", "", 'evaluate(sparse_model([10], [-1]))', ("index lies outside",)),
     # --- nesting: deeper than protobuf's 100 message levels when built bottom-up (33+ nested Ifs)
     Probe("nested-if-40-run-then", nested_ifs(40), "run(" + FEEDS_C_X % "True" + ")", ("[2.0]",), status=0),
     Probe("nested-if-40-run-else", nested_ifs(40), "run(" + FEEDS_C_X % "False" + ")", ("[-2.0]",), status=0),

@@ -75,3 +75,15 @@ def check_loop_iterations(done: int, what: str) -> None:
     if done >= MAX_LOOP_ITERATIONS:
         raise EvalError(f"{what}: more than {MAX_LOOP_ITERATIONS} iterations (onnxtext.evaluator.limits."
                         f"MAX_LOOP_ITERATIONS or ONNXTEXT_MAX_LOOP_ITERATIONS; or stop runs with timeout=)")
+
+
+#: numpy's largest rank (onnxruntime has no smaller one); a tensor of higher rank cannot be represented.
+MAX_RANK = 64
+
+
+def check_tensor_dims(dims, itemsize: int, what: str) -> None:
+    """Refuse a stored tensor's declared dims before decoding: rank above :data:`MAX_RANK`, a negative
+    dimension, or more bytes than :data:`MAX_ALLOCATION_BYTES`."""
+    if len(dims) > MAX_RANK:
+        raise EvalError(f"{what}: rank {len(dims)} is above {MAX_RANK}, the most numpy represents")
+    check_allocation(dims, itemsize, what)

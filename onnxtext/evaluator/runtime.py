@@ -166,8 +166,13 @@ class Evaluator:
         entry = self._decoded.get(id(init))
         if entry is None or entry[0] is not init:
             try:
+                from .limits import check_tensor_dims
+
+                check_tensor_dims(init.dims, 1, f"initializer {init.name!r}")  # before decoding allocates
                 entry = self._decoded[id(init)] = (init, tensors.to_array(init, self.base_dir))
-            except OnnxTextError as e:
+            except EvalError:
+                raise
+            except (OnnxTextError, ValueError) as e:  # data that does not fit its dims and type
                 raise EvalError(f"initializer {init.name!r}: {e}") from None
         return entry[1]
 

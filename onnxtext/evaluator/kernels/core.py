@@ -6,6 +6,7 @@ import numpy as np
 
 from ... import tensors
 from ...errors import EvalError
+from ..limits import check_tensor_dims
 from ..registry import kernel
 
 
@@ -13,10 +14,14 @@ def sparse_to_dense(sparse, base_dir: str | None = None) -> np.ndarray:
     """Dense numpy array of a SparseTensorProto (indices either linear [NNZ] or coordinates [NNZ, rank])."""
     values = tensors.to_array(sparse.values, base_dir).reshape(-1)
     shape = tuple(int(d) for d in sparse.dims)
+    check_tensor_dims(shape, values.dtype.itemsize, f"sparse tensor {sparse.values.name!r}")
     dense = np.zeros(shape, dtype=values.dtype)
     if values.size == 0:
         return dense
     indices = tensors.to_array(sparse.indices, base_dir).astype(np.int64)
+    bound = np.array([dense.size] if indices.ndim == 1 else shape, dtype=np.int64)
+    if indices.size and ((indices < 0).any() or (indices >= bound).any()):
+        raise EvalError(f"sparse tensor {sparse.values.name!r}: an index lies outside dims {list(shape)}")
     if indices.ndim == 1:
         dense.reshape(-1)[indices] = values
     elif indices.ndim == 2 and indices.shape[1] == len(shape):
