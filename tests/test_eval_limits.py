@@ -173,6 +173,52 @@ SCAN_LOOP = '''g (int64 M, float[1000] x) => (float[M, 1000] y) {
 LOW_LIMIT = "import onnxtext.evaluator.limits as L\nL.MAX_ALLOCATION_BYTES = 100 << 20\n"
 SHAPE_OP = "g (int64[%d] shape) => (float y) {\n  y = %s\n}\n"
 
+THREADS = '''
+import threading
+model = onnxtext.parse_model(open("m.onnxtext").read())
+ev = onnxtext.Evaluator(model)
+feeds = [{"c": np.array(i % 2 == 0), "x": np.random.default_rng(i).standard_normal(1).astype(np.float32),
+          "M": np.array(i % 7 + 1)} for i in range(24)]
+feeds = [{k: v for k, v in f.items() if k in ev.input_names} for f in feeds]
+serial = [ev.run(None, f) for f in feeds]
+results, errors = [None] * len(feeds), []
+def work(i):
+    try:
+        for _ in range(10):
+            results[i] = ev.run(None, feeds[i])
+    except Exception as e:
+        errors.append(repr(e))
+threads = [threading.Thread(target=work, args=(i,)) for i in range(len(feeds))]
+[t.start() for t in threads]; [t.join() for t in threads]
+assert not errors, errors
+assert all(all(np.array_equal(a, b) for a, b in zip(r, s)) for r, s in zip(results, serial)), "threads differ"
+print("threads match serial runs")
+'''
+# If, Loop and a model-local function together, for the threads probe
+CONTROL_FLOW = '''g (bool c, float[1] x, int64 M) => (float[1] y, float[1] z) {
+  y = If <
+    then_branch = b () => (float[1] t) {
+      t = local.Twice(x)
+    },
+    else_branch = e () => (float[1] u) {
+      u = Neg(x)
+    }
+  > (c)
+  z = Loop <
+    body = body (int64 i, bool k, float[1] s) => (bool k2, float[1] s2) {
+      f = Cast <to = 1> (i)
+      s2 = Add(s, f)
+      k2 = Identity(k)
+    }
+  > (M, "", y)
+}
+
+<domain: "local", opset_import: ["": 20]>
+Twice (a) => (b) {
+  b = Add(a, a)
+}
+'''
+
 REGEX = 'g (string[N] x) => (bool[N] y) {\n  y = RegexFullMatch <pattern = "%s"> (x)\n}\n'
 
 PROBES = [
@@ -229,6 +275,9 @@ PROBES = [
     Probe("sparse-dims-1e22", "", 'evaluate(sparse_model([10 ** 18, 10 ** 4], [5]))', ("MAX_ALLOCATION_BYTES",)),
     Probe("sparse-index-out-of-range", "", 'evaluate(sparse_model([10], [5, 10 ** 6]))', ("index lies outside",)),
     Probe("sparse-negative-index", "", 'evaluate(sparse_model([10], [-1]))', ("index lies outside",)),
+    # --- concurrency: one Evaluator run from many threads at once matches serial runs
+    Probe("threads-control-flow", CONTROL_FLOW, THREADS, ("threads match serial runs",), status=0),
+    Probe("threads-nested-if", nested_ifs(20), THREADS, ("threads match serial runs",), status=0),
     # --- nesting: deeper than protobuf's 100 message levels when built bottom-up (33+ nested Ifs)
     Probe("nested-if-40-run-then", nested_ifs(40), "run(" + FEEDS_C_X % "True" + ")", ("[2.0]",), status=0),
     Probe("nested-if-40-run-else", nested_ifs(40), "run(" + FEEDS_C_X % "False" + ")", ("[-2.0]",), status=0),
