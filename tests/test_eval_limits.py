@@ -335,3 +335,26 @@ def test_probe(probe, tmp_path):
     assert proc.returncode == probe.status, f"exit {proc.returncode}:\n{out[-3000:]}"
     for word in probe.says:
         assert word in out, out[-3000:]
+
+
+def test_ctrl_c_stops_an_endless_loop_naming_the_node(tmp_path):
+    """SIGINT (Ctrl-C) during a Loop with trip count 1e12 ends the run with an EvalError naming the Loop."""
+    import signal
+    import time
+
+    (tmp_path / "m.onnxtext").write_text(HEADER + COUNT_LOOP)
+    code = PRELUDE + 'print("started", flush=True)\nrun({"M": np.array(10 ** 12), "x": np.array(1.0, np.float32)})'
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.abspath(onnxtext.__file__)))] + sys.path)}
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_limits(MEMORY_LIMIT))
+    try:
+        assert proc.stdout.readline().strip() == "started"
+        time.sleep(2)  # well inside the loop by now
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=TIME_LIMIT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("the run did not stop after SIGINT")
+    assert proc.returncode == 1, out + err
+    assert "Traceback" not in err and "Loop" in out and "interrupted" in out.lower(), out + err
