@@ -15,6 +15,8 @@ level deeper than the line they belong to (``pad``). Three ways to break:
 
 from __future__ import annotations
 
+import binascii
+
 import numpy as np
 
 
@@ -89,3 +91,27 @@ def block_lines(encoded: bytes, inner: str, per_line: int) -> bytes:
 def block_size(n_encoded: int, inner: str, per_line: int) -> int:
     """Length of :func:`block_lines`' result for ``n_encoded`` characters."""
     return n_encoded + max(1, -(-n_encoded // per_line)) * (1 + len(inner))
+
+
+def fill_blocks(parts: list[str], blobs: list[tuple]) -> str:
+    """The final text from the layout split at its placeholders (odd ``parts``: indices into ``blobs``).
+
+    Each block is base64-encoded straight into one buffer of the final size, which is decoded once: at
+    most two copies of the text exist (buffer and result), plus one tensor's bytes at a time.
+    """
+    chunks = [p.encode("utf-8", "surrogatepass") for p in parts[0::2]]
+    sources = [blobs[int(p)] for p in parts[1::2]]
+    del parts
+    buf = bytearray(sum(map(len, chunks)) + sum(block_size(4 * -(-n // 3), inner, per_line)
+                                                for _, n, inner, per_line in sources))
+    pos = 0
+    for i, chunk in enumerate(chunks):
+        buf[pos:pos + len(chunk)] = chunk
+        pos += len(chunk)
+        if i < len(sources):
+            tensor, _, inner, per_line = sources[i]
+            block = block_lines(binascii.b2a_base64(tensor.raw_data, newline=False), inner, per_line)
+            buf[pos:pos + len(block)] = block
+            pos += len(block)
+            del block
+    return buf.decode("utf-8", "surrogatepass")

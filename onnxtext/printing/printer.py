@@ -17,7 +17,8 @@ stored in ``raw_data`` print as ``raw {...}`` (or a ``base64`` block when large)
   decimal lists, bit patterns for 16/8-bit floats, 0/1 for bools). It loses the raw_data encoding and is
   meant for interoperability with ``onnx.parser``.
 
-The literal atoms (names, strings, element values) live in :mod:`onnxtext.literals`.
+The literal atoms (names, strings, element values) live in :mod:`.atoms`, line layout (when a list fits the
+width, how it breaks) in :mod:`.layout`, generic records and pairs in :mod:`.records`.
 
 Speed and memory: a big graph's plain nodes and small float initializers print straight from its
 serialized bytes (:mod:`onnxtext.fastprint`, byte-identical; ``fastprint.ENABLED = False`` turns it off);
@@ -33,7 +34,6 @@ import binascii
 import hashlib
 import math
 import operator
-import re
 import warnings
 
 import numpy as np
@@ -42,6 +42,7 @@ from onnx import (AttributeProto, FunctionProto, GraphProto, ModelProto, NodePro
 
 from .. import dtypes, tensors
 from . import fastprint, layout
+from .records import RecordPrinter
 from ..vocabulary import ATTR_TYPE_NAMES, element_type_attributes
 from ..errors import OnnxTextError
 # the literal atoms (re-exported: other modules and tests import them from here)
@@ -50,7 +51,7 @@ from .atoms import (_IDENT, _QUOTED_WORDS, _SMALL, KEYWORDS, _dotted, _dtype_nam
                        name, op_part, quote)
 
 # ---------------------------------------------------------------------------------------------- printer
-class Printer:
+class Printer(RecordPrinter):
     """Prints protos as onnxtext. Methods return strings; nested blocks are indented by ``level``."""
 
     def __init__(self, width: int = 100, indent: str = "  ", max_inline: int | None = 256, elide: bool = False,
@@ -137,52 +138,6 @@ class Printer:
         return not any(c in doc for c in "\r\x0b\x0c\x85\u2028\u2029") and not any(
             ord(c) < 0x20 and c not in "\n\t" for c in doc) and not any(line.startswith(" ") or line.endswith(
                 (" ", "\t")) for line in doc.split("\n"))
-
-    # ------------------------------------------------------------------ generic data (annotations, headers)
-    def print_datum(self, msg, fd, level: int, lead: int | None = None) -> str:
-        value = getattr(msg, fd.name)
-        if fd.is_repeated:
-            if fd.message_type is not None:
-                mt = fd.message_type.name
-                if mt in ("StringStringEntryProto", "OperatorSetIdProto"):
-                    return self.print_pairs(value, level, lead)
-                return self._list("[", [self.print_record(v, level + 1) for v in value], "]", level, lead=lead)
-            return self._filled("[", [self._scalar(fd, v) for v in value], "]", level, lead)
-        if fd.message_type is not None:
-            return self.print_record(value, level)
-        return self._scalar(fd, value)
-
-    def print_pairs(self, entries, level: int, lead: int | None = None) -> str:
-        """``["key": "value", ...]`` (StringStringEntryProto, OperatorSetIdProto); entries with an unset
-        field print as ``[{field: value}, ...]`` records, which keep field presence."""
-        if not self.onnx_style and not all(len(e.ListFields()) == 2 for e in entries):
-            return self._list("[", [self.print_record(e, level + 1) for e in entries], "]", level)
-        items = []
-        for e in entries:
-            if e.DESCRIPTOR.name == "OperatorSetIdProto":
-                items.append(f"{quote(e.domain)}: {e.version}")
-            else:
-                items.append(f"{quote(e.key)}: {quote(e.value)}")
-        return self._filled("[", items, "]", level, lead)
-
-    def print_record(self, msg, level: int) -> str:
-        items = []
-        for fd in msg.DESCRIPTOR.fields:
-            if (fd.is_repeated and len(getattr(msg, fd.name))) or (not fd.is_repeated and msg.HasField(fd.name)):
-                items.append(f"{fd.name}: " + self.print_datum(msg, fd, level + 1))
-        return self._list("{", items, "}", level)
-
-    def _scalar(self, fd, v) -> str:
-        if fd.type == fd.TYPE_ENUM:
-            ev = fd.enum_type.values_by_number.get(v)
-            return ev.name if ev is not None else str(v)
-        if fd.type in (fd.TYPE_STRING, fd.TYPE_BYTES):
-            return quote(v)
-        if fd.type == fd.TYPE_BOOL:
-            return "true" if v else "false"
-        if fd.type in (fd.TYPE_FLOAT, fd.TYPE_DOUBLE):
-            return _float_token(repr(float(v)))
-        return str(v)
 
     # ------------------------------------------------------------------ model
     def print_model(self, m: ModelProto, level: int = 0) -> str:
@@ -712,29 +667,5 @@ def to_text(proto, **options) -> str:
             text = getattr(printer, method)(proto)
             return text if text.endswith("\n") else text + "\n"
         del text
-        return _fill_blocks(parts, blobs)
+        return layout.fill_blocks(parts, blobs)
     return text
-
-
-def _fill_blocks(parts: list[str], blobs: list[tuple[TensorProto, int]]) -> str:
-    """The final text from the layout split at its placeholders (odd ``parts``: indices into ``blobs``).
-
-    Each block is base64-encoded straight into one buffer of the final size, which is decoded once: at
-    most two copies of the text exist (buffer and result), plus one tensor's bytes at a time.
-    """
-    chunks = [p.encode("utf-8", "surrogatepass") for p in parts[0::2]]
-    sources = [blobs[int(p)] for p in parts[1::2]]
-    del parts
-    buf = bytearray(sum(map(len, chunks)) + sum(layout.block_size(4 * -(-n // 3), inner, per_line)
-                                                for _, n, inner, per_line in sources))
-    pos = 0
-    for i, chunk in enumerate(chunks):
-        buf[pos:pos + len(chunk)] = chunk
-        pos += len(chunk)
-        if i < len(sources):
-            tensor, _, inner, per_line = sources[i]
-            block = layout.block_lines(binascii.b2a_base64(tensor.raw_data, newline=False), inner, per_line)
-            buf[pos:pos + len(block)] = block
-            pos += len(block)
-            del block
-    return buf.decode("utf-8", "surrogatepass")

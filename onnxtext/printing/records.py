@@ -1,0 +1,60 @@
+"""Generic data of the printed text: header entries, ``@field value`` annotations, ``{field: value}`` records
+and ``["key": "value"]`` pairs, printed by reflection over the message's fields.
+
+:class:`RecordPrinter` is a base of :class:`onnxtext.printing.printer.Printer` (it uses its layout helpers
+``_list`` and ``_filled``); the parser reads these forms with :func:`onnxtext.syntax.field_values.assign`.
+"""
+
+from __future__ import annotations
+
+from .atoms import _float_token, quote
+
+
+class RecordPrinter:
+    """``print_datum`` / ``print_pairs`` / ``print_record`` for messages without a syntax of their own."""
+
+    # ------------------------------------------------------------------ generic data (annotations, headers)
+    def print_datum(self, msg, fd, level: int, lead: int | None = None) -> str:
+        value = getattr(msg, fd.name)
+        if fd.is_repeated:
+            if fd.message_type is not None:
+                mt = fd.message_type.name
+                if mt in ("StringStringEntryProto", "OperatorSetIdProto"):
+                    return self.print_pairs(value, level, lead)
+                return self._list("[", [self.print_record(v, level + 1) for v in value], "]", level, lead=lead)
+            return self._filled("[", [self._scalar(fd, v) for v in value], "]", level, lead)
+        if fd.message_type is not None:
+            return self.print_record(value, level)
+        return self._scalar(fd, value)
+
+    def print_pairs(self, entries, level: int, lead: int | None = None) -> str:
+        """``["key": "value", ...]`` (StringStringEntryProto, OperatorSetIdProto); entries with an unset
+        field print as ``[{field: value}, ...]`` records, which keep field presence."""
+        if not self.onnx_style and not all(len(e.ListFields()) == 2 for e in entries):
+            return self._list("[", [self.print_record(e, level + 1) for e in entries], "]", level)
+        items = []
+        for e in entries:
+            if e.DESCRIPTOR.name == "OperatorSetIdProto":
+                items.append(f"{quote(e.domain)}: {e.version}")
+            else:
+                items.append(f"{quote(e.key)}: {quote(e.value)}")
+        return self._filled("[", items, "]", level, lead)
+
+    def print_record(self, msg, level: int) -> str:
+        items = []
+        for fd in msg.DESCRIPTOR.fields:
+            if (fd.is_repeated and len(getattr(msg, fd.name))) or (not fd.is_repeated and msg.HasField(fd.name)):
+                items.append(f"{fd.name}: " + self.print_datum(msg, fd, level + 1))
+        return self._list("{", items, "}", level)
+
+    def _scalar(self, fd, v) -> str:
+        if fd.type == fd.TYPE_ENUM:
+            ev = fd.enum_type.values_by_number.get(v)
+            return ev.name if ev is not None else str(v)
+        if fd.type in (fd.TYPE_STRING, fd.TYPE_BYTES):
+            return quote(v)
+        if fd.type == fd.TYPE_BOOL:
+            return "true" if v else "false"
+        if fd.type in (fd.TYPE_FLOAT, fd.TYPE_DOUBLE):
+            return _float_token(repr(float(v)))
+        return str(v)
