@@ -2,7 +2,8 @@
 
 Pipeline: ``scene.py`` (model -> boxes, links, clusters) or ``diffscene.py`` (two models and their semantic
 matching -> one marked scene), then ``layout.py`` (Graphviz dot via graphviz-pure), then ``render.py``
-(static SVG markup; a self-contained HTML page around it with ``assets/``). See docs/viewing.md.
+(static SVG markup; a self-contained HTML page around it with ``assets/``); between scene and layout,
+``ghosts.py`` draws values read by many far-apart boxes as ghost references next to their readers. See docs/viewing.md.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ def load_for_view(path) -> tuple:
 
 
 def _scene(model, text):
+    from .ghosts import add_ghosts
     from .scene import build_scene
 
-    return build_scene(model, text)
+    return add_ghosts(build_scene(model, text))
 
 
 def view_html(model, text: str | None = None, *, title: str = "", source: str = "", expanded: bool = False) -> str:
@@ -56,19 +58,21 @@ def view_svg(model, text: str | None = None) -> str:
 def diff_html(a, b, *, a_label: str = "a", b_label: str = "b", expanded: bool = True) -> str:
     """Both models in one page: nodes matched by the semantic diff, added/removed/changed marked."""
     from .diffscene import build_diff_scene
+    from .ghosts import add_ghosts
     from .layout import layout
     from .render import html_page
 
-    scene = build_diff_scene(a, b, a_label, b_label)
+    scene = add_ghosts(build_diff_scene(a, b, a_label, b_label))
     return html_page(scene, layout(scene), title=f"{a_label} → {b_label}", expanded=expanded)
 
 
 def diff_svg(a, b, *, a_label: str = "a", b_label: str = "b") -> str:
     from .diffscene import build_diff_scene
+    from .ghosts import add_ghosts
     from .layout import layout
     from .render import svg_markup
 
-    scene = build_diff_scene(a, b, a_label, b_label)
+    scene = add_ghosts(build_diff_scene(a, b, a_label, b_label))
     return _xml(svg_markup(scene, layout(scene), standalone=True))
 
 

@@ -100,6 +100,8 @@ def svg_markup(scene: Scene, placed: Placed, *, standalone: bool, expanded: bool
             attrs += f' data-expands="{" ".join(b.expands)}"'
         if b.line:
             attrs += f' data-line="{b.line}"'
+        if b.ref:
+            attrs += f' data-ref="{b.ref}"'
         out.append(f'<g class="box {b.kind}{mark}" id="{b.id}"{attrs} transform="translate({_n(x)},{_n(y)})"'
                    f'{_hide(hidden.get(b.cluster))}>'
                    f'<rect width="{_n(bw)}" height="{_n(bh)}" rx="{12 if b.kind != "node" else 3}"/>'
@@ -136,6 +138,8 @@ def page_data(scene: Scene, source: str = "") -> dict:
             item["mark"] = b.mark
         if b.expands:
             item["expands"] = b.expands
+        if b.ref:
+            item["ref"] = b.ref
         boxes[b.id] = item
     clusters = {c.id: {"title": c.title, "parent": c.parent, "owner": c.owner, "path": c.path}
                 for c in scene.clusters}

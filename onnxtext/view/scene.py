@@ -51,6 +51,7 @@ class Box:
     mark: str = ""  # diff: "added", "removed", "changed" or ""
     changes: list[str] = field(default_factory=list)  # diff: what changed, one line each
     path_a: str = ""  # diff pictures: the path of the same element in model a ("" when b only)
+    ref: str = ""  # ghosts (kind "ghost", ghosts.py): the id of the box producing the value it stands for
 
 
 @dataclass

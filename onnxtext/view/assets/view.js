@@ -112,7 +112,7 @@
       const cid = (data.boxes[g.id].expands || [])[k];
       if (cid) expand(cid, clusterEls[cid].classList.contains("collapsed"));
     }
-    select(g.id);
+    select(data.boxes[g.id].ref || g.id);  // a ghost stands for its value's producer
   });
 
   // ---------------------------------------------------------------- search
@@ -121,8 +121,8 @@
   function search(q) {
     for (const id of hits) boxEls[id].classList.remove("hit");
     q = q.trim().toLowerCase();
-    hits = q ? Object.keys(data.boxes).filter((id) => data.boxes[id].search.includes(q) ||
-                                                     data.boxes[id].title.toLowerCase().includes(q)) : [];
+    hits = q ? Object.keys(data.boxes).filter((id) => data.boxes[id].kind !== "ghost" &&
+        (data.boxes[id].search.includes(q) || data.boxes[id].title.toLowerCase().includes(q))) : [];
     for (const id of hits) boxEls[id].classList.add("hit");
     current = -1;
     hitsEl.textContent = q ? `${hits.length} found` : "";
