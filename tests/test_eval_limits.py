@@ -236,7 +236,12 @@ PROBES = [
     # --- ImageDecoder: decoded sizes checked before anything is allocated
     Probe("png-zip-bomb", IMAGE, PNG + ZIP_BOMB, ("[[[1, 2, 3]]]",), status=0, memory=7 << 28),  # 1.75 GiB
     Probe("png-declares-huge-size", IMAGE, PNG + "decode(png(100000, 100000, zlib.compress(bytes(10))))",
+          ("10000000000 pixels", "MAX_IMAGE_PIXELS")),
+    Probe("png-declares-huge-size-builtin", IMAGE, PNG + "import onnxtext.evaluator.kernels.image as I\n"
+          "I.PREFER_PILLOW = False\ndecode(png(100000, 100000, zlib.compress(bytes(10))))",
           ("100000 x 100000", "MAX_IMAGE_PIXELS")),
+    Probe("png-zip-bomb-builtin", IMAGE, PNG + "import onnxtext.evaluator.kernels.image as I\nI.PREFER_PILLOW = False\n"
+          + ZIP_BOMB, ("[[[1, 2, 3]]]",), status=0, memory=7 << 28),
     Probe("png-over-lowered-limit", IMAGE, PNG + "import onnxtext.evaluator.limits as L\nL.MAX_IMAGE_PIXELS = 99\n"
           "decode(png(10, 10, zlib.compress(bytes(310))))", ("10 x 10 = 100 pixels", "limit of 99")),
     Probe("png-under-limit", IMAGE, PNG + "decode(png(2, 1, zlib.compress(bytes([0, 9, 8, 7, 6, 5, 4]))))",

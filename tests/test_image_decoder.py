@@ -119,3 +119,70 @@ def test_without_pillow_the_error_says_how_to_install(without_pillow, case, name
 def test_without_pillow_own_decoders_still_work(without_pillow):
     sample = frozen.image_decoder_decode_png_rgb
     np.testing.assert_array_equal(decode(np.asarray(sample.data, np.uint8).tobytes()), sample.output)
+
+
+# --- onnxtext's own BMP/PNG/PNM decoders (used without Pillow) against Pillow as the oracle --------------
+def _png_cycling_filters(samples: np.ndarray, color: int) -> bytes:
+    """An 8-bit PNG whose rows cycle through the five filters (None, Sub, Up, Average, Paeth)."""
+    import struct
+    import zlib
+
+    height, width = samples.shape[:2]
+    cur = samples.reshape(height, -1).astype(np.int64)
+    bpp = cur.shape[1] // width
+    prev = np.vstack([np.zeros((1, cur.shape[1]), np.int64), cur[:-1]])
+    left = np.hstack([np.zeros((height, bpp), np.int64), cur[:, :-bpp]])
+    upleft = np.hstack([np.zeros((height, bpp), np.int64), prev[:, :-bpp]])
+    p = left + prev - upleft
+    pa, pb, pc = abs(p - left), abs(p - prev), abs(p - upleft)
+    paeth = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, prev, upleft))
+    filtered = [cur, cur - left, cur - prev, cur - (left + prev) // 2, cur - paeth]
+    body = b"".join(bytes([y % 5]) + (filtered[y % 5][y] % 256).astype(np.uint8).tobytes() for y in range(height))
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, color, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(body)) + chunk(b"IEND", b"")
+
+
+def _pillow_encoded(mode: str, fmt: str, shape) -> bytes:
+    from PIL import Image
+
+    pixels = rng.integers(0, 256, shape, dtype=np.uint8)
+    image = Image.fromarray(pixels).convert(mode) if mode != "I;16" else Image.fromarray(
+        pixels.astype(np.uint16) * 257 + 3)  # 16-bit gray: the high byte is the pixel
+    with io.BytesIO() as f:
+        image.save(f, format=fmt)
+        return f.getvalue()
+
+
+# (id, encoded image): a line per variant
+BUILTIN_CASES = [
+    ("png-rgb-all-filters", lambda: _png_cycling_filters(rng.integers(0, 256, (23, 17, 3), dtype=np.uint8), 2)),
+    ("png-rgba-all-filters", lambda: _png_cycling_filters(rng.integers(0, 256, (11, 13, 4), dtype=np.uint8), 6)),
+    ("png-gray-all-filters", lambda: _png_cycling_filters(rng.integers(0, 256, (19, 7), dtype=np.uint8), 0)),
+    ("png-wide", lambda: _png_cycling_filters(rng.integers(0, 256, (3, 300, 3), dtype=np.uint8), 2)),
+    ("png-tall", lambda: _png_cycling_filters(rng.integers(0, 256, (300, 2, 3), dtype=np.uint8), 2)),
+    ("png-pillow-rgb", lambda: _pillow_encoded("RGB", "PNG", (40, 30, 3))),
+    ("png-pillow-palette", lambda: _pillow_encoded("P", "PNG", (20, 30, 3))),
+    ("png-pillow-gray", lambda: _pillow_encoded("L", "PNG", (20, 30))),
+    ("png-pillow-gray16", lambda: _pillow_encoded("I;16", "PNG", (9, 8))),
+    ("bmp-pillow-rgb", lambda: _pillow_encoded("RGB", "BMP", (9, 7, 3))),
+    ("bmp-pillow-palette", lambda: _pillow_encoded("P", "BMP", (9, 7, 3))),
+    ("ppm-pillow", lambda: _pillow_encoded("RGB", "PPM", (9, 7, 3))),
+    ("pgm-pillow", lambda: _pillow_encoded("L", "PPM", (9, 7))),
+]
+
+
+@pytest.mark.parametrize("make", [c[1] for c in BUILTIN_CASES], ids=[c[0] for c in BUILTIN_CASES])
+@pytest.mark.parametrize("pixel_format", ["RGB", "BGR"])
+def test_builtin_decoders_match_pillow(make, pixel_format, monkeypatch):
+    pytest.importorskip("PIL", reason="Pillow is the oracle")
+    from onnxtext.evaluator.kernels import image
+
+    data = make()
+    expected = decode(data, pixel_format)  # Pillow (installed, preferred)
+    monkeypatch.setattr(image, "PREFER_PILLOW", False)
+    np.testing.assert_array_equal(decode(data, pixel_format), expected)
+    assert expected.size > 0

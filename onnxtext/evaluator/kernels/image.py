@@ -1,9 +1,9 @@
-"""ImageDecoder: onnxtext's own decoders for the formats that need no codec library, BMP (uncompressed),
-PNM (PBM/PGM/PPM) and non-interlaced PNG (its deflate stream is undone by the standard library's zlib);
-Pillow for JPEG, JPEG 2000, TIFF and WebP.
+"""ImageDecoder: Pillow when it is installed, for every format; without it, onnxtext's own decoders for the
+formats that need no codec library, BMP (uncompressed), PNM (PBM/PGM/PPM) and non-interlaced PNG (its deflate
+stream is undone by the standard library's zlib). Decoded sizes are checked first (evaluator/limits.py).
 
-Those four need real codecs (Huffman/arithmetic coding, DCT, wavelets...), so they are decoded by
-Pillow when it is installed (the optional extra ``pip install "onnxtext[images]"``; imported lazily,
+JPEG, JPEG 2000, TIFF and WebP need real codecs (Huffman/arithmetic coding, DCT, wavelets...), so they are
+decoded by Pillow when it is installed (the optional extra ``pip install "onnxtext[images]"``; imported lazily,
 only when such an image is decoded), and raise :class:`UnsupportedImageError` saying so otherwise.
 Pillow is also what the ONNX backend suite used to produce its expected outputs, so Pillow-decoded
 images are converted with Pillow's own RGB and grayscale ("L") conversions.
@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import re
 import struct
+import warnings
 import zlib
 
 import numpy as np
@@ -58,12 +59,18 @@ def _decode_with_pillow(data: bytes, name: str, pixel_format: str) -> np.ndarray
         raise UnsupportedImageError(f"ImageDecoder: {name} decoding needs the Pillow image library, an optional "
                                     f"dependency: {PILLOW_HINT}") from None
     try:
-        opened = Image.open(io.BytesIO(data))
+        with warnings.catch_warnings():  # Pillow warns from Image.MAX_IMAGE_PIXELS on; our limit decides
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            opened = Image.open(io.BytesIO(data))
     except Image.DecompressionBombError as e:  # Pillow's own limit (2 x Image.MAX_IMAGE_PIXELS) came first
-        raise EvalError(f"ImageDecoder: the {name} image is too large for Pillow ({e})") from None
+        raise EvalError(f"ImageDecoder: the {name} image declares too many pixels for Pillow ({e}); onnxtext's "
+                        f"own limit is onnxtext.evaluator.limits.MAX_IMAGE_PIXELS") from None
     with opened as image:
         check_image_pixels(*image.size, f"the {name} image")  # before decoding allocates the pixels
         image.load()  # decode now, inside the caller's error handling (open only reads the header)
+        if image.mode.startswith("I;16"):  # 16-bit gray: keep the high byte, as 8-bit decoders do
+            gray = (np.asarray(image, dtype=np.uint16) >> 8).astype(np.uint8)[:, :, None]
+            return gray if pixel_format == "Grayscale" else np.repeat(gray, 3, axis=2)
         if pixel_format == "Grayscale":
             return np.array(image.convert("L"), dtype=np.uint8)[:, :, None]
         rgb = np.array(image.convert("RGB"), dtype=np.uint8)
@@ -226,6 +233,29 @@ def _decode_png(data: bytes) -> np.ndarray:
     return np.ascontiguousarray(samples[:, :, :3])
 
 
+#: Decode BMP, PNG and PNM with Pillow too when it is installed (its decoders cover more variants, in C);
+#: False uses onnxtext's own decoders, which are always used without Pillow.
+PREFER_PILLOW = True
+
+
+def _pillow_installed() -> bool:
+    try:
+        import PIL.Image  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _builtin_format(data: bytes) -> str | None:
+    if data[:2] == b"BM":
+        return "BMP"
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        return "PNG"
+    if data[:1] == b"P" and data[1:2] in (b"1", b"2", b"3", b"4", b"5", b"6"):
+        return "PNM"
+    return None
+
+
 def _to_gray(rgb: np.ndarray) -> np.ndarray:
     # ITU-R BT.601 luma, rounded, as common decoders do
     weights = np.array([299, 587, 114], dtype=np.int64)
@@ -236,6 +266,8 @@ def _to_gray(rgb: np.ndarray) -> np.ndarray:
 def image_decoder(encoded, pixel_format="RGB"):
     data = np.asarray(encoded, dtype=np.uint8).tobytes()
     codec = _codec_name(data)
+    if codec is None and PREFER_PILLOW and _builtin_format(data) is not None and _pillow_installed():
+        codec = _builtin_format(data)
     try:
         if codec is not None:
             # Pillow applies the pixel format itself (its grayscale conversion is the suite's)
