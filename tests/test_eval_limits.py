@@ -63,7 +63,7 @@ HEADER = '<ir_version: 10, opset_import: ["": 20, "local": 1]>\n'
 @dataclass
 class Probe:
     id: str
-    text: str  # the model (HEADER is prepended)
+    text: str  # the model (HEADER is prepended unless the text has a header of its own)
     code: str | list  # the snippet run after PRELUDE, or an onnxtext command line
     says: tuple = ()  # words the output must contain
     status: int = 1  # expected exit status: 1 for a clean refusal, 0 for a run that must work
@@ -219,6 +219,8 @@ Twice (a) => (b) {
 }
 '''
 
+TOKENIZER = ('<ir_version: 10, opset_import: ["": 20, "com.microsoft": 1]>\ng (string[N] x) => (string[N, D] y) {\n'
+             '  y = com.microsoft.Tokenizer <mark = 0, mincharnum = 1, pad_value = "#", tokenexp = "%s"> (x)\n}\n')
 REGEX = 'g (string[N] x) => (bool[N] y) {\n  y = RegexFullMatch <pattern = "%s"> (x)\n}\n'
 
 PROBES = [
@@ -233,6 +235,8 @@ PROBES = [
           'run({"x": np.array(["aa"], dtype=object)})', ("not valid RE2 syntax", "invalid escape")),
     Probe("regex-lookahead-refused", REGEX % "a(?=b)",
           'run({"x": np.array(["ab"], dtype=object)})', ("not valid RE2 syntax",)),
+    Probe("tokenizer-backtracking-pattern", TOKENIZER % "(a+)+b",
+          'run({"x": np.array(["a" * 100_000, "aab"], dtype=object)})', ("[['#'], ['aab']]",), status=0),
     # --- ImageDecoder: decoded sizes checked before anything is allocated
     Probe("png-zip-bomb", IMAGE, PNG + ZIP_BOMB, ("[[[1, 2, 3]]]",), status=0, memory=7 << 28),  # 1.75 GiB
     Probe("png-declares-huge-size", IMAGE, PNG + "decode(png(100000, 100000, zlib.compress(bytes(10))))",
@@ -323,7 +327,7 @@ def _limits(memory):
 
 @pytest.mark.parametrize("probe", PROBES, ids=[p.id for p in PROBES])
 def test_probe(probe, tmp_path):
-    (tmp_path / "m.onnxtext").write_text(HEADER + probe.text)
+    (tmp_path / "m.onnxtext").write_text(probe.text if probe.text.startswith("<") else HEADER + probe.text)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [os.path.dirname(os.path.dirname(os.path.abspath(onnxtext.__file__)))] + sys.path)}
     try:

@@ -70,11 +70,12 @@ def string_split(x, delimiter=None, maxsplit=None):
     return out.reshape(x.shape + (width,)), counts
 
 
-def _compile_re2(pattern: str):
+def compile_re2(pattern: str, op: str = "RegexFullMatch"):
+    """``pattern`` compiled by RE2 (linear time, ONNX's and onnxruntime's engine); errors name ``op``."""
     try:
         import re2
     except ImportError:  # a dependency; reported rather than falling back to a backtracking engine
-        raise EvalError("RegexFullMatch needs the RE2 engine (the google-re2 package, "
+        raise EvalError(f"{op} needs the RE2 engine (the google-re2 package, "
                         "pip install google-re2)") from None
     options = re2.Options()
     options.log_errors = False
@@ -83,12 +84,12 @@ def _compile_re2(pattern: str):
     except re2.error as exc:
         reason = exc.args[0] if exc.args else ""
         reason = reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
-        raise EvalError(f"RegexFullMatch: the pattern {pattern!r} is not valid RE2 syntax ({reason})") from None
+        raise EvalError(f"{op}: the pattern {pattern!r} is not valid RE2 syntax ({reason})") from None
 
 
 @kernel("RegexFullMatch", since=20)
 def regex_full_match(x, pattern=""):
-    compiled = _compile_re2(pattern)
+    compiled = compile_re2(pattern)
     x = _strings(x)
     flat = [compiled.fullmatch(s) is not None for s in x.reshape(-1).tolist()]
     return np.array(flat, dtype=bool).reshape(x.shape)

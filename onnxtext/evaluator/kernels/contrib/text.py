@@ -5,19 +5,17 @@ to the longest token count D: output [C, D] or [N, C, D]. Tokens come either fro
 ``separators`` (regular expressions; a single empty separator splits into characters) or from the
 matches of ``tokenexp``. Tokens shorter than
 ``mincharnum`` characters are dropped; ``mark=1`` adds the start-of-text (U+0002) and end-of-text
-(U+0003) markers around each row. The expressions are onnxruntime's RE2 syntax, run with Python's
-``re`` in ASCII mode (RE2's ``\w``, ``\b`` and ``\d`` are ASCII), which agrees on the constructs
-the converters write (classes, alternations, escapes, word boundaries).
+(U+0003) markers around each row. The expressions are RE2 syntax, run by RE2 itself as in onnxruntime (linear time: no pattern can
+hang a run; see kernels/string.py).
 """
 
 from __future__ import annotations
-
-import re
 
 import numpy as np
 
 from ....errors import EvalError
 from ...registry import kernel
+from ..string import compile_re2
 from . import MS
 
 _START, _END = "\x02", "\x03"
@@ -25,13 +23,13 @@ _START, _END = "\x02", "\x03"
 
 def _splitter(separators, tokenexp):
     if tokenexp:
-        pattern = re.compile(tokenexp, re.ASCII)
+        pattern = compile_re2(tokenexp, "Tokenizer")
         return lambda s: [m.group(0) for m in pattern.finditer(s)]
     if separators is None:
         raise EvalError("Tokenizer needs 'separators' or 'tokenexp'")
     if list(separators) == [""]:
         return list  # characters
-    pattern = re.compile("|".join(f"(?:{s})" for s in separators), re.ASCII)
+    pattern = compile_re2("|".join(f"(?:{s})" for s in separators), "Tokenizer")
     return lambda s: pattern.split(s)
 
 
