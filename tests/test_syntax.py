@@ -225,3 +225,14 @@ def test_type_name_attributes_come_from_the_schemas():
     assert "saturate" not in element_type_attributes("", "Cast")
     assert "qk_matmul_output_mode" not in element_type_attributes("", "Attention")
     assert element_type_attributes("com.microsoft", "Cast") == frozenset()
+
+
+@pytest.mark.parametrize("word", sorted(__import__("onnxtext.printing.atoms", fromlist=["_QUOTED_WORDS"])._QUOTED_WORDS)
+                         [::7] + ["seq", "float", "raw", "nan", "true", "training_info", "elided"])
+def test_keyword_names_print_bare_in_node_statements(word):
+    # only names stand in a statement's label, outputs and inputs: no quotes needed there (fmt kept `seq`)
+    g = onnxtext.parse_graph(f"g (float[2] x) => (float[2] y) {{\n  [{word}] {word} = Relu(x)\n  y = Neg({word})\n}}")
+    assert g.node[0].name == word and g.node[0].output[0] == word and g.node[1].input[0] == word
+    text = onnxtext.to_text(g)
+    assert f"[{word}] {word} = Relu(x)" in text and f"y = Neg({word})" in text
+    assert onnxtext.parse_graph(text).SerializeToString() == g.SerializeToString()

@@ -67,6 +67,7 @@ class Printer(RecordPrinter):
             raise ValueError(f"unknown style {style!r}")
         self.onnx_style = style == "onnx"
         self._names = _NameCache()  # each value name is printed about twice
+        self._ids = _IdCache()  # names in node statements: keyword-like names need no quotes there
         self._ops: dict[tuple, str] = {}  # (domain, op_type, overload) -> printed operator
         # Block deferral (set by to_text): big base64 blocks are replaced by a placeholder until the whole
         # text is laid out, then encoded straight into the final buffer (see _fill_blocks): the megabytes
@@ -408,7 +409,7 @@ class Printer(RecordPrinter):
         ann = None
         if any(map(len, _NODE_EXTRA_REPEATED(n))) or any(map(n.HasField, _NODE_EXTRA_SINGULAR)):
             ann = self._annotations(n, level, spec=_NODE_SPEC)
-        names = self._names.__getitem__
+        names = self._ids.__getitem__
         nm = n.name
         outs = ", ".join(map(names, n.output))
         # field presence: an empty domain or overload that is set (True) prints as "".Op or Op:""
@@ -437,7 +438,7 @@ class Printer(RecordPrinter):
     def _broken_node(self, n: NodeProto, level: int, items: list[str] | None, nm) -> str:
         """A node statement longer than the width: a long label on its own line, the outputs filled to the
         width (continued one level deeper), the attributes one per line, the inputs filled to the width."""
-        names = self._names.__getitem__
+        names = self._ids.__getitem__
         pad = len(self.ind) * level
         label = "[] " if nm is None else "[" + names(nm) + "] " if nm else ""
         outs = [names(o) for o in n.output]
@@ -628,6 +629,15 @@ class _NameCache(dict):
 
     def __missing__(self, n: str) -> str:
         r = self[n] = name(n)
+        return r
+
+
+class _IdCache(dict):
+    """name -> printed name in a node statement's label, outputs and inputs, where the grammar expects only
+    names: a keyword-like name (``seq``, ``float``) stays bare, only non-identifiers are quoted."""
+
+    def __missing__(self, n: str) -> str:
+        r = self[n] = quote(n) if isinstance(n, bytes) else op_part(n)
         return r
 
 
