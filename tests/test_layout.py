@@ -27,7 +27,6 @@ def layout_problems(text: str, width: int, indent: int = 2) -> list[str]:
     problems = []
     stack: list[tuple[int, str, int]] = []  # (indentation inside, bracket, indentation of its line) per bracket
     string_indent = None  # inside a multi-line string: the indentation its lines must have
-    continued = False
     for number, line in enumerate(text.split("\n"), 1):
         stripped = line.lstrip(" ")
         ind = len(line) - len(stripped)
@@ -52,26 +51,18 @@ def layout_problems(text: str, width: int, indent: int = 2) -> list[str]:
             expected = stack[-closing][2] if len(stack) >= closing else 0
         else:
             expected = stack[-1][0] if stack else 0
-        if continued and not closing:
-            expected += indent  # a list outside brackets continued (the outputs of a long statement)
         if ind != expected or ind % indent:
             problems.append(f"line {number}: indented {ind}, expected {expected}: {line[:80]}")
-        opened = False
-        depth_before = len(stack) - min(closing, len(stack))
         for i, ch in enumerate(code.replace("=>", "  ")):
             delta = _BRACKETS.get(ch, 0)
             if delta > 0:
                 before = code[:i].rstrip()
                 literal = ch == "{" and (before.endswith(("=", " raw")) or before == "raw")  # tensor data
                 stack.append((ind + indent, "data" if literal else ch, ind))
-                opened = True
             elif delta < 0 and stack:
                 stack.pop()
-        # a statement's outputs continued on the next line: a comma at the end, outside any list
-        continued = code.endswith(",") and len(stack) == depth_before and (not stack or stack[-1][1] == "{")
         if code.count('"') % 2 == 1 or re.search(r'"[^"]*$', re.sub(r'"(?:[^"\\]|\\.)*"', "", stripped)):
             string_indent = ind + indent  # a string opened on this line continues on the next ones
-        del opened
     return problems
 
 

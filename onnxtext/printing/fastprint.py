@@ -135,10 +135,13 @@ class _Bulk:
         """(plain, identifier, keyword) for string fields at ``s`` of length ``n`` (< 128): plain when the
         bytes can print between quotes unescaped, identifier when ASCII ``[A-Za-z_][A-Za-z0-9_]*``, keyword
         when one of the words that print quoted."""
-        diff = self._counts[s + n] - self._counts[s]
-        plain = (diff & 0xFF) == 0
+        # a field decoded past the end of the buffer (wire data the column decoder misread) is neither: its
+        # record then goes to the reference printer
+        inside = s + n < len(self._counts)
+        diff = self._counts[np.where(inside, s + n, 0)] - self._counts[np.where(inside, s, 0)]
+        plain = ((diff & 0xFF) == 0) & inside
         first = self.d[np.minimum(s, len(self.d) - 1)]
-        ident = (n > 0) & _ID_START[first] & ((diff >> 8) == 0)
+        ident = (n > 0) & _ID_START[first] & ((diff >> 8) == 0) & inside
         keyword = np.zeros(len(s), bool)
         cand = np.flatnonzero(ident & _KEYWORD_SHAPE[first, np.minimum(n, _KEYWORD_MAX + 1)])
         for i in cand.tolist():  # rare: a Python look settles them

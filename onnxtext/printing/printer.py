@@ -437,7 +437,8 @@ class Printer(RecordPrinter):
 
     def _broken_node(self, n: NodeProto, level: int, items: list[str] | None, nm) -> str:
         """A node statement longer than the width: a long label on its own line, the outputs filled to the
-        width (continued one level deeper), the attributes one per line, the inputs filled to the width."""
+        width (continued at the statement's own depth, so that indentation stays the bracket nesting that
+        editors compute), the attributes one per line, the inputs filled to the width."""
         names = self._ids.__getitem__
         pad = len(self.ind) * level
         label = "[] " if nm is None else "[" + names(nm) + "] " if nm else ""
@@ -447,13 +448,13 @@ class Printer(RecordPrinter):
             label = label[:-1] + "\n" + self.ind * level  # a long label on a line of its own
         label_end = len(label) - label.rfind("\n") - 1 if "\n" in label else pad + len(label)
         after = " = " + op + (" <" if items else "(")
-        head = self._filled("", outs, after, level, label_end)[:-len(after)] + " = " if outs else "= "
+        if not outs:
+            head = "= "
+        elif layout.fits(label_end, ", ".join(outs) + after, self.width):
+            head = ", ".join(outs) + " = "
+        else:
+            head = layout.filled("", outs, after, label_end, self.ind * level, self.width)[:-len(after)] + " = "
         depth = level
-        if "\n" in head:  # the outputs took several lines: the rest nests under the last one
-            depth = level + 1
-            if items:
-                type_names = element_type_attributes(n.domain, n.op_type)
-                items = [self.print_attribute(a, level + 2, type_names) for a in n.attribute]
         text = label + head + op
         last = len(text) - text.rfind("\n") - 1 if "\n" in text else pad + len(text)
         if items:
