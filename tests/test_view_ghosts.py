@@ -19,20 +19,8 @@ import pytest
 
 import onnxtext
 import realmodels
-from browser import Browser, find_chromium
 from onnxtext.view import view_html
-from test_view import LIVE_STATE, ROOT, expected_nodes_and_links, long_chain
-
-needs_browser = pytest.mark.skipif(find_chromium() is None,
-                                   reason="chromium is not installed (apt-get install chromium; .ci/run does)")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if find_chromium() is None:
-        pytest.skip("chromium is not installed (apt-get install chromium; .ci/run does)")
-    with Browser() as b:
-        yield b
+from test_view import LIVE_STATE, ROOT, browser, expected_nodes_and_links, long_chain, needs_browser  # noqa: F401
 
 
 def _open(browser, tmp_path, html):
