@@ -101,3 +101,35 @@ def assert_optimizer_equivalent(model, feeds: dict, rtol: float = 1e-5, atol: fl
     reference = Evaluator(model, optimize=0)
     assert_close(optimized.run(None, feeds), reference.run(None, feeds), rtol, atol, "optimized vs optimize=0:")
     return optimized
+
+
+def png_cycling_filters(samples: np.ndarray, color: int, depth: int = 8, palette: bytes | None = None) -> bytes:
+    """A PNG whose rows cycle through all five filter types (None, Sub, Up, Average, Paeth)."""
+    import struct
+    import zlib
+
+    height, width = samples.shape[:2]
+    if depth == 16:
+        rows = samples.astype(">u2").view(np.uint8).reshape(height, -1)
+    elif depth < 8:
+        bits = (samples.reshape(height, width, 1) >> np.arange(depth - 1, -1, -1)) & 1
+        rows = np.packbits(bits.reshape(height, -1).astype(np.uint8), axis=1)
+    else:
+        rows = samples.reshape(height, -1).astype(np.uint8)
+    bpp = max(samples.reshape(height, width, -1).shape[2] * depth // 8, 1)
+    cur, prev = rows.astype(np.int64), np.vstack([np.zeros((1, rows.shape[1]), np.int64), rows[:-1]])
+    left = np.hstack([np.zeros((height, bpp), np.int64), cur[:, :-bpp]])
+    upleft = np.hstack([np.zeros((height, bpp), np.int64), prev[:, :-bpp]])
+    p = left + prev - upleft
+    pa, pb, pc = abs(p - left), abs(p - prev), abs(p - upleft)
+    paeth = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, prev, upleft))
+    filtered = [cur, cur - left, cur - prev, cur - (left + prev) // 2, cur - paeth]
+    body = b"".join(bytes([y % 5]) + (filtered[y % 5][y] % 256).astype(np.uint8).tobytes() for y in range(height))
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, depth, color, 0, 0, 0)
+    extra = chunk(b"PLTE", palette) if palette else b""
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + extra + chunk(b"IDAT", zlib.compress(body)) + \
+        chunk(b"IEND", b"")

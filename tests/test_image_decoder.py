@@ -15,6 +15,7 @@ import pytest
 from onnx import TensorProto, helper
 from onnx.backend.test.case.node import _image_decoder_data as frozen
 
+from helpers import png_cycling_filters
 from onnxtext.evaluator import Evaluator
 from onnxtext.evaluator.kernels.image import UnsupportedImageError
 
@@ -122,30 +123,6 @@ def test_without_pillow_own_decoders_still_work(without_pillow):
 
 
 # --- onnxtext's own BMP/PNG/PNM decoders (used without Pillow) against Pillow as the oracle --------------
-def _png_cycling_filters(samples: np.ndarray, color: int) -> bytes:
-    """An 8-bit PNG whose rows cycle through the five filters (None, Sub, Up, Average, Paeth)."""
-    import struct
-    import zlib
-
-    height, width = samples.shape[:2]
-    cur = samples.reshape(height, -1).astype(np.int64)
-    bpp = cur.shape[1] // width
-    prev = np.vstack([np.zeros((1, cur.shape[1]), np.int64), cur[:-1]])
-    left = np.hstack([np.zeros((height, bpp), np.int64), cur[:, :-bpp]])
-    upleft = np.hstack([np.zeros((height, bpp), np.int64), prev[:, :-bpp]])
-    p = left + prev - upleft
-    pa, pb, pc = abs(p - left), abs(p - prev), abs(p - upleft)
-    paeth = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, prev, upleft))
-    filtered = [cur, cur - left, cur - prev, cur - (left + prev) // 2, cur - paeth]
-    body = b"".join(bytes([y % 5]) + (filtered[y % 5][y] % 256).astype(np.uint8).tobytes() for y in range(height))
-
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, color, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(body)) + chunk(b"IEND", b"")
-
-
 def _pillow_encoded(mode: str, fmt: str, shape) -> bytes:
     from PIL import Image
 
@@ -159,11 +136,11 @@ def _pillow_encoded(mode: str, fmt: str, shape) -> bytes:
 
 # (id, encoded image): a line per variant
 BUILTIN_CASES = [
-    ("png-rgb-all-filters", lambda: _png_cycling_filters(rng.integers(0, 256, (23, 17, 3), dtype=np.uint8), 2)),
-    ("png-rgba-all-filters", lambda: _png_cycling_filters(rng.integers(0, 256, (11, 13, 4), dtype=np.uint8), 6)),
-    ("png-gray-all-filters", lambda: _png_cycling_filters(rng.integers(0, 256, (19, 7), dtype=np.uint8), 0)),
-    ("png-wide", lambda: _png_cycling_filters(rng.integers(0, 256, (3, 300, 3), dtype=np.uint8), 2)),
-    ("png-tall", lambda: _png_cycling_filters(rng.integers(0, 256, (300, 2, 3), dtype=np.uint8), 2)),
+    ("png-rgb-all-filters", lambda: png_cycling_filters(rng.integers(0, 256, (23, 17, 3), dtype=np.uint8), 2)),
+    ("png-rgba-all-filters", lambda: png_cycling_filters(rng.integers(0, 256, (11, 13, 4), dtype=np.uint8), 6)),
+    ("png-gray-all-filters", lambda: png_cycling_filters(rng.integers(0, 256, (19, 7), dtype=np.uint8), 0)),
+    ("png-wide", lambda: png_cycling_filters(rng.integers(0, 256, (3, 300, 3), dtype=np.uint8), 2)),
+    ("png-tall", lambda: png_cycling_filters(rng.integers(0, 256, (300, 2, 3), dtype=np.uint8), 2)),
     ("png-pillow-rgb", lambda: _pillow_encoded("RGB", "PNG", (40, 30, 3))),
     ("png-pillow-palette", lambda: _pillow_encoded("P", "PNG", (20, 30, 3))),
     ("png-pillow-gray", lambda: _pillow_encoded("L", "PNG", (20, 30))),

@@ -12,6 +12,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from helpers import png_cycling_filters
 from onnxtext.evaluator import Evaluator
 
 ort = pytest.importorskip("onnxruntime")
@@ -333,50 +334,18 @@ def test_image_decoder_pnm_variants():
         [[0, 255, 0], [255, 255, 0]]
 
 
-def _png(samples: np.ndarray, color: int, depth: int = 8, palette: bytes | None = None) -> bytes:
-    """A PNG whose rows cycle through all five filter types (None, Sub, Up, Average, Paeth)."""
-    import struct
-    import zlib
-
-    height, width = samples.shape[:2]
-    if depth == 16:
-        rows = samples.astype(">u2").view(np.uint8).reshape(height, -1)
-    elif depth < 8:
-        bits = (samples.reshape(height, width, 1) >> np.arange(depth - 1, -1, -1)) & 1
-        rows = np.packbits(bits.reshape(height, -1).astype(np.uint8), axis=1)
-    else:
-        rows = samples.reshape(height, -1).astype(np.uint8)
-    bpp = max(samples.reshape(height, width, -1).shape[2] * depth // 8, 1)
-    cur, prev = rows.astype(np.int64), np.vstack([np.zeros((1, rows.shape[1]), np.int64), rows[:-1]])
-    left = np.hstack([np.zeros((height, bpp), np.int64), cur[:, :-bpp]])
-    upleft = np.hstack([np.zeros((height, bpp), np.int64), prev[:, :-bpp]])
-    p = left + prev - upleft
-    pa, pb, pc = abs(p - left), abs(p - prev), abs(p - upleft)
-    paeth = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, prev, upleft))
-    filtered = [cur, cur - left, cur - prev, cur - (left + prev) // 2, cur - paeth]
-    body = b"".join(bytes([y % 5]) + (filtered[y % 5][y] % 256).astype(np.uint8).tobytes() for y in range(height))
-
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    header = struct.pack(">IIBBBBB", width, height, depth, color, 0, 0, 0)
-    extra = chunk(b"PLTE", palette) if palette else b""
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + extra + chunk(b"IDAT", zlib.compress(body)) + \
-        chunk(b"IEND", b"")
-
-
 def test_image_decoder_png_all_filters_and_color_types():
     big = rng.integers(0, 256, (11, 9, 4), dtype=np.uint8)
-    np.testing.assert_array_equal(_decode(_png(big[:, :, :3], 2)), big[:, :, :3])
-    np.testing.assert_array_equal(_decode(_png(big, 6), "BGR"), big[:, :, 2::-1])  # alpha dropped
+    np.testing.assert_array_equal(_decode(png_cycling_filters(big[:, :, :3], 2)), big[:, :, :3])
+    np.testing.assert_array_equal(_decode(png_cycling_filters(big, 6), "BGR"), big[:, :, 2::-1])  # alpha dropped
     gray = big[:, :, 0]
-    np.testing.assert_array_equal(_decode(_png(gray, 0), "Grayscale")[:, :, 0], gray)
-    np.testing.assert_array_equal(_decode(_png(gray.astype(np.uint16) * 256 + 77, 0, 16), "Grayscale")[:, :, 0], gray)
+    np.testing.assert_array_equal(_decode(png_cycling_filters(gray, 0), "Grayscale")[:, :, 0], gray)
+    np.testing.assert_array_equal(_decode(png_cycling_filters(gray.astype(np.uint16) * 256 + 77, 0, 16), "Grayscale")[:, :, 0], gray)
     levels = gray % 4
-    np.testing.assert_array_equal(_decode(_png(levels, 0, 2), "Grayscale")[:, :, 0], levels * 85)
+    np.testing.assert_array_equal(_decode(png_cycling_filters(levels, 0, 2), "Grayscale")[:, :, 0], levels * 85)
     palette = rng.integers(0, 256, (16, 3), dtype=np.uint8)
     index = gray % 16
-    np.testing.assert_array_equal(_decode(_png(index, 3, 4, palette.tobytes())), palette[index])
+    np.testing.assert_array_equal(_decode(png_cycling_filters(index, 3, 4, palette.tobytes())), palette[index])
 
 
 def test_image_decoder_garbage_gives_empty():
