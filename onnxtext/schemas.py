@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
 
 import onnx
 import onnx.defs
@@ -266,3 +267,31 @@ def markdown(s) -> str:
     if para:
         lines.append(para)
     return "\n\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------- type-name attributes
+# `Cast <to = float>`: INT attributes whose value is a TensorProto element type print and parse as type names.
+# Which ones: every INT attribute of an onnx.defs schema (any version) whose documentation says its value is a
+# data type in its first sentence (Cast.to, EyeLike.dtype, the Random* dtype, QuantizeLinear.output_dtype,
+# LayerNormalization's stash_type, ...), read from the schemas rather than kept as a hand list. Unknown operators and custom
+# domains keep integers.
+_DATA_TYPE_DOC = re.compile(r"data ?type|DataType|TensorProto|precision|\bType of\b")
+
+
+@functools.cache
+def _element_type_attributes() -> dict:
+    table: dict = {}
+    for s in onnx.defs.get_all_schemas_with_history():
+        for a in s.attributes.values():
+            first_sentence = a.description.split(". ", 1)[0]
+            if a.type == onnx.defs.OpSchema.AttrType.INT and _DATA_TYPE_DOC.search(first_sentence):
+                table.setdefault((canonical_domain(s.domain), s.name), set()).add(a.name)
+    return {k: frozenset(v) for k, v in table.items()}
+
+
+_NONE: frozenset = frozenset()
+
+
+def element_type_attributes(domain: str, op_type: str) -> frozenset:
+    """Names of the attributes of ``domain.op_type`` whose INT value is an element type (printed ``float``)."""
+    return _element_type_attributes().get((canonical_domain(domain), op_type), _NONE)

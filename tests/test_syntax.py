@@ -216,7 +216,7 @@ def test_type_proto_attribute_stays_a_type():
 
 
 def test_type_name_attributes_come_from_the_schemas():
-    from onnxtext.vocabulary import element_type_attributes
+    from onnxtext.schemas import element_type_attributes
 
     for op, attr in [("Cast", "to"), ("EyeLike", "dtype"), ("RandomNormal", "dtype"), ("RandomUniform", "dtype"),
                      ("RandomNormalLike", "dtype"), ("RandomUniformLike", "dtype"), ("Multinomial", "dtype"),

@@ -45,7 +45,7 @@ from onnx import AttributeProto, NodeProto, TypeProto
 
 from . import wirecolumns as _wire
 from .. import dtypes
-from ..vocabulary import element_type_attributes
+from ..schemas import element_type_attributes
 from .atoms import _QUOTED_WORDS, _op_name, format_values
 
 ENABLED = True

@@ -43,7 +43,8 @@ from onnx import (AttributeProto, FunctionProto, GraphProto, ModelProto, NodePro
 from .. import dtypes, tensors
 from . import fastprint, layout
 from .records import RecordPrinter
-from ..vocabulary import ATTR_TYPE_NAMES, element_type_attributes
+from ..schemas import element_type_attributes
+from ..vocabulary import ATTR_TYPE_NAMES
 from ..errors import OnnxTextError
 # the literal atoms (re-exported: other modules and tests import them from here)
 from .atoms import (_IDENT, _QUOTED_WORDS, _SMALL, KEYWORDS, _dotted, _dtype_name, _float_token,  # noqa: F401
@@ -475,7 +476,7 @@ class Printer(RecordPrinter):
 
     def print_attribute(self, a: AttributeProto, level: int = 0, type_names: frozenset = frozenset()) -> str:
         """``name = value``; attributes named in ``type_names`` (the node's operator documents them as element
-        types, :func:`onnxtext.vocabulary.element_type_attributes`) print an INT value as a type name."""
+        types, :func:`onnxtext.schemas.element_type_attributes`) print an INT value as a type name."""
         ann = self.print_doc(a.doc_string) if a.doc_string or a.HasField("doc_string") else []
         t = a.type
         fields = a.ListFields()

@@ -23,7 +23,8 @@ from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProt
 from .. import dtypes
 # Literals, tensor data and field/attribute values live in their own modules; their names stay importable
 # from here (syntax.fastparse and syntax.fastlex use them as builder.X, with the children Lark passes).
-from ..vocabulary import FUNCTION_HEADER, MODEL_HEADER, element_type_attributes
+from ..schemas import element_type_attributes
+from ..vocabulary import FUNCTION_HEADER, MODEL_HEADER
 from .field_values import (ATTR_TYPE_NAMES, Pair, Pairs, Record, Ref, _ATTR_TYPES, _as_float, _kind_of,  # noqa: F401
                            _set_list_attr, _set_single_attr, apply_annotations, assign)
 from .literal_data import (Bits, TensorData, _err, _pos, _text, build_sparse, build_tensor,  # noqa: F401
@@ -468,7 +469,7 @@ class Builder(Transformer):
 # ---------------------------------------------------------------------------------------------- type-name attributes
 # `Cast <to = float>`: a bare type name parses as a TYPE_PROTO value (a scalar tensor type); the node it belongs
 # to turns it into the INT element type when its operator documents the attribute as one
-# (vocabulary.element_type_attributes). Until the node is built, attr() keeps such attributes here, per
+# (schemas.element_type_attributes). Until the node is built, attr() keeps such attributes here, per
 # thread (the Builder instance is shared), by identity: a TYPE_PROTO written `: type_proto = float` is not
 # kept, and stays a type.
 _pending = threading.local()
