@@ -4,6 +4,8 @@ Granularity is read off the scale's shape: a scalar (per tensor), a 1-D tensor a
 axis), or a tensor of the input's rank whose ``axis`` dimension is ``ceil(D / block_size)`` (blocked;
 each scale is repeated ``block_size`` times). Integer targets round half to even and saturate to the
 type's range (int2 ... uint16); float8/float4 targets go through the Cast rules (``saturate``).
+Per-tensor float32 scales with 8/16-bit zero points (what quantizers write) take a float32 fast path
+(:func:`quantize_float32`) whose every step is exact, so it equals the general float64 path.
 (QLinearConv and ConvInteger live with the convolutions.)
 """
 
@@ -58,9 +60,41 @@ def _quantize(x, scale, zero_point, target, axis, block_size, saturate, precisio
     return cast_array(ratio, target, saturate)
 
 
+_FAST_INTEGERS = frozenset(np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16))
+_F32 = np.dtype(np.float32)
+
+
+def per_tensor_float32(scale, zero_point) -> bool:
+    """True for a float32 one-element scale with no zero point or a one-element 8/16-bit one: the
+    parameters of the float32 fast paths below (every value and zero point exact in float32)."""
+    return (type(scale) is np.ndarray and scale.dtype == _F32 and scale.size == 1 and
+            (zero_point is None or (type(zero_point) is np.ndarray and zero_point.size == 1 and
+                                    zero_point.dtype in _FAST_INTEGERS)))
+
+
+def quantize_float32(x: np.ndarray, scale: np.float32, zero_point: float, target: np.dtype) -> np.ndarray:
+    """``saturate(rint(x / scale) + zero_point)`` for float32 ``x`` and an 8/16-bit ``target``, in
+    float32: the rounded ratio is clipped to ``[min - zp, max - zp]`` before the zero point is added,
+    so every step is exact and the result equals the float64 path's."""
+    info = np.iinfo(target)
+    q = np.divide(x, scale)
+    np.rint(q, out=q)
+    np.maximum(q, np.float32(info.min - zero_point), out=q)
+    np.minimum(q, np.float32(info.max - zero_point), out=q)
+    if zero_point:
+        q += np.float32(zero_point)
+    return q.astype(target)
+
+
 @kernel("QuantizeLinear", since=10)
 def quantize_linear(x, y_scale, y_zero_point=None, axis=1, saturate=1, output_dtype=0, block_size=0,
                     precision=0):
+    if (type(x) is np.ndarray and x.dtype == _F32 and not block_size and precision in (0, 1)
+            and per_tensor_float32(y_scale, y_zero_point)):
+        target = y_zero_point.dtype if y_zero_point is not None else np.dtype(np.uint8)
+        if not output_dtype or dtypes.from_enum(output_dtype).np == target:
+            zp = 0.0 if y_zero_point is None else float(y_zero_point.reshape(-1)[0])
+            return quantize_float32(x, y_scale.reshape(-1)[0], zp, target)
     if output_dtype:
         target = dtypes.from_enum(output_dtype).np
     elif y_zero_point is not None:
@@ -73,6 +107,14 @@ def quantize_linear(x, y_scale, y_zero_point=None, axis=1, saturate=1, output_dt
 
 @kernel("DequantizeLinear", since=10)
 def dequantize_linear(x, x_scale, x_zero_point=None, axis=1, block_size=0, output_dtype=0):
+    if (type(x) is np.ndarray and x.dtype in _FAST_INTEGERS and not block_size and output_dtype in (0, 1)
+            and per_tensor_float32(x_scale, x_zero_point)):
+        # (x - zp) is exact in float32 for 8/16-bit values: one rounding, in the multiply, as below
+        y = x.astype(np.float32)
+        if x_zero_point is not None:
+            y -= np.float32(x_zero_point.reshape(-1)[0])
+        y *= x_scale.reshape(-1)[0]
+        return y
     out_dtype = dtypes.from_enum(output_dtype).np if output_dtype else x_scale.dtype
     work = _compute_dtype(out_dtype)
     if x.dtype.kind in "iu" or dtypes.from_numpy(x.dtype).kind == "int":
