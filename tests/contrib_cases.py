@@ -436,8 +436,8 @@ CASES += [  # skl2onnx's com.microsoft operators
       dict(seed=7, positive=1), tol=(0, 0)),
     C("murmur_strings_signed", "MurmurHash3", [strings(["cat", "dog"], ["fish", "x"])], dict(positive=0), tol=(0, 0)),
 ]
-_TIES = np.asarray([[-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 1e9, -1e9], [3.5, 254.5, 255.5, -126.5, -127.5, -128.5, 0, 7]],
-                   np.float32)
+_TIES = np.asarray([[-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 1e9, -1e9], [3.5, 254.5, 255.5, -126.5, -127.5, -128.5, 0, 7],
+                    [np.nan, -np.nan, np.inf, -np.inf, 0.49999997, -0.49999997, 126.5, 127.5]], np.float32)
 CASES += [  # ONNX-domain QuantizeLinear / DequantizeLinear, per tensor with float32 scales (the float32 fast path),
     # ties (half to even) and saturation included; per axis goes through the general path
     C("quantize_linear_uint8_zp", "QuantizeLinear", [f32(2, 3, 5, 5), np.float32(0.013), np.uint8(131)], domain="",
@@ -452,6 +452,8 @@ CASES += [  # ONNX-domain QuantizeLinear / DequantizeLinear, per tensor with flo
     C("quantize_linear_int16_ties", "QuantizeLinear", [_TIES * 128, np.float32(1.0), np.int16(5)],
       domain="", opset=21, tol=(0, 0)),
     C("quantize_linear_per_axis", "QuantizeLinear", [f32(2, 3, 4), scales(3), u8(3)], domain="", tol=(0, 0)),
+    C("quantize_linear_per_axis_nan", "QuantizeLinear", [_TIES[:, :3], f32(3, low=0.5, high=2), s8(3)], domain="",
+      tol=(0, 0)),
     C("dequantize_linear_uint8", "DequantizeLinear", [u8(2, 3, 5, 5), np.float32(0.013), np.uint8(131)], domain="",
       tol=(0, 0)),
     C("dequantize_linear_int8_no_zp", "DequantizeLinear", [s8(6, 7), np.float32(0.7)], domain="", tol=(0, 0)),

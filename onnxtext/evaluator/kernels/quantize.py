@@ -38,8 +38,9 @@ def _compute_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def _saturate_integer(values: np.ndarray, target: np.dtype) -> np.ndarray:
+    """rint(values) saturated to ``target``'s range; NaN becomes the minimum (as onnxruntime: fmax drops it)."""
     info = ml_dtypes.iinfo(target)
-    return np.clip(np.rint(values), info.min, info.max).astype(target)
+    return np.minimum(np.fmax(np.rint(values), info.min), info.max).astype(target)
 
 
 def _quantize(x, scale, zero_point, target, axis, block_size, saturate, precision=None):
@@ -75,11 +76,11 @@ def per_tensor_float32(scale, zero_point) -> bool:
 def quantize_float32(x: np.ndarray, scale: np.float32, zero_point: float, target: np.dtype) -> np.ndarray:
     """``saturate(rint(x / scale) + zero_point)`` for float32 ``x`` and an 8/16-bit ``target``, in
     float32: the rounded ratio is clipped to ``[min - zp, max - zp]`` before the zero point is added,
-    so every step is exact and the result equals the float64 path's."""
+    so every step is exact and the result equals the float64 path's (NaN: the minimum)."""
     info = np.iinfo(target)
     q = np.divide(x, scale)
     np.rint(q, out=q)
-    np.maximum(q, np.float32(info.min - zero_point), out=q)
+    np.fmax(q, np.float32(info.min - zero_point), out=q)
     np.minimum(q, np.float32(info.max - zero_point), out=q)
     if zero_point:
         q += np.float32(zero_point)
