@@ -203,6 +203,12 @@ CASES = [
      dict(SVC3, kernel_type="RBF", kernel_params=[0.5, 0.0, 0.0])),
     ("svm_classifier_poly_probabilities", "SVMClassifier", XF, LABEL_SCORE, {"X": X2},
      dict(SVC3, kernel_type="POLY", kernel_params=[0.5, 1.0, 2.0], prob_a=[-1.0, -2.0, -0.5], prob_b=[0.1, 0.0, 0.2])),
+    # four classes: six pairs, samples whose probability coupling converges after different iterations
+    ("svm_classifier_four_classes_probabilities", "SVMClassifier", XF, LABEL_SCORE, {"X": X_WIDE[:, :2]},
+     dict(classlabels_ints=[0, 1, 2, 3], vectors_per_class=[2, 1, 1, 1], support_vectors=SV, kernel_type="RBF",
+          kernel_params=[0.7, 0.0, 0.0], coefficients=[1, -0.5, 0.3, 0.2, -1, 0.5, 0.2, -0.7, 1, 0.4, -0.3, 0.6, 0.8,
+                                                       -0.2, 0.9], rho=[0.1, -0.2, 0.3, 0.05, -0.1, 0.2],
+          prob_a=[-1.0, -2.0, -0.5, -1.5, -0.8, -1.2], prob_b=[0.1, 0.0, 0.2, -0.1, 0.05, 0.0])),
     ("svm_classifier_binary", "SVMClassifier", XF, LABEL_SCORE, {"X": X2},
      dict(classlabels_ints=[4, 5], vectors_per_class=[2, 1], support_vectors=SV[:6], coefficients=[1, -0.5, 0.3],
           rho=[0.1], kernel_type="SIGMOID", kernel_params=[0.5, 0.2, 0.0])),

@@ -7,9 +7,12 @@ A classifier with a single score column and two labels is binary: the score deci
 labels and the probability output gets both columns (the complement first).
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..registry import kernel
+from .derived_cache import derived
 from .ml import ML, as_rows, class_labels, post_transform
 
 
@@ -95,28 +98,86 @@ def _couple_probabilities(pairwise: np.ndarray, k: int) -> np.ndarray:
 
     Solves min_p p^T Q p with sum(p) = 1 by its fixed-point iteration; the loop over classes is
     sequential by construction, and all samples iterate together (converged ones stop moving).
+    ``p`` and ``Qp`` live side by side in one [N, 2k] array, so the step for class t is one scaled
+    row update ``S = (S + diff * [e_t | Q[t, :]]) / (1 + diff)``: the same arithmetic as libsvm's
+    loop, in a handful of numpy calls per step.
     """
     n = pairwise.shape[0]
     r = pairwise
     Q = -r.transpose(0, 2, 1) * r  # Q[t, j] = -r[j, t] * r[t, j]
     diag = (r.transpose(0, 2, 1) ** 2 * (1 - np.eye(k))).sum(axis=2)  # sum_{j != t} r[j, t]^2
     Q[:, np.arange(k), np.arange(k)] = diag
-    p = np.full((n, k), 1.0 / k)
+    # rows[t] = [e_t | Q[:, t, :]]: what one step adds to [p | Qp], scaled by its diff
+    rows = np.zeros((k, n, 2 * k))
+    rows[np.arange(k), :, np.arange(k)] = 1.0
+    rows[:, :, k:] = Q.transpose(1, 0, 2)
+    state = np.empty((n, 2 * k))
+    state[:, :k] = 1.0 / k
+    p, Qp = state[:, :k], state[:, k:]  # views: the updates below are in place
+    qp_columns = [state[:, k + t] for t in range(k)]
+    diag_columns = [diag[:, t] for t in range(k)]
     eps = 0.005 / k
     active = np.ones(n, bool)
     for _ in range(max(100, k)):
-        Qp = np.einsum("ntj,nj->nt", Q, p)
-        pQp = (p * Qp).sum(axis=1)
+        Qp[...] = np.matvec(Q, p)  # Qp afresh each iteration, as libsvm does
+        pQp = np.vecdot(p, Qp)
         active &= np.abs(Qp - pQp[:, None]).max(axis=1) >= eps
         if not active.any():
             break
+        all_active = active.all()
         for t in range(k):
-            diff = np.where(active, (-Qp[:, t] + pQp) / Q[:, t, t], 0.0)
-            p[:, t] += diff
-            pQp = (pQp + diff * (diff * Q[:, t, t] + 2 * Qp[:, t])) / (1 + diff) ** 2
-            Qp = (Qp + diff[:, None] * Q[:, t, :]) / (1 + diff[:, None])
-            p = p / (1 + diff[:, None])
-    return p
+            diff = pQp - qp_columns[t]
+            diff /= diag_columns[t]
+            if not all_active:
+                diff *= active
+            diff = diff[:, None]
+            state += diff * rows[t]
+            state /= diff + 1
+            # p^T Q p of the updated p (libsvm updates it incrementally: the same value, rounded differently)
+            pQp = np.vecdot(p, Qp)
+    return state[:, :k]
+
+
+@dataclass(frozen=True)
+class _SVMTables:
+    """An SVMClassifier's attributes as arrays, built once per node (:mod:`.derived_cache`)."""
+
+    labels: np.ndarray
+    vectors: np.ndarray      # [V, F] support vectors (or [C, F] weights of a linear SVM)
+    pair_weights: np.ndarray  # [V, P] coefficient of each support vector in each pair's decision
+    rho: np.ndarray          # [P] (or [1])
+    pair_first: np.ndarray   # [P, k] one-hot of each pair's first class i (pairs (i, j), i < j)
+    pair_second: np.ndarray  # [P, k] one-hot of its second class j
+    pairs_i: np.ndarray      # [P]
+    pairs_j: np.ndarray      # [P]
+
+
+def _svm_tables(coefficients, support_vectors, vectors_per_class, rho, classlabels_ints, classlabels_strings,
+                n_features):
+    labels = class_labels(classlabels_strings, classlabels_ints)
+    k = labels.size
+    coef = np.asarray(coefficients or [], np.float64)
+    rho = np.asarray(rho or [0.0], np.float64)
+    if not vectors_per_class:
+        empty = np.zeros((0, k))
+        return _SVMTables(labels, coef.reshape(-1, n_features), empty, rho, empty, empty,
+                          np.zeros(0, np.int64), np.zeros(0, np.int64))
+    counts = np.asarray(vectors_per_class, np.int64)
+    total = int(counts.sum())
+    vectors = np.asarray(support_vectors, np.float64).reshape(total, -1)
+    coef = coef.reshape(k - 1, total)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+    # decision of pair (i, j) = sum over class i's vectors of coef[j - 1] K + over class j's of coef[i] K
+    weights = np.zeros((total, len(pairs)))
+    for p, (i, j) in enumerate(pairs):
+        si, sj = slice(starts[i], starts[i] + counts[i]), slice(starts[j], starts[j] + counts[j])
+        weights[si, p] = coef[j - 1, si]
+        weights[sj, p] = coef[i, sj]
+    pi = np.array([i for i, _ in pairs], np.int64)
+    pj = np.array([j for _, j in pairs], np.int64)
+    eye = np.eye(k)
+    return _SVMTables(labels, vectors, weights, rho, eye[pi], eye[pj], pi, pj)
 
 
 @kernel("SVMClassifier", since=1, domain=ML)
@@ -124,43 +185,30 @@ def svm_classifier(X, *, coefficients=None, support_vectors=None, vectors_per_cl
                    prob_a=None, prob_b=None, classlabels_ints=None, classlabels_strings=None, kernel_type,
                    kernel_params=None, post_transform):
     x = as_rows(X).astype(np.float64)
-    labels = class_labels(classlabels_strings, classlabels_ints)
+    sources = (coefficients, support_vectors, vectors_per_class, rho, classlabels_ints, classlabels_strings)
+    tables = derived(f"svm-classifier-{x.shape[1]}", sources, lambda: _svm_tables(*sources, x.shape[1]))
+    labels = tables.labels
     k = labels.size
-    coef = np.asarray(coefficients or [], np.float64)
-    rho = np.asarray(rho or [0.0], np.float64)
     if not vectors_per_class:
         # Linear SVM: one weight vector per class (or a single one for a binary problem).
-        weights = coef.reshape(-1, x.shape[1])
-        scores = _kernel_matrix(x, weights, kernel_type, kernel_params) + rho[0]
+        scores = _kernel_matrix(x, tables.vectors, kernel_type, kernel_params) + tables.rho[0]
         if scores.shape[1] == 1 and k == 2:
             label = np.where(scores[:, 0] > 0, labels[1], labels[0]).astype(labels.dtype)
             return label, _binary_columns(scores[:, 0], post_transform).astype(np.float32)
         return labels[np.argmax(scores, axis=1)], post_transform_scores(scores, post_transform)
 
-    counts = np.asarray(vectors_per_class, np.int64)
-    total = int(counts.sum())
-    vectors = np.asarray(support_vectors, np.float64).reshape(total, -1)
-    kern = _kernel_matrix(x, vectors, kernel_type, kernel_params)  # [N, total]
-    coef = coef.reshape(k - 1, total)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
-    decisions = np.empty((x.shape[0], len(pairs)))
-    votes = np.zeros((x.shape[0], k), np.int64)
-    for p, (i, j) in enumerate(pairs):  # loop over class pairs; samples are vectorized
-        si, sj = slice(starts[i], starts[i] + counts[i]), slice(starts[j], starts[j] + counts[j])
-        d = kern[:, si] @ coef[j - 1, si] + kern[:, sj] @ coef[i, sj] + rho[p]
-        decisions[:, p] = d
-        votes[:, i] += d > 0
-        votes[:, j] += d <= 0
+    kern = _kernel_matrix(x, tables.vectors, kernel_type, kernel_params)  # [N, total]
+    decisions = kern @ tables.pair_weights + tables.rho[:tables.pair_weights.shape[1]]  # [N, pairs]
+    positive = decisions > 0
+    votes = positive @ tables.pair_first + ~positive @ tables.pair_second  # [N, k]
 
     if prob_a:
         # Platt scaling of each pair, then coupling into class probabilities.
         a, b = np.asarray(prob_a, np.float64), np.asarray(prob_b, np.float64)
         pr = np.clip(1 / (1 + np.exp(decisions * a + b)), 1e-7, 1 - 1e-7)
         r = np.zeros((x.shape[0], k, k))
-        for p, (i, j) in enumerate(pairs):
-            r[:, i, j] = pr[:, p]
-            r[:, j, i] = 1 - pr[:, p]
+        r[:, tables.pairs_i, tables.pairs_j] = pr
+        r[:, tables.pairs_j, tables.pairs_i] = 1 - pr
         probabilities = _couple_probabilities(r, k)
         # The label still comes from the votes (as onnxruntime does), not from the probabilities.
         return labels[np.argmax(votes, axis=1)], post_transform_scores(probabilities, post_transform)
