@@ -9,7 +9,7 @@ from helpers import text_model
 
 from onnxtext import Evaluator
 from onnxtext.evaluator import runtime
-from onnxtext.evaluator.threads import FIRST_GAP, WINDOW, ThreadChooser
+from onnxtext.evaluator.threads import FIRST_GAP, GAIN, STALL, WINDOW, ThreadChooser
 
 
 def simulate(chooser, cost, runs):
@@ -34,6 +34,26 @@ def test_settles_on_the_faster_count(fast, slow_factor):
     assert sets == [t for i, t in enumerate(used) if (used[i - 1] if i else 2) != t]
 
 
+@pytest.mark.parametrize("two_threads", [0.95, 1.0, 1.05])
+def test_a_small_gain_keeps_one_thread(two_threads):
+    # (two threads only a little faster: not worth the risk of a stall on a machine that becomes busy)
+    assert two_threads > GAIN
+    chooser = ThreadChooser(2, lambda t: None)
+    used = simulate(chooser, lambda t: two_threads if t == 2 else 1.0, 100)
+    assert chooser.best == 1
+    assert used[2 * WINDOW:].count(2) <= 100 // FIRST_GAP
+
+
+@pytest.mark.parametrize("stall", [STALL * 1.1, 5.0, 40.0])
+def test_busy_from_the_start_costs_one_stalled_run(stall):
+    # the first run with two threads that is slower than STALL times the one-thread run ends the comparison
+    chooser = ThreadChooser(2, lambda t: None)
+    used = simulate(chooser, lambda t: stall if t == 2 else 1.0, 2 * FIRST_GAP)
+    assert used[:2] == [1, 2]
+    assert used.count(2) == 1
+    assert chooser.best == 1
+
+
 def test_notices_a_machine_that_became_busy_and_idle_again():
     chooser = ThreadChooser(2, lambda t: None)
     busy = {"now": False}
@@ -41,8 +61,9 @@ def test_notices_a_machine_that_became_busy_and_idle_again():
     simulate(chooser, cost, 50)
     assert chooser.best == 2
     busy["now"] = True
-    simulate(chooser, cost, 10)  # two threads get slow: the next probe of one thread wins
+    used = simulate(chooser, cost, 10)  # two threads get slow: the first slow run switches back
     assert chooser.best == 1
+    assert used[1:] == [1] * 9
     busy["now"] = False
     simulate(chooser, cost, 200)
     assert chooser.best == 2

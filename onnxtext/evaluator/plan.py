@@ -154,7 +154,11 @@ class GraphPlan:
         return [env[n] for n in self.output_names]
 
     def run_positional(self, inputs, outer: dict) -> list:
-        return self.run_bound(self.bind_outer(outer), inputs)
+        env = self.bind_outer(outer)  # (a fresh dict already: no second copy as in run_bound)
+        for n, v in zip(self.input_names, inputs):
+            env[n] = v
+        self.execute(env)
+        return [env[n] for n in self.output_names]
 
     def execute(self, env: dict) -> None:
         """Run every step on ``env`` (the hot loop: no allocation beyond arguments and results).

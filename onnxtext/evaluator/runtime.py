@@ -121,6 +121,7 @@ class Evaluator:
         self.output_names = [o.name for o in g.output]
         self._input_types = {i.name: i.type for i in g.input}
         self._dims = DimensionCheck(self._input_types)
+        self._plain_feeds = _plain_feed_types(self.input_names, self._input_types)
         if engine == "onnxruntime":
             self._ort = _onnxruntime_session(self.model, model, self.base_dir, threads)
             return
@@ -203,17 +204,20 @@ class Evaluator:
                 return self._ort.run(output_names, feeds)
             except Exception as e:  # noqa: BLE001 - onnxruntime's own exception types
                 raise EvalError(f"onnxruntime: {e}") from None
-        # feeding an initializer listed as an input (a default) needs a plan that did not fold it
-        overridden = tuple(sorted(n for n in feeds if n in self._inits)) if len(feeds) > self._n_required else ()
-        plan = self._plan_for(output_names, overridden)
+        if output_names is None and len(feeds) == self._n_required:
+            plan = self._main
+        else:  # feeding an initializer listed as an input (a default) needs a plan that did not fold it
+            overridden = tuple(sorted(n for n in feeds if n in self._inits)) if len(feeds) > self._n_required else ()
+            plan = self._plan_for(output_names, overridden)
         env = plan.bind_outer(self._state)
-        for name, value in feeds.items():
-            if name not in self._input_types:
-                raise EvalError(f"{name!r} is not an input of the model (inputs: {', '.join(self.input_names)})")
-            env[name] = check_input(name, self._input_types[name], value)
-        for name in self.input_names:
-            if name not in feeds:
-                raise EvalError(f"missing input {name!r}")
+        if not self._take_plain_feeds(feeds, env):
+            for name, value in feeds.items():
+                if name not in self._input_types:
+                    raise EvalError(f"{name!r} is not an input of the model (inputs: {', '.join(self.input_names)})")
+                env[name] = check_input(name, self._input_types[name], value)
+            for name in self.input_names:
+                if name not in feeds:
+                    raise EvalError(f"missing input {name!r}")
         self._dims.check(env)
         if trace is not None or timeout is not None:
             env[CONTROL] = RunControl(trace, timeout)
@@ -222,14 +226,36 @@ class Evaluator:
             threads, start = chooser.pick(), time.perf_counter()
         # inf/nan results are ONNX semantics, not errors: silence numpy's float warnings once per run
         # so kernels need no errstate of their own (a context manager per node costs ~1 us)
-        with np.errstate(all="ignore"):
+        token = _ignore_float_errors()
+        try:
             plan.execute(env)
+        finally:
+            _restore_float_errors(token)
         if chooser is not None:
             chooser.record(threads, time.perf_counter() - start)
         try:
             return [env[n] for n in plan.output_names]
         except KeyError as e:
             raise EvalError(f"no value named {e.args[0]!r} was computed") from None
+
+    def _take_plain_feeds(self, feeds: dict, env: dict) -> bool:
+        """Store ``feeds`` in ``env`` when every one is a numpy array of exactly the declared element
+        type and rank (the usual call: a dict lookup and three comparisons per input); False when any
+        is not, or when the model has inputs this check does not cover (then :func:`check_input`
+        converts or refuses each feed with its message)."""
+        plain = self._plain_feeds
+        if plain is None or len(feeds) != len(plain):
+            return False
+        ndarray = np.ndarray
+        try:
+            for name, dtype, rank in plain:
+                value = feeds[name]
+                if type(value) is not ndarray or value.dtype != dtype or (rank >= 0 and value.ndim != rank):
+                    return False
+                env[name] = value
+        except KeyError:
+            return False
+        return True
 
     # ------------------------------------------------------------------------------------ training
     def _initial_state(self) -> dict:
@@ -306,6 +332,50 @@ class Evaluator:
 
 
 # ---------------------------------------------------------------------------------------- input checks
+def _plain_feed_types(names, types: dict):
+    """``(name, numpy dtype, rank or -1)`` for each required input when all are numeric tensors (the
+    fast feed check of :meth:`Evaluator._take_plain_feeds`), else None."""
+    plain = []
+    for name in names:
+        tp = types.get(name)
+        if tp is None or tp.WhichOneof("value") != "tensor_type" or not tp.tensor_type.elem_type:
+            return None
+        tt = tp.tensor_type
+        try:
+            kind = dtypes.from_enum(tt.elem_type)
+        except (KeyError, ValueError, OnnxTextError):  # (an unknown type: check_input words the error)
+            return None
+        if kind.kind == "string" or kind.np is None:
+            return None
+        plain.append((name, np.dtype(kind.np), len(tt.shape.dim) if tt.HasField("shape") else -1))
+    return tuple(plain)
+
+
+try:  # numpy >= 2 keeps the float error state in a context variable: set it without building it per run
+    from numpy._core._ufunc_config import _extobj_contextvar as _FLOAT_ERRORS
+
+    with np.errstate(all="ignore"):
+        _IGNORED_FLOAT_ERRORS = _FLOAT_ERRORS.get()
+except (ImportError, AttributeError):  # (older numpy: the public context manager, ~2 us per run)
+    _FLOAT_ERRORS = None
+
+
+def _ignore_float_errors():
+    """Silence numpy's float warnings for one run; pass the result to :func:`_restore_float_errors`."""
+    if _FLOAT_ERRORS is not None:
+        return _FLOAT_ERRORS.set(_IGNORED_FLOAT_ERRORS)
+    state = np.errstate(all="ignore")
+    state.__enter__()
+    return state
+
+
+def _restore_float_errors(token) -> None:
+    if _FLOAT_ERRORS is not None:
+        _FLOAT_ERRORS.reset(token)
+    else:
+        token.__exit__(None, None, None)
+
+
 def check_input(name: str, tp: onnx.TypeProto, value):
     """``value`` checked against the declared type ``tp`` (element type and rank); may convert scalars."""
     kind = tp.WhichOneof("value")

@@ -5,15 +5,20 @@ machine two threads make a CNN's large matmuls faster; on a machine whose cores 
 work they starve each other and the run becomes many times slower than with one thread (measured on
 the 2-core test VM beside a CPU-bound process: a SqueezeNet run 38 ms with one thread, 1977 ms with
 two; onnxruntime's pool 18 -> 62 ms). No fixed count is right in both situations, and the machine
-changes under a long-lived process, so :class:`ThreadChooser` measures:
+changes under a long-lived process, so :class:`ThreadChooser` measures, preferring one thread:
 
-* the first ``2 * WINDOW`` runs alternate between the library's own count and 1 thread;
-* then every run uses the count whose recent runs were faster (median of the last ``WINDOW``);
+* runs start with one thread; the first ``2 * WINDOW`` runs alternate between 1 and the library's
+  own count, unless a run with more threads shows a stall (over ``STALL`` times the one-thread
+  median), which ends the comparison at once in favour of one thread;
+* then every run uses the chosen count; more threads are chosen only when their median is under
+  ``GAIN`` times the one-thread median (a small gain is not worth the risk of a stall);
+* while running with more threads, a single run over ``STALL`` times the last one-thread median
+  (the machine became busy) switches back to one thread at once, without waiting for a probe;
 * the other count is tried again once after ``gap`` runs (16, doubling up to 1024 while it keeps
-  losing, back to 16 when it wins), so a machine that became busy or idle is noticed.
+  losing, back to 16 when it wins), so a machine that became idle is noticed.
 
 A run's time is what the chooser sees, so the decision is per model (a model without large matmuls
-settles on whichever count, at no cost). The setting is process-wide (:func:`.runtime.set_blas_threads`);
+stays on one thread, at no cost). The setting is process-wide (:func:`.runtime.set_blas_threads`);
 ``Evaluator(model, threads=N)`` fixes it instead, and then nothing is measured.
 """
 
@@ -24,30 +29,35 @@ import threading
 #: runs per thread count whose median decides
 WINDOW = 3
 FIRST_GAP, LAST_GAP = 16, 1024
+#: more threads must take under GAIN times the one-thread time to be chosen
+GAIN = 0.85
+#: a run with more threads over STALL times the one-thread median is a stall: back to one thread
+STALL = 1.3
 
 
 class ThreadChooser:
     """Chooses between ``most`` BLAS threads and 1 by timing runs (see the module docstring)."""
 
     def __init__(self, most: int, set_threads):
-        self.options = (most, 1)
+        self.most = most
         self.set_threads = set_threads
         self.times: dict[int, list[float]] = {most: [], 1: []}
-        self.best = most
+        self.best = 1
         self.runs = 0
+        self.comparing = True  # the first 2 * WINDOW runs alternate
         self.gap = FIRST_GAP
         self.since_probe = 0
         self.lock = threading.Lock()
-        self.current = most
+        self.current = most  # the library's count before the first run
 
     def pick(self) -> int:
         """The thread count for the next run (set in the library when it changes)."""
         with self.lock:
             self.runs += 1
-            if self.runs <= 2 * WINDOW:
-                want = self.options[self.runs % 2 == 0]
+            if self.comparing:
+                want = 1 if self.runs % 2 else self.most
             elif self.since_probe >= self.gap:
-                want = self.options[self.best == self.options[0]]  # the other one
+                want = self.most if self.best == 1 else 1  # the other one
                 self.since_probe = 0
             else:
                 want = self.best
@@ -60,20 +70,39 @@ class ThreadChooser:
     def record(self, threads: int, seconds: float) -> None:
         """The time of a run made with ``threads``."""
         with self.lock:
-            if self.runs <= 2 * WINDOW:
+            one = self.times[1]
+            if self.comparing:
                 self.times[threads].append(seconds)
-                if self.runs == 2 * WINDOW and all(self.times.values()):
-                    self.best = min(self.options, key=lambda t: _median(self.times[t]))
+                if threads != 1 and one and seconds > STALL * _median(one):
+                    self._settle(1, lost=True)
+                elif self.runs >= 2 * WINDOW:
+                    faster = _median(self.times[self.most]) < GAIN * _median(one)
+                    self._settle(self.most if faster else 1, lost=not faster)
                 return
-            if threads == self.best:
+            if threads == 1:  # (the best count, or a probe of it: either way a fresh baseline)
+                one.append(seconds)
+                del one[:-WINDOW]
+                if self.best != 1 and seconds < 0.9 * _median(self.times[self.best]):
+                    self.best, self.gap = 1, FIRST_GAP
+                return
+            if self.best == threads:
+                if one and seconds > STALL * _median(one):  # the machine became busy
+                    self.best, self.gap, self.since_probe = 1, FIRST_GAP, 0
+                    return
                 recent = self.times[threads]
                 recent.append(seconds)
                 del recent[:-WINDOW]
-            elif seconds < 0.9 * _median(self.times[self.best]):  # a probe of the other count won
+            elif one and seconds < GAIN * _median(one):  # a probe of more threads won
                 self.best, self.gap = threads, FIRST_GAP
                 self.times[threads] = [seconds]
             else:
                 self.gap = min(2 * self.gap, LAST_GAP)
+
+    def _settle(self, best: int, lost: bool) -> None:
+        self.comparing = False
+        self.best = best
+        self.since_probe = 0
+        self.gap = 2 * FIRST_GAP if lost else FIRST_GAP
 
 
 def _median(values: list[float]) -> float:
