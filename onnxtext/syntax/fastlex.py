@@ -1,4 +1,4 @@
-"""Tokens and statement pieces of the fast parser (onnxtext/fastparse.py): patterns and conversions.
+"""Tokens and statement pieces of the fast parser (syntax/fastparse.py, fastvalues.py): patterns, conversions.
 
 The patterns are those of ``grammar/lexical.lark``, tried in the order Lark's contextual lexer tries them
 (``SPECIAL``, ``HEX``, ``FLOAT``, ``INT``). Every function here either returns exactly what the builder's

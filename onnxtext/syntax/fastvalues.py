@@ -1,0 +1,391 @@
+"""The fast scanner's reading of tokens, data, annotations, types, tensors and value lists.
+
+:class:`ValueScanner` holds the part of the accelerated parser (:mod:`onnxtext.syntax.fastparse`) below the
+statements: one method per grammar rule for ``datum``, annotations, types, dims, tensor data and the
+value lists of signatures and initializers, with the bulk shortcuts for small tensors and byte blocks.
+Every method returns exactly what the builder's rule would return for the same text, or raises
+:class:`~onnxtext.syntax.fastlex.Fallback`. :mod:`.fastparse` adds node statements, graphs, functions and
+models on top of it.
+"""
+
+from __future__ import annotations
+
+from onnx import TensorShapeProto, TypeProto
+
+from . import builder as _b
+from .fastlex import (Fallback, _ALL_FLOATS, _ALL_INTS, _ANNOT_RE, _B, _COMPOUND, _DOC_RE, _DTYPE_RE, _ENTRY_RE,
+                      _F32_MAX, _IDENT_RE, _INF, _INT_RE, _KEYWORDS, _NAME_RE, _NUMBER_RE, _SKIP, _STRING_RE,
+                      _base64, _name, _number, _quoted, _tensor_info)
+
+class _Emitter:
+    """A list-like sink for value_list that adds each entry to a graph at once: a value_info, or an
+    initializer made by the builder or in place from its keyword arguments (small tensors, byte blocks)."""
+
+    def __init__(self, scanner, graph):
+        self.scanner, self.graph, self.add_init = scanner, graph, graph.initializer.add
+
+    def append(self, e) -> None:
+        if type(e) is not dict:
+            kw = self.scanner.block_tensor(e)
+            if kw is None:
+                _b._graph_value_entry(self.graph, e)
+                return
+            e = kw
+        self.add_init(**e)
+
+
+class ValueScanner:
+    """A recursive scanner over ``text`` for the rules below statements; ``Fallback`` otherwise."""
+
+    def __init__(self, text: str):
+        self.s = text
+        self.pos = 0
+        self._types: dict = {}  # type text -> TypeProto (the same text gives an equal TypeProto)
+        self._info: dict = {}  # type text -> (DType, dims, element count) of a dense numeric tensor, or ()
+        self._literals: dict = {}  # literal text -> value
+
+    # ------------------------------------------------------------------ tokens
+    def ws(self) -> int:
+        self.pos = _SKIP.match(self.s, self.pos).end()
+        return self.pos
+
+    def peek(self, ch: str) -> bool:
+        return self.s.startswith(ch, self.ws())
+
+    def opt(self, ch: str) -> bool:
+        if self.s.startswith(ch, self.ws()):
+            self.pos += len(ch)
+            return True
+        return False
+
+    def lit(self, ch: str) -> None:
+        if not self.opt(ch):
+            raise Fallback
+
+    def match(self, regex):
+        m = regex.match(self.s, self.ws())
+        if m is None:
+            raise Fallback
+        self.pos = m.end()
+        return m.group()
+
+    def end(self) -> None:
+        if self.ws() != len(self.s):
+            raise Fallback
+
+    def name(self, keywords_ok: bool = False) -> str:
+        """IDENT or STRING; a keyword-like IDENT gives up unless no keyword can stand there."""
+        tok = self.match(_NAME_RE)
+        if tok[0] == '"':
+            return _quoted(tok)
+        if not keywords_ok and tok in _KEYWORDS:
+            raise Fallback
+        return tok
+
+    def string(self) -> bytes:
+        return _b.unescape(self.string_token())
+
+    def string_token(self) -> str:
+        """A STRING token; long ones without escapes are found with str.find (regex loops cost ~20x)."""
+        s, p = self.s, self.ws()
+        if s.startswith('"', p):
+            j = s.find('"', p + 1)
+            if j > 0 and s.find("\\", p + 1, j) < 0:
+                self.pos = j + 1
+                return s[p:j + 1]
+        return self.match(_STRING_RE)
+
+    def number(self):
+        m = _NUMBER_RE.match(self.s, self.ws())
+        if m is None:
+            raise Fallback
+        self.pos = m.end()
+        return _number(m.group())
+
+    def sep(self, close: str) -> bool:
+        """After an item of ``item ("," item)* ","? close``: True when the list goes on."""
+        if self.opt(","):
+            return not self.opt(close)
+        self.lit(close)
+        return False
+
+    # ------------------------------------------------------------------ data and annotations
+    def datum(self):
+        s, p = self.s, self.ws()
+        c = s[p:p + 1]
+        if c == '"':
+            return self.string()
+        if c == "[":
+            self.pos += 1
+            if self.opt("]"):
+                return []
+            if self.peek('"'):
+                items = _b.Pairs()
+                while True:
+                    key = self.string()
+                    self.lit(":")
+                    items.append((key, self.datum()))
+                    if not self.sep("]"):
+                        return items
+            items = []
+            while True:
+                items.append(self.datum())
+                if not self.sep("]"):
+                    return items
+        if c == "{":
+            self.pos += 1
+            rec = _b.Record()
+            if self.opt("}"):
+                return rec
+            while True:
+                key = self.match(_IDENT_RE)
+                self.lit(":")
+                rec.append((key, self.datum()))
+                if not self.sep("}"):
+                    return rec
+        m = _IDENT_RE.match(s, p)
+        if m is not None and _NUMBER_RE.match(s, p) is None:
+            self.pos = m.end()
+            word = m.group()
+            if word in ("true", "false"):
+                return word == "true"
+            return word
+        return self.number()
+
+    def annotations(self):
+        """``/// doc`` lines and ``@field datum`` annotations, or None."""
+        out = None
+        while True:
+            p = self.ws()
+            if self.s.startswith("///", p):
+                text = self.match(_DOC_RE)[3:]
+                item = ("doc", text[1:] if text.startswith(" ") else text)
+            elif self.s.startswith("@", p):
+                field = self.match(_ANNOT_RE)[1:]
+                item = ("set", field, self.datum())
+            else:
+                return out
+            if out is None:
+                out = []
+            out.append(item)
+
+    # ------------------------------------------------------------------ types
+    def type_starts(self) -> bool:
+        """Whether a type begins here (a data type, or seq/optional/map/sparse_tensor and '(')."""
+        p = self.ws()
+        if _DTYPE_RE.match(self.s, p):
+            return True
+        m = _IDENT_RE.match(self.s, p)
+        return m is not None and m.group() in _COMPOUND and self.s.startswith("(", _SKIP.match(self.s, m.end()).end())
+
+    def type(self) -> TypeProto:
+        p = self.ws()
+        m = _DTYPE_RE.match(self.s, p)
+        if m is None:
+            word = _IDENT_RE.match(self.s, p)
+            if word is None or word.group() not in _COMPOUND:
+                raise Fallback  # opaque(...), tensor, type(): Lark
+            self.pos = word.end()
+            word = word.group()
+            self.lit("(")
+            if word == "map":
+                key = self.match(_DTYPE_RE)
+                self.lit(",")
+                args = [key, self.type()]
+            else:
+                args = [self.type()]
+            self.lit(")")
+            return getattr(_B, _COMPOUND[word])(args + [self.denotation()])
+        end = self.pos = m.end()
+        shape = None
+        if self.opt("["):
+            shape = []
+            if not self.opt("]"):
+                while True:
+                    shape.append(self.dim())
+                    if self.opt(","):
+                        continue
+                    self.lit("]")
+                    break
+            end = self.pos
+        den = self.denotation()
+        if den is not None:
+            end = self.pos
+        key = self.s[p:end]  # the type's text, as _ENTRY_RE's first group sees it
+        tp = self._types.get(key)
+        if tp is None:  # the builder's tensor_type; the same type text gives an equal TypeProto
+            tp = self._types[key] = _B.tensor_type([m.group(), shape, den])
+        return tp
+
+    def dim(self):
+        d = TensorShapeProto.Dimension()
+        p = self.ws()
+        m = _INT_RE.match(self.s, p) if self.s[p:p + 1] in "-0123456789" else None
+        if m is not None:
+            self.pos = m.end()
+            d.dim_value = int(m.group())
+        elif self.opt("?"):
+            pass
+        else:
+            tok = self.match(_NAME_RE)
+            d.dim_param = _b._text(_b.unescape(tok)) if tok[0] == '"' else tok
+        den = self.denotation()
+        if den is not None:
+            d.denotation = den
+        return d
+
+    def denotation(self):
+        if self.opt(":"):
+            return _b._text(self.string())
+        return None
+
+    # ------------------------------------------------------------------ tensors
+    def tensor_data(self):
+        s, p = self.s, self.ws()
+        if s.startswith("{", p):
+            self.pos += 1
+            return _b.TensorData("typed", self.literals())
+        word = _IDENT_RE.match(s, p)
+        word = word.group() if word else ""
+        if word in ("raw", "base64", "hex"):
+            self.pos = p + len(word)
+            if word == "raw":
+                self.lit("{")
+                return _b.TensorData("raw", self.literals())
+            tok = self.string_token()
+            if word == "base64":
+                return _base64(tok)
+            return _B.hex_data([tok])
+        raise Fallback  # external, elided and sparse data: Lark
+
+    def literals(self) -> list:
+        """The literals of ``{...}`` after the brace (numbers, strings, true/false; no complex pairs)."""
+        s, p = self.s, self.pos
+        j = s.find("}", p)
+        if j > 0:
+            body = s[p:j]
+            if '"' not in body and "(" not in body and "#" not in body and "/" not in body:
+                self.pos = j + 1
+                return self.values(body)  # numbers and true/false only: split in bulk
+        out = []
+        if self.opt("}"):
+            return out
+        while True:
+            p = self.ws()
+            c = self.s[p:p + 1]
+            if c == '"':
+                out.append(self.string())
+            elif c in ("t", "f") and _IDENT_RE.match(self.s, p).group() in ("true", "false"):
+                out.append(self.match(_IDENT_RE) == "true")
+            else:
+                out.append(self.number())
+            if not self.sep("}"):
+                return out
+
+    # ------------------------------------------------------------------ values
+    def value_entry(self) -> _b.ValueEntry:
+        ann = self.annotations()
+        tp = self.type() if self.type_starts() else None
+        name = self.name()
+        data = self.tensor_data() if self.opt("=") else None
+        return _b.ValueEntry(ann, tp, name, data)
+
+    def value_list(self, open_: str, close: str, into=None) -> list:
+        """The ValueEntry objects of ``( ... )`` or ``< ... >``; with a graph ``into``, each entry goes to it
+        as soon as it is read (a weight's decoded bytes are not all held at once) and the list is empty."""
+        self.lit(open_)
+        out = []
+        small_tensors = into is not None
+        if small_tensors:
+            out = _Emitter(self, into)
+        if self.opt(close):
+            return out
+        s, match, types = self.s, _ENTRY_RE.match, self._types
+        while True:
+            m = match(s, self.pos)
+            if m is not None and m.group(4) in (",", close):
+                key, name, data = m.group(1, 2, 3)
+                tp = types.get(key)
+                if tp is not None and name not in _KEYWORDS:
+                    name = _name(name)
+                    if data is None:
+                        out.append(_b.ValueEntry(None, tp, name, None))
+                    else:
+                        kw = self.small_tensor(key, name, data) if small_tensors else None
+                        out.append(kw if kw is not None else
+                                   _b.ValueEntry(None, tp, name, _b.TensorData("typed", self.values(data))))
+                    self.pos = m.end()
+                    if m.group(4) == close:
+                        return out
+                    if self.opt(close):
+                        return out
+                    continue
+            out.append(self.value_entry())
+            if not self.sep(close):
+                return out
+
+    def values(self, data: str) -> list:
+        """The literals of a ``{...}`` body (numbers and true/false only); Fallback on anything else."""
+        pieces = [x.strip(" \t\f\r\n") for x in data.split(",")]
+        if pieces[-1] == "":
+            pieces.pop()  # trailing comma (or an empty body)
+        if len(pieces) > 16:  # a long list: all FLOAT or all INT tokens convert in one pass, no cache
+            if _ALL_FLOATS.fullmatch(data):
+                return list(map(float, pieces))
+            if _ALL_INTS.fullmatch(data):
+                return list(map(int, pieces))
+            return [(x == "true") if x in ("true", "false") else _number(x) for x in pieces]
+        cache = self._literals  # short lists repeat: the same few literals over and over
+        out = []
+        for x in pieces:
+            v = cache.get(x)
+            if v is None:
+                if x in ("true", "false"):
+                    v = x == "true"
+                else:
+                    v = _number(x)  # Fallback for an empty piece or anything else
+                cache[x] = v
+            out.append(v)
+        return out
+
+    def small_tensor(self, key: str, name: str, data: str):
+        """TensorProto keyword arguments equal to build_tensor's result for a float/double/int64 tensor of
+        plain literals, or None (the builder then makes it)."""
+        info = self._info.get(key)
+        if info is None:
+            info = self._info[key] = _tensor_info(self._types[key])
+        if not info:
+            return None
+        dt, dims, count = info
+        vals = self.values(data)
+        if len(vals) != count:
+            return None
+        if dt.kind == "float":  # float/double: only float tokens (ints and bit patterns take the builder's rules)
+            for v in vals:
+                if type(v) is not float or (dt.enum == 1 and not -_F32_MAX <= v <= _F32_MAX and v == v
+                                             and abs(v) != _INF):
+                    return None  # numpy warns when it overflows a float32: leave that to the builder
+        else:
+            for v in vals:
+                if type(v) is not int or not -2**63 <= v < 2**63:
+                    return None
+        kw = {"data_type": dt.enum, "dims": dims, dt.field: vals}
+        if name is not None:  # a written name, even "", is set (as build_tensor does)
+            kw["name"] = name
+        return kw
+
+    def block_tensor(self, e):
+        """TensorProto keyword arguments for an initializer given as a byte block (base64/hex), exactly as
+        build_tensor makes it, or None. Built in place by the caller: the bytes are copied once, not twice."""
+        if e.annotations or e.data is None or e.data.kind != "bytes" or e.type is None:
+            return None
+        info = _tensor_info(e.type, any_dtype=True)
+        if not info:
+            return None
+        dt, dims, count = info
+        if dt.kind == "string" or len(e.data.values) != -(-count * dt.bits // 8):
+            return None  # the builder's errors
+        kw = {"data_type": dt.enum, "dims": dims, "raw_data": e.data.values}
+        if e.name is not None:  # a written name, even "", is set (as build_tensor does)
+            kw["name"] = e.name
+        return kw
