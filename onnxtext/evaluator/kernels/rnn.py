@@ -15,6 +15,7 @@ the end of a short sequence leave the initial state untouched until its last val
 import numpy as np
 
 from ..registry import kernel
+from . import rnn_cells
 
 
 def _activation(name: str, alphas: list, betas: list):
@@ -99,30 +100,52 @@ def _recurrent(op, X, W, R, B, seq_lens, initial_states, P, *, hidden_size, dire
     """Shared driver: returns (Y, final hidden) for RNN/GRU and (Y, Y_h, Y_c) for LSTM.
 
     ``product(x, w)`` computes ``x @ w.T`` for the LSTM's matrices (default: numpy's matmul; the
-    quantized com.microsoft::DynamicQuantizeLSTM passes its own, and W[d]/R[d] are then its keys)."""
-    if product is None:
-        def product(x, w):
-            return x @ w.T
-    gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[op]
+    quantized com.microsoft::DynamicQuantizeLSTM passes its own, and W[d]/R[d] are then its keys).
+    The default activations without clip, peepholes, input_forget or shorter sequences take the fast
+    path of :mod:`.rnn_cells`; the rest the general one here."""
     if layout:
         X = np.swapaxes(X, 0, 1)
         initial_states = [None if s is None else np.swapaxes(s, 0, 1) for s in initial_states]
     steps, batch, _ = X.shape
     num_directions = W.shape[0]
     hidden = hidden_size if hidden_size is not None else R.shape[-1]
-    dtype = X.dtype
-    if B is None:
-        B = np.zeros((num_directions, 2 * gates * hidden), dtype)
     lens = None if seq_lens is None else np.asarray(seq_lens).astype(np.int64)
     if lens is not None and np.all(lens >= steps):
         lens = None
+    reverse_flags = _REVERSE[direction]
+    if (product is None and lens is None and clip is None and not input_forget
+            and (P is None or not P.any()) and rnn_cells.default_activations(op, activations, num_directions)):
+        prep = rnn_cells.prepared(op, W, R, B, hidden, linear_before_reset)
+        outs = rnn_cells.run(op, X, prep, initial_states, reverse_flags, linear_before_reset)
+    else:
+        outs = _general(op, X, W, R, B, lens, initial_states, P, hidden, clip, activations, activation_alpha,
+                        activation_beta, linear_before_reset, input_forget, product, reverse_flags)
+    if layout:
+        Y, *states = outs
+        return (np.transpose(Y, (2, 0, 1, 3)), *(np.swapaxes(o, 0, 1) for o in states))
+    return outs
+
+
+_REVERSE = {"forward": [False], "foward": [False], "reverse": [True], "bidirectional": [False, True]}
+
+
+def _general(op, X, W, R, B, lens, initial_states, P, hidden, clip, activations, activation_alpha,
+             activation_beta, linear_before_reset, input_forget, product, reverse_flags):
+    """Any activations, clip, peepholes, input_forget, sequence lengths: one direction at a time."""
+    if product is None:
+        def product(x, w):
+            return x @ w.T
+    gates = rnn_cells.GATES[op]
+    steps, batch, _ = X.shape
+    num_directions = W.shape[0]
+    dtype = X.dtype
+    if B is None:
+        B = np.zeros((num_directions, 2 * gates * hidden), dtype)
     per_direction = {"RNN": 1, "GRU": 2, "LSTM": 3}[op]
     default = {"RNN": ("Tanh",), "GRU": ("Sigmoid", "Tanh"), "LSTM": ("Sigmoid", "Tanh", "Tanh")}[op]
     funcs = _activations(activations, per_direction, default, activation_alpha, activation_beta,
                          num_directions)
     clipped = _clipper(clip)
-    reverse_flags = {"forward": [False], "foward": [False], "reverse": [True],
-                     "bidirectional": [False, True]}[direction]
     ys, finals = [], []
     for d in range(num_directions):
         w, r = W[d], R[d]
@@ -166,9 +189,6 @@ def _recurrent(op, X, W, R, B, seq_lens, initial_states, P, *, hidden_size, dire
         finals.append(final)
     Y = np.stack(ys, axis=1).astype(dtype)  # [T, dirs, B, H]
     outs = [np.stack([fs[k] for fs in finals]).astype(dtype) for k in range(len(finals[0]))]
-    if layout:
-        Y = np.transpose(Y, (2, 0, 1, 3))
-        outs = [np.swapaxes(o, 0, 1) for o in outs]
     return (Y, *outs)
 
 

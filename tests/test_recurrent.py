@@ -1,0 +1,217 @@
+"""RNN, GRU, LSTM and com.microsoft::DynamicQuantizeLSTM against onnxruntime, one case per line.
+
+Each case is a one-node model (tests/helpers.py) with seeded random inputs, run by the evaluator and by
+onnxruntime (one thread: its DynamicQuantizeLSTM quantizes each thread's part of the batch with its own
+range). The table crosses the attributes the kernels branch on: direction, sequence_lens shorter than
+the sequence, layout 0/1, clip, custom activations with alpha/beta, peepholes, linear_before_reset,
+input_forget, initial states given or not, batch 1 and more. The default activations without clip,
+peepholes, input_forget or shorter sequences take the fast path (kernels/rnn_cells.py), the others the
+general one (kernels/rnn.py); :func:`test_fast_path_equals_general_path` compares the two directly.
+onnxruntime's CPU kernels are float32 only, so float64 cases compare with onnx.reference (which ignores
+sequence_lens and clip: no float64 case has them); onnxruntime has
+no batch-first (layout 1) recurrence, so layout-1 cases compare with the layout-0 node on transposed inputs.
+
+Add a case: one ``Case(...)`` line in ``CASES`` (or ``QUANTIZED``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import onnx
+import pytest
+
+from helpers import assert_close, node_model, run_onnxruntime
+from onnxtext import Evaluator
+
+pytest.importorskip("onnxruntime")
+
+GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
+
+
+class Case(NamedTuple):
+    name: str
+    op: str
+    direction: str = "forward"
+    steps: int = 5
+    batch: int = 3
+    inputs: int = 4
+    hidden: int = 6
+    layout: int = 0
+    attrs: dict = {}
+    bias: bool = True
+    lens: tuple | None = None  # sequence_lens (None: not given)
+    initial: bool = False  # initial_h (and initial_c) given
+    peepholes: bool = False
+    dtype: str = "float32"
+
+
+CASES = [
+    # RNN
+    Case("rnn_forward", "RNN"),
+    Case("rnn_reverse_initial", "RNN", "reverse", initial=True),
+    Case("rnn_bidirectional_no_bias", "RNN", "bidirectional", bias=False),
+    Case("rnn_batch1", "RNN", batch=1, steps=7),
+    Case("rnn_lengths", "RNN", "bidirectional", lens=(5, 2, 3), initial=True),
+    Case("rnn_layout1", "RNN", "bidirectional", layout=1, initial=True),
+    Case("rnn_clip", "RNN", attrs=dict(clip=0.4)),
+    Case("rnn_relu", "RNN", attrs=dict(activations=["Relu"])),
+    Case("rnn_leakyrelu_alpha", "RNN", "bidirectional", attrs=dict(
+        activations=["LeakyRelu", "ScaledTanh"], activation_alpha=[0.2, 0.8], activation_beta=[1.5])),
+    Case("rnn_float64", "RNN", "bidirectional", initial=True, dtype="float64"),
+    # GRU (linear_before_reset 0: reset gate before the recurrence product; 1: after, as torch exports)
+    Case("gru_forward", "GRU"),
+    Case("gru_linear_before_reset", "GRU", attrs=dict(linear_before_reset=1)),
+    Case("gru_reverse_initial", "GRU", "reverse", initial=True),
+    Case("gru_reverse_linear_initial", "GRU", "reverse", initial=True, attrs=dict(linear_before_reset=1)),
+    Case("gru_bidirectional", "GRU", "bidirectional", initial=True),
+    Case("gru_bidirectional_linear_no_bias", "GRU", "bidirectional", bias=False,
+         attrs=dict(linear_before_reset=1)),
+    Case("gru_batch1_long", "GRU", batch=1, steps=12, attrs=dict(linear_before_reset=1)),
+    Case("gru_lengths", "GRU", "bidirectional", lens=(1, 5, 3), initial=True),
+    Case("gru_lengths_linear", "GRU", lens=(4, 5, 2), attrs=dict(linear_before_reset=1)),
+    Case("gru_layout1", "GRU", "bidirectional", layout=1, initial=True, attrs=dict(linear_before_reset=1)),
+    Case("gru_clip", "GRU", attrs=dict(clip=0.3)),
+    Case("gru_activations_alpha", "GRU", attrs=dict(
+        activations=["HardSigmoid", "Affine"], activation_alpha=[0.3, 0.7], activation_beta=[0.4, 0.1])),
+    Case("gru_float64", "GRU", "bidirectional", initial=True, dtype="float64"),
+    # LSTM (gate order i, o, f, c)
+    Case("lstm_forward", "LSTM"),
+    Case("lstm_forward_initial", "LSTM", initial=True),
+    Case("lstm_reverse", "LSTM", "reverse", initial=True),
+    Case("lstm_bidirectional", "LSTM", "bidirectional"),
+    Case("lstm_bidirectional_initial_no_bias", "LSTM", "bidirectional", bias=False, initial=True),
+    Case("lstm_batch1_long", "LSTM", "bidirectional", batch=1, steps=16, hidden=8),
+    Case("lstm_one_step", "LSTM", steps=1, batch=2, hidden=16, initial=True),
+    Case("lstm_lengths", "LSTM", "bidirectional", lens=(5, 1, 3), initial=True),
+    Case("lstm_lengths_all_full", "LSTM", "bidirectional", lens=(5, 5, 5)),
+    Case("lstm_layout1", "LSTM", "bidirectional", layout=1, initial=True),
+    Case("lstm_layout1_lengths", "LSTM", layout=1, lens=(2, 5, 4)),
+    Case("lstm_clip", "LSTM", "bidirectional", attrs=dict(clip=0.5)),
+    Case("lstm_peepholes", "LSTM", peepholes=True, initial=True),
+    Case("lstm_peepholes_bidirectional", "LSTM", "bidirectional", peepholes=True),
+    Case("lstm_input_forget", "LSTM", attrs=dict(input_forget=1)),
+    Case("lstm_activations_alpha", "LSTM", attrs=dict(
+        activations=["HardSigmoid", "ScaledTanh", "Elu"], activation_alpha=[0.25, 0.9, 0.6],
+        activation_beta=[0.45, 1.2])),
+    Case("lstm_float64", "LSTM", "bidirectional", initial=True, dtype="float64"),
+    Case("lstm_float64_peepholes", "LSTM", peepholes=True, initial=True, dtype="float64"),
+]
+
+# DynamicQuantizeLSTM: W [dirs, input, 4H] and R [dirs, H, 4H] int8 with per-direction scales
+QUANTIZED = [
+    Case("dq_lstm_forward", "DynamicQuantizeLSTM"),
+    Case("dq_lstm_reverse_initial", "DynamicQuantizeLSTM", "reverse", initial=True),
+    Case("dq_lstm_bidirectional", "DynamicQuantizeLSTM", "bidirectional", hidden=8, steps=7),
+    Case("dq_lstm_bidirectional_batch1_no_bias", "DynamicQuantizeLSTM", "bidirectional", batch=1, bias=False),
+    Case("dq_lstm_lengths", "DynamicQuantizeLSTM", "bidirectional", lens=(5, 2, 4)),
+    Case("dq_lstm_peepholes", "DynamicQuantizeLSTM", peepholes=True, initial=True),
+    Case("dq_lstm_clip", "DynamicQuantizeLSTM", attrs=dict(clip=0.5)),
+]
+
+
+def _values(case: Case, rng) -> tuple[dict, dict]:
+    """(inputs, constants) for the node, in the operator's input order."""
+    dtype = np.dtype(case.dtype)
+    dirs = 2 if case.direction == "bidirectional" else 1
+    gates = GATES["LSTM" if case.op == "DynamicQuantizeLSTM" else case.op]
+    hidden = case.hidden
+
+    def uniform(*shape, scale=1.0):
+        return (rng.uniform(-scale, scale, shape)).astype(dtype)
+
+    x_shape = (case.batch, case.steps, case.inputs) if case.layout else (case.steps, case.batch, case.inputs)
+    state_shape = (case.batch, dirs, hidden) if case.layout else (dirs, case.batch, hidden)
+    inputs = {"X": uniform(*x_shape, scale=2.0)}
+    constants = {}
+    if case.op == "DynamicQuantizeLSTM":
+        constants["W"] = rng.integers(-127, 128, (dirs, case.inputs, gates * hidden)).astype(np.int8)
+        constants["R"] = rng.integers(-127, 128, (dirs, hidden, gates * hidden)).astype(np.int8)
+    else:
+        constants["W"] = uniform(dirs, gates * hidden, case.inputs, scale=0.6)
+        constants["R"] = uniform(dirs, gates * hidden, hidden, scale=0.6)
+    constants["B"] = uniform(dirs, 2 * gates * hidden, scale=0.5) if case.bias else None
+    constants["sequence_lens"] = None if case.lens is None else np.array(case.lens, np.int32)
+    if case.initial:
+        inputs["initial_h"] = uniform(*state_shape)
+        if gates == 4:
+            inputs["initial_c"] = uniform(*state_shape)
+    else:
+        constants["initial_h"] = None
+        if gates == 4:
+            constants["initial_c"] = None
+    if gates == 4:
+        constants["P"] = uniform(dirs, 3 * hidden, scale=0.5) if case.peepholes else None
+    if case.op == "DynamicQuantizeLSTM":
+        constants["W_scale"] = rng.uniform(0.002, 0.006, dirs).astype(np.float32)
+        constants["W_zero_point"] = rng.integers(-2, 3, dirs).astype(np.int8)
+        constants["R_scale"] = rng.uniform(0.002, 0.006, dirs).astype(np.float32)
+        constants["R_zero_point"] = rng.integers(-2, 3, dirs).astype(np.int8)
+    return inputs, constants
+
+
+def _model(case: Case, rng) -> tuple[onnx.ModelProto, dict]:
+    inputs, constants = _values(case, rng)
+    attrs = dict(hidden_size=case.hidden, direction=case.direction, **case.attrs)
+    if case.layout:
+        attrs["layout"] = case.layout
+    outputs = ("Y", "Y_h", "Y_c") if GATES.get(case.op, 4) == 4 else ("Y", "Y_h")
+    quantized = case.op == "DynamicQuantizeLSTM"
+    # inputs first, then constants, in the operator's order: build the node with every name in order
+    order = (["X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"]
+             + (["W_scale", "W_zero_point", "R_scale", "R_zero_point"] if quantized else []))
+    order = [n for n in order if n in inputs or n in constants]
+    model = node_model(case.op, {n: inputs[n] for n in inputs}, attrs, outputs=outputs,
+                       constants={n: v for n, v in constants.items() if v is not None},
+                       domain="com.microsoft" if quantized else "", opset=14 if case.layout else 13)
+    node = model.graph.node[0]
+    del node.input[:]
+    node.input.extend(n if n in inputs or constants.get(n) is not None else "" for n in order)
+    while node.input and not node.input[-1]:
+        del node.input[-1]
+    return model, inputs
+
+
+def _oracle(case: Case, model, feeds) -> list:
+    if case.layout:
+        # onnxruntime has no batch-first recurrence: run the layout-0 node on transposed inputs
+        first = onnx.ModelProto()
+        first.CopyFrom(model)
+        for attr in first.graph.node[0].attribute:
+            if attr.name == "layout":
+                attr.i = 0
+        for value in first.graph.input:
+            value.type.tensor_type.ClearField("shape")
+        y, *states = _oracle(case._replace(layout=0), first, {n: np.swapaxes(v, 0, 1) for n, v in feeds.items()})
+        return [np.transpose(y, (2, 0, 1, 3))] + [np.swapaxes(s, 0, 1) for s in states]
+    if case.dtype == "float32":
+        return run_onnxruntime(model, feeds)
+    from onnx.reference import ReferenceEvaluator
+
+    return ReferenceEvaluator(model).run(None, feeds)
+
+
+@pytest.mark.parametrize("case", CASES + QUANTIZED, ids=lambda c: c.name)
+def test_matches_oracle(case):
+    model, feeds = _model(case, np.random.default_rng(18))
+    got = Evaluator(model).run(None, feeds)
+    tol = (1e-4, 1e-4) if case.op == "DynamicQuantizeLSTM" else (1e-5, 1e-6) if case.dtype == "float64" else (
+        2e-5, 2e-6)
+    assert_close(got, _oracle(case, model, feeds), *tol, f"{case.name}:")
+
+
+FAST = [c for c in CASES if c.lens is None and not c.peepholes and not c.attrs.get("clip")
+        and not c.attrs.get("input_forget") and not c.attrs.get("activations")]
+
+
+@pytest.mark.parametrize("case", FAST, ids=lambda c: c.name)
+def test_fast_path_equals_general_path(case, monkeypatch):
+    """The fast path (sigmoid as tanh, both directions per step) against the general path on the same model."""
+    from onnxtext.evaluator.kernels import rnn_cells
+
+    model, feeds = _model(case, np.random.default_rng(7))
+    fast = Evaluator(model).run(None, feeds)
+    monkeypatch.setattr(rnn_cells, "default_activations", lambda *args: False)
+    general = Evaluator(model).run(None, feeds)
+    assert_close(fast, general, 1e-5, 1e-6, f"{case.name} fast vs general:")
