@@ -56,10 +56,11 @@ _BIAS_COLUMN_MAX = 1024
 class PreparedConv:
     """``Conv(x, W, B)`` (then Relu when ``relu``) for constant float ``W``/``B``; see the module docstring."""
 
-    __slots__ = ("w", "b", "attrs", "relu", "_bias", "_shapes", "_owner")
+    __slots__ = ("w", "b", "attrs", "relu", "exact", "_bias", "_shapes", "_owner")
 
-    def __init__(self, w, b, attrs: dict, relu: bool = False):
-        self.w, self.b, self.attrs, self.relu = w, b, attrs, relu
+    def __init__(self, w, b, attrs: dict, relu: bool = False, exact: bool = False):
+        # exact: integer-valued operands whose sums must stay exact (QLinearConv): no Winograd transforms
+        self.w, self.b, self.attrs, self.relu, self.exact = w, b, attrs, relu, exact
         self._bias = None if b is None else b.reshape((-1,) + (1,) * (w.ndim - 2))
         self._shapes: dict = {}
         self._owner = threading.get_ident()
@@ -167,7 +168,7 @@ class PreparedConv:
                     relu_inplace(y)
                 return y
             return pointwise
-        if group == 1 and kshape == (3, 3) and dtype == np.float32 and not shuffled and \
+        if group == 1 and kshape == (3, 3) and dtype == np.float32 and not shuffled and not self.exact and \
                 all(s == 1 for s in strides) and all(d == 1 for d in dilations) and use_winograd(c, m, out):
             return prepare_winograd(w, self.b, shape, pb, out, relu=relu)
         padded_shape = (n, c) + tuple(d + b + e for d, b, e in zip(shape[2:], pb, pe))

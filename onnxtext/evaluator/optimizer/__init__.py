@@ -43,7 +43,7 @@ def _rules() -> tuple[Rule, ...]:
     from . import layout_chains
     from . import (attention, bias_into_pointwise, concat_chain, conv_affine, conv_stem, convs_into_concat,
                    depthwise_into_pointwise, dropout_passthrough, gelu, layer_norm, matmul_add, prepared_conv,
-                   relu_after_max_pool, residual_into_conv, rms_norm, shape_arithmetic, shuffle_into_conv)
+                   qdq_pair, qlinear_conv, relu_after_max_pool, residual_into_conv, rms_norm, shape_arithmetic, shuffle_into_conv)
 
     def module_rule(m):
         return Rule(m.NAME, m.LEVEL, m.apply, m.__doc__)
@@ -53,13 +53,14 @@ def _rules() -> tuple[Rule, ...]:
 
     return (
         module_rule(shape_arithmetic),
-        *(pattern_rule(m) for m in (gelu, layer_norm, rms_norm, attention, matmul_add)),
+        *(pattern_rule(m) for m in (gelu, layer_norm, rms_norm, attention, matmul_add, qdq_pair)),
         *(Rule(r.name, r.level, r.apply, r.doc) for r in (layout_chains.TRANSPOSE_RULE, layout_chains.RESHAPE_RULE)),
         Rule("pool_after_pointwise_map", 2, pools_after_pointwise_maps,
              "AveragePool moved after a channel-narrowing pointwise Conv and its affine steps "
              "(kernels/pool.py)"),
         module_rule(conv_affine),
         module_rule(prepared_conv),
+        module_rule(qlinear_conv),
         module_rule(bias_into_pointwise),
         module_rule(depthwise_into_pointwise),
         module_rule(shuffle_into_conv),

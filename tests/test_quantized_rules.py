@@ -1,0 +1,96 @@
+"""The quantization rewrites (rules ``qdq_pair`` and ``qlinear_conv``) on small synthetic models: the
+optimized plan must use the rewrite and give exactly the values of ``optimize=0`` (every node its own
+step) and of onnxruntime. One row per case; add a line to add a case."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import graph_model, run_onnxruntime
+from onnx import helper
+
+from onnxtext import Evaluator
+
+RNG = np.random.default_rng(18)
+
+
+def _ints(dtype, shape, low=None, high=None):
+    info = np.iinfo(dtype)
+    return RNG.integers(info.min if low is None else low, (info.max if high is None else high) + 1, shape).astype(dtype)
+
+
+def _fused_names(ev) -> list[str]:
+    return [type(st.fn).__name__ for st in ev._plan_for(None, ()).steps]
+
+
+# (id, x dtype, x shape, weight shape, weight dtype, per-channel weight parameters, bias, attributes)
+QLINEAR_CONV = [
+    ("uint8_pads", np.uint8, (2, 4, 7, 7), (6, 4, 3, 3), np.int8, False, True, dict(pads=[1, 1, 1, 1])),
+    ("uint8_stride2_per_channel", np.uint8, (1, 3, 9, 8), (5, 3, 3, 3), np.int8, True, True,
+     dict(pads=[1, 0, 1, 2], strides=[2, 2])),
+    ("int8_pointwise_no_bias", np.int8, (2, 8, 5, 5), (4, 8, 1, 1), np.int8, False, False, {}),
+    ("uint8_grouped", np.uint8, (1, 6, 6, 6), (6, 2, 3, 3), np.uint8, True, True, dict(group=3, pads=[1, 1, 1, 1])),
+    ("depthwise", np.uint8, (2, 8, 10, 10), (8, 1, 3, 3), np.int8, True, True, dict(group=8, pads=[1, 1, 1, 1])),
+    ("winograd_sized_exact", np.uint8, (1, 32, 16, 16), (64, 32, 3, 3), np.int8, False, True,
+     dict(pads=[1, 1, 1, 1])),  # float32 Conv would take Winograd here: not exact, so never for integers
+    ("float64_path_many_taps", np.uint8, (1, 300, 5, 5), (4, 300, 3, 3), np.int8, False, True, {}),
+    ("conv1d", np.int8, (2, 5, 11), (3, 5, 3), np.int8, True, False, dict(pads=[1, 1])),
+]
+
+
+@pytest.mark.parametrize("case", QLINEAR_CONV, ids=[c[0] for c in QLINEAR_CONV])
+def test_qlinear_conv_rule(case):
+    _, x_dtype, x_shape, w_shape, w_dtype, per_channel, bias, attrs = case
+    m = w_shape[0]
+    x = _ints(x_dtype, x_shape)
+    consts = {
+        "xs": np.array(0.02, np.float32), "xz": np.array(17 if x_dtype == np.uint8 else -5, x_dtype),
+        "w": _ints(w_dtype, w_shape, *((-127, 127) if w_dtype == np.int8 else (0, 255))),
+        "ws": (RNG.random(m) * 0.01 + 0.001).astype(np.float32) if per_channel else np.array(0.004, np.float32),
+        "wz": (_ints(w_dtype, (m,), 0, 9) if per_channel else np.array(0, w_dtype)) if w_dtype == np.uint8 or
+        not per_channel else np.zeros(m, w_dtype),
+        "ys": np.array(0.37, np.float32), "yz": np.array(100 if x_dtype == np.uint8 else 10, x_dtype),
+    }
+    if bias:
+        consts["b"] = _ints(np.int32, (m,), -3000, 3000)
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"] + (["b"] if bias else []),
+                            ["y"], **attrs)
+    model = graph_model([node], {"x": x}, [("y", 2 if x_dtype == np.uint8 else 3)], consts, opset=13)
+    model.graph.input[0].type.tensor_type.ClearField("shape")  # any shape: a second one is fed below
+    optimized = Evaluator(model)
+    assert "PreparedQLinearConv" in _fused_names(optimized)
+    got = optimized.run(None, {"x": x})[0]
+    np.testing.assert_array_equal(got, Evaluator(model, optimize=0).run(None, {"x": x})[0])
+    np.testing.assert_array_equal(got, run_onnxruntime(model, {"x": x})[0])
+    # a second shape on the same Evaluator (prepared per input shape)
+    x2 = _ints(x_dtype, (1,) + x_shape[1:-1] + (x_shape[-1] + 2,))
+    np.testing.assert_array_equal(optimized.run(None, {"x": x2})[0], Evaluator(model, optimize=0).run(None, {"x": x2})[0])
+
+
+_SPECIAL = np.array([np.nan, -np.inf, np.inf, 0.0, 0.00625, -0.00625, 0.01875, 1e6, -1e6, 3.2, -1.6], np.float32)
+
+
+@pytest.mark.parametrize("zero_point", [np.uint8(131), np.int8(-3), np.uint16(40000), np.int16(7), None])
+def test_qdq_pair_is_exactly_the_two_nodes(zero_point):
+    """FakeQuantize equals QuantizeLinear then DequantizeLinear bit for bit: ties, saturation, NaN, inf."""
+    x = np.concatenate([_SPECIAL, RNG.standard_normal(200).astype(np.float32) * 3])
+    consts = {"s": np.array(0.0125, np.float32)}
+    ins = ["x", "s"]
+    if zero_point is not None:
+        consts["z"] = np.array(zero_point)
+        ins.append("z")
+    nodes = [helper.make_node("QuantizeLinear", ins, ["q"]), helper.make_node("DequantizeLinear", ["q"] + ins[1:], ["y"])]
+    model = graph_model(nodes, {"x": x}, ["y"], consts, opset=21)
+    optimized = Evaluator(model)
+    assert _fused_names(optimized) == ["FakeQuantize"]
+    got = optimized.run(None, {"x": x})[0]
+    assert got.tobytes() == Evaluator(model, optimize=0).run(None, {"x": x})[0].tobytes()
+    np.testing.assert_array_equal(got, run_onnxruntime(model, {"x": x})[0])
+
+
+def test_qdq_pair_with_another_reader_of_the_quantized_value_is_kept():
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"])]
+    model = graph_model(nodes, {"x": x}, ["y", ("q", 2)], {"s": np.array(0.1, np.float32), "z": np.array(3, np.uint8)})
+    assert "FakeQuantize" not in _fused_names(Evaluator(model))
