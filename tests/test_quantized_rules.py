@@ -64,7 +64,8 @@ def test_qlinear_conv_rule(case):
     np.testing.assert_array_equal(got, run_onnxruntime(model, {"x": x})[0])
     # a second shape on the same Evaluator (prepared per input shape)
     x2 = _ints(x_dtype, (1,) + x_shape[1:-1] + (x_shape[-1] + 2,))
-    np.testing.assert_array_equal(optimized.run(None, {"x": x2})[0], Evaluator(model, optimize=0).run(None, {"x": x2})[0])
+    want = Evaluator(model, optimize=0).run(None, {"x": x2})[0]
+    np.testing.assert_array_equal(optimized.run(None, {"x": x2})[0], want)
 
 
 _SPECIAL = np.array([np.nan, -np.inf, np.inf, 0.0, 0.00625, -0.00625, 0.01875, 1e6, -1e6, 3.2, -1.6], np.float32)
@@ -79,7 +80,8 @@ def test_qdq_pair_is_exactly_the_two_nodes(zero_point):
     if zero_point is not None:
         consts["z"] = np.array(zero_point)
         ins.append("z")
-    nodes = [helper.make_node("QuantizeLinear", ins, ["q"]), helper.make_node("DequantizeLinear", ["q"] + ins[1:], ["y"])]
+    nodes = [helper.make_node("QuantizeLinear", ins, ["q"]),
+             helper.make_node("DequantizeLinear", ["q"] + ins[1:], ["y"])]
     model = graph_model(nodes, {"x": x}, ["y"], consts, opset=21)
     optimized = Evaluator(model)
     assert _fused_names(optimized) == ["FakeQuantize"]

@@ -43,7 +43,8 @@ def _rules() -> tuple[Rule, ...]:
     from . import layout_chains
     from . import (attention, bias_into_pointwise, concat_chain, conv_affine, conv_stem, convs_into_concat,
                    depthwise_into_pointwise, dropout_passthrough, gelu, layer_norm, matmul_add, prepared_conv,
-                   qdq_pair, qlinear_conv, relu_after_max_pool, residual_into_conv, rms_norm, shape_arithmetic, shuffle_into_conv)
+                   qdq_pair, qlinear_conv, relu_after_max_pool, residual_into_conv, rms_norm, shape_arithmetic,
+                   shuffle_into_conv)
 
     def module_rule(m):
         return Rule(m.NAME, m.LEVEL, m.apply, m.__doc__)
