@@ -1,15 +1,17 @@
-"""Canonical formatting of onnxtext source that keeps its ``#`` and ``//`` comments (``onnxtext fmt``).
+"""Canonical formatting of onnxtext source that keeps what the author chose (``onnxtext fmt``).
 
-The canonical form is the printer's output (``to_text(parse(text))``); the grammar ignores comments, so
-they are carried over by position:
+The canonical form is the printer's output (``to_text(parse(text))``). On top of it ``fmt`` keeps the
+author's number spellings and tensor literal lines (:mod:`onnxtext.syntax.trivia`), the ``#`` and ``//``
+comments (which the grammar ignores) and the alignment of runs of end-of-line comments:
 
-1. The source is parsed a second time into a plain lark tree (no builder) whose lexer reports every
-   ``COMMENT`` token, and the tree is walked into *elements*: model, header entries, graphs, their inputs,
-   outputs, ``<...>`` values and node block, nodes, attribute lists, attributes, nested graphs, functions,
-   training_info, ``@field`` annotations. Each element has a path that names it independently of its layout
-   (``graph.node[1].attribute[body].g.node[0]``), a start (its first character, ``///`` doc lines included),
-   a head (its first token after annotations) and an end.
-2. The canonical text is parsed the same way, giving the position of every path there.
+1. The source's positions come from :class:`onnxtext.syntax.positions.SpanMap` (the one walk of the parse
+   tree, shared with the checker and the language server): *elements* (model, header entries, graphs, their
+   inputs, outputs, ``<...>`` values and node block, nodes, attribute lists, attributes, nested graphs,
+   functions, training_info, ``@field`` annotations, the lines of multi-line tensor literals), each with a
+   path that names it independently of its layout (``graph.node[1].attribute[body].g.node[0]``), a start
+   (its first character, ``///`` doc lines included), a head (its first token after annotations) and an end;
+   and the comment tokens.
+2. The canonical text (with the author's spellings and literal lines) is located the same way.
 3. Each comment is attached in the source, then placed at the same path in the canonical text:
 
    - an own-line comment precedes the next element that starts after it inside the innermost element
@@ -24,214 +26,30 @@ they are carried over by position:
    An own-line comment is indented like the line below it, one step more when that line closes a
    block. A canonical line that would receive several trailing comments (the source spread the element
    over several lines) gets them as own-line comments above it, in source order, so nothing merges.
+4. A run of end-of-line comments the author aligned (two or more consecutive lines, comments starting at
+   one column) is aligned again where its comments land on consecutive lines: at the author's column when
+   the code still ends two spaces before it, else two spaces after the longest code line.
 
 Placement depends only on paths and on the canonical text, so formatting is idempotent, comments
 included. ``///`` doc comments are part of the proto (doc_string) and are printed by the printer.
 
-Safety: the result is parsed again and must give the same proto as the source, else
-:func:`format_text` raises instead of returning text that would change the model.
+Safety: the result is parsed again and must give the same proto as the source (else the canonical
+spellings are tried, and if that fails too :func:`format_text` raises instead of returning text that would
+change the model).
 """
 
 from __future__ import annotations
 
 import bisect
-import threading
-from dataclasses import dataclass, field
 
 from .errors import OnnxTextError
+from .syntax.positions import Element, SpanMap
 
-#: proto class name -> grammar start symbol and root path
-_KINDS = {"ModelProto": ("model", ""), "GraphProto": ("graph", "graph"),
-          "FunctionProto": ("function", "function"), "NodeProto": ("node", "node")}
+#: proto class name -> grammar start symbol
+_KINDS = {"ModelProto": "model", "GraphProto": "graph", "FunctionProto": "function", "NodeProto": "node"}
 
 #: a canonical line starting with one of these closes a block: comments above it are indented one step more
 _CLOSERS = ("}", ">", "]", ")")
-
-_tree_parser = None
-_sink = threading.local()  # where the lexer callback puts COMMENT tokens during one parse
-
-
-def _collect(tok):
-    comments = getattr(_sink, "comments", None)
-    if comments is not None:
-        comments.append(tok)
-    return tok
-
-
-def _parse_tree(text: str, start: str):
-    """A plain lark tree with positions, and the COMMENT tokens the lexer skipped."""
-    global _tree_parser
-    if _tree_parser is None:
-        import lark
-
-        from .syntax.grammar import START_SYMBOLS, _cache_file, grammar_path
-
-        # The builder's grammar, plus positions on every tree and a callback on the ignored COMMENT
-        # terminal; positions change lark's cached tables, so they get their own cache file.
-        _tree_parser = lark.Lark.open(grammar_path(), parser="lalr", lexer="contextual", start=START_SYMBOLS,
-                                      maybe_placeholders=True, propagate_positions=True,
-                                      cache=_cache_file("positions"),
-                                      lexer_callbacks={"COMMENT": _collect})
-    _sink.comments = []
-    try:
-        tree = _tree_parser.parse(text, start=start)
-        comments = _sink.comments
-    finally:
-        _sink.comments = None
-    unique = {c.start_pos: c for c in comments}  # a token is reported once, but be sure
-    return tree, [unique[k] for k in sorted(unique)]
-
-
-# ------------------------------------------------------------------------------------------- elements
-
-@dataclass(eq=False)
-class Element:
-    """A located piece of the text that a comment can be attached to."""
-
-    path: str
-    parent: Element | None
-    start: int  # offset of the first character, /// and @ annotations included
-    head: int  # offset of the first token after the annotations
-    end: int  # offset just past the last character
-    children: list = field(default_factory=list)
-
-
-def _name(t) -> str:
-    """The proto name of an ``ident`` / ``quoted_name`` tree."""
-    from .syntax.literal_data import unescape
-
-    tok = t.children[0]
-    if t.data == "quoted_name":
-        return unescape(tok).decode("utf-8", "replace")
-    return str(tok)
-
-
-def _entries(lst):
-    from lark import Tree
-
-    return [c for c in (lst.children if lst is not None else []) if isinstance(c, Tree)]
-
-
-class _Walker:
-    """Walks a plain parse tree into a tree of Elements (the same shapes as checker/spans.py)."""
-
-    def __init__(self):
-        self.roots: list[Element] = []
-
-    def add(self, path: str, tree, parent: Element | None) -> Element | None:
-        from lark import Tree
-
-        from .syntax.positions import first_token
-
-        meta = tree.meta
-        if getattr(meta, "empty", True):
-            return None
-        head = meta.start_pos  # may be an anonymous token ('<', '{') that the tree does not hold
-        ann = tree.children[0] if tree.children else None
-        if isinstance(ann, Tree) and ann.data == "annotations":
-            tok = first_token(tree)  # the first token after the annotations
-            head = tok.start_pos if tok is not None else head
-        e = Element(path, parent, meta.start_pos, head, meta.end_pos)
-        (parent.children if parent is not None else self.roots).append(e)
-        if isinstance(ann, Tree) and ann.data == "annotations":
-            # '@field value' lines are elements too (so a comment can trail one); '///' lines belong to e
-            for a in ann.children:
-                if isinstance(a, Tree) and a.data == "annotation" and not getattr(a.meta, "empty", True):
-                    e.children.append(Element(f"{path}.{a.children[0]}", e, a.meta.start_pos,
-                                              a.meta.start_pos, a.meta.end_pos))
-        return e
-
-    def model(self, t, path, parent):
-        m = self.add(path, t, parent)
-        ann, header, graph = t.children[:3]
-        if header is not None:
-            self.header(header, "header", m)
-        self.graph(graph, "graph", m)
-        fi = ti = 0
-        for item in t.children[3:]:
-            if item.data == "function":
-                self.function(item, f"functions[{fi}]", m)
-                fi += 1
-            elif item.data == "training_info":
-                te = self.add(f"training_info[{ti}]", item, m)
-                for f in item.children:
-                    fe = self.add(f"{te.path}.{f.children[0]}", f, te)
-                    if f.data == "training_graph":
-                        self.graph(f.children[1], f"{fe.path}.graph", fe)
-                ti += 1
-
-    def header(self, t, path, parent):
-        h = self.add(path, t, parent)
-        for entry in _entries(t):
-            self.add(f"{path}.{entry.children[0]}", entry, h)
-
-    def values(self, t, path, parent, name_index=2):
-        if t is None:
-            return
-        v = self.add(path + ".values", t, parent)
-        for e in _entries(t):
-            self.add(f"{path}.value[{_name(e.children[name_index])}]", e, v)
-
-    def nodes(self, t, path, parent):
-        nl = self.add(path + ".nodes", t, parent)
-        for i, n in enumerate(_entries(t)):
-            self.node(n, f"{path}.node[{i}]", nl)
-
-    def graph(self, t, path, parent):
-        ann, name, inputs, outputs, values, nodes = t.children
-        g = self.add(path, t, parent)
-        for key, lst in (("input", inputs), ("output", outputs)):
-            for e in _entries(lst):
-                self.add(f"{path}.{key}[{_name(e.children[2])}]", e, g)
-        self.values(values, path, g)
-        self.nodes(nodes, path, g)
-
-    def node(self, t, path, parent):
-        ann, label, outs, op, attrs1, ins, attrs2 = t.children
-        n = self.add(path, t, parent)
-        # attributes before and after the inputs print as one list: both lists get the same path
-        for attrs in (attrs1, attrs2):
-            if attrs is not None:
-                al = self.add(path + ".attrs", attrs, n)
-                for a in _entries(attrs):
-                    self.attr(a, path, al)
-
-    def attr(self, a, owner, parent):
-        from lark import Tree
-
-        ann, name, _type, value = a.children
-        path = f"{owner}.attribute[{_name(name)}]"
-        ae = self.add(path, a, parent)
-        if not isinstance(value, Tree):
-            return
-        if value.data == "graph_value":
-            self.graph(value.children[0], path + ".g", ae)
-        elif value.data == "value_list_attr":
-            for k, v in enumerate(value.children):
-                if isinstance(v, Tree) and v.data == "graph_value":
-                    self.graph(v.children[0], f"{path}.graphs[{k}]", ae)
-
-    def function(self, t, path, parent):
-        ann, header, name, attrs, ins, outs, values, nodes = t.children
-        f = self.add(path, t, parent)
-        if header is not None:
-            self.header(header, path + ".header", f)
-        if attrs is not None:
-            al = self.add(path + ".attrs", attrs, f)
-            for a in _entries(attrs):
-                n = _name(a.children[1] if a.data == "attr" else a.children[0])
-                self.add(f"{path}.attribute[{n}]", a, al)
-        for key, lst in (("input", ins), ("output", outs)):
-            for e in _entries(lst):
-                self.add(f"{path}.{key}[{_name(e.children[1])}]", e, f)
-        self.values(values, path, f)
-        self.nodes(nodes, path, f)
-
-
-def _elements(tree, start: str, root: str) -> list[Element]:
-    w = _Walker()
-    {"model": w.model, "graph": w.graph, "function": w.function, "node": w.node}[start](tree, root, None)
-    return w.roots
 
 
 def _flatten(roots):
@@ -262,8 +80,9 @@ class _Lines:
 class _Source:
     """The source's elements, indexed for the attachment queries."""
 
-    def __init__(self, text: str, roots: list[Element]):
+    def __init__(self, text: str, roots: list[Element], comments: list):
         self.text = text
+        self.comments = comments
         self.lines = _Lines(text)
         self.roots = roots
         flat = _flatten(roots)
@@ -276,6 +95,27 @@ class _Source:
         for e in flat:
             self.heads_on.setdefault(self.lines.of(e.head), []).append(e)
             self.ends_on.setdefault(self.lines.of(e.end - 1), []).append(e)
+
+    def aligned_runs(self) -> dict:
+        """comment offset -> (run id, column) for each trailing comment of a run: two or more consecutive
+        lines ending in comments that start at one column (the author aligned them)."""
+        runs, prev = {}, None  # prev: (line, column, run members)
+        for tok in self.comments:
+            line = self.lines.of(tok.start_pos)
+            column = tok.start_pos - self.lines.starts[line]
+            if not self.text[self.lines.starts[line]:tok.start_pos].strip():
+                prev = None  # an own-line comment ends a run
+                continue
+            if prev is not None and prev[0] == line - 1 and prev[1] == column:
+                prev[2].append(tok)
+                prev = (line, column, prev[2])
+            else:
+                prev = (line, column, [tok])
+            if len(prev[2]) == 2:
+                runs[prev[2][0].start_pos] = (prev[2][0].start_pos, column)
+            if len(prev[2]) >= 2:
+                runs[tok.start_pos] = (prev[2][0].start_pos, column)
+        return runs
 
     def container(self, pos: int) -> Element | None:
         """The innermost element whose span contains ``pos``."""
@@ -309,6 +149,34 @@ class _Source:
         return "close", c  # None: after everything
 
 
+def _align(out: list[str], trailed: dict, runs: dict):
+    """Align again the trailing comments of each source run (:meth:`_Source.aligned_runs`) that land on
+    consecutive output lines: at the author's column when the code still ends two spaces before it, else
+    two spaces after the longest code line of the run."""
+    by_run: dict[int, list[int]] = {}
+    for i, (_, _, tok) in trailed.items():
+        run = runs.get(tok.start_pos)
+        if run is not None:
+            by_run.setdefault(run[0], []).append(i)
+    for rid, lines in by_run.items():
+        column = runs[trailed[lines[0]][2].start_pos][1]
+        lines.sort()
+        groups = [[lines[0]]]
+        for i in lines[1:]:
+            if i == groups[-1][-1] + 1:
+                groups[-1].append(i)
+            else:
+                groups.append([i])
+        for group in groups:
+            if len(group) < 2:
+                continue
+            code_end = max(len(trailed[i][0]) for i in group) + 2
+            col = column if column >= code_end else code_end
+            for i in group:
+                code, comment, _ = trailed[i]
+                out[i] = code + " " * (col - len(code)) + comment
+
+
 def _place(source: _Source, comments, canonical: str, can_roots: list[Element]) -> str:
     table: dict[str, Element] = {}
     for e in _flatten(can_roots):
@@ -328,65 +196,73 @@ def _place(source: _Source, comments, canonical: str, can_roots: list[Element]) 
             if kind == "close":  # after everything
                 at_end.append(text)
             else:  # before everything
-                per_line.setdefault(0, []).append(("above", text))
+                per_line.setdefault(0, []).append(("above", text, tok))
             continue
         ce = table[e.path]
         if kind == "start":
-            per_line.setdefault(can_lines.of(ce.start), []).append(("above", text))
+            per_line.setdefault(can_lines.of(ce.start), []).append(("above", text, tok))
         elif kind == "close":
-            per_line.setdefault(can_lines.of(ce.end - 1), []).append(("above", text))
+            per_line.setdefault(can_lines.of(ce.end - 1), []).append(("above", text, tok))
         else:
             where = ce.head if kind == "head" else ce.end - 1
-            per_line.setdefault(can_lines.of(where), []).append(("trailing", text))
+            per_line.setdefault(can_lines.of(where), []).append(("trailing", text, tok))
 
     out = []
+    trailed: dict[int, tuple] = {}  # output line -> (code, comment, its source token) for each trailing comment
     for i, line in enumerate(lines):
         entries = per_line.get(i)
         if not entries:
             out.append(line)
             continue
-        trailing = [t for k, t in entries if k == "trailing"]
+        trailing = [t for k, t, _ in entries if k == "trailing"]
         if len(trailing) == 1 and entries[-1][0] == "trailing":
-            above, suffix = [t for k, t in entries[:-1]], "  " + trailing[0]
+            above, suffix = [t for k, t, _ in entries[:-1]], "  " + trailing[0]
         else:  # several trailing comments for one line, or one followed by others: all above, in order
-            above, suffix = [t for k, t in entries], ""
+            above, suffix = [t for k, t, _ in entries], ""
         stripped = line.lstrip()
         indent = line[:len(line) - len(stripped)]
         if stripped.startswith(_CLOSERS):
             indent += "  "
         out.extend(indent + t for t in above)
+        if suffix:
+            trailed[len(out)] = (line, trailing[0], entries[-1][2])
         out.append(line + suffix)
+    _align(out, trailed, source.aligned_runs())
     out.extend(at_end)
     return "\n".join(out) + "\n"
 
 
 # ------------------------------------------------------------------------------------------- API
 
-def _might_have_comments(text: str) -> bool:
-    return "#" in text or "//" in text.replace("///", "")
-
-
 def format_text(text: str, *, filename: str | None = None, width: int = 100) -> str:
-    """The canonical form of onnxtext ``text`` (any kind: model, graph, function, node), comments kept.
+    """The canonical form of onnxtext ``text`` (any kind: model, graph, function, node), with its comments,
+    number spellings, tensor literal lines and aligned comments kept.
 
     Raises :class:`onnxtext.ParseError` (with ``filename``, line and column) on bad input, and
     :class:`onnxtext.OnnxTextError` if the result would not parse back to the same proto.
     """
-    from .syntax.parser import parse
     from .printing.printer import to_text
+    from .syntax.parser import parse
+    from .syntax.trivia import keep_author_choices
 
     proto = parse(text, filename=filename)
     canonical = to_text(proto, width=width)
-    result = canonical
-    if _might_have_comments(text):
-        start, root = _KINDS[type(proto).__name__]
-        tree, comments = _parse_tree(text, start)
-        if comments:
-            source = _Source(text, _elements(tree, start, root))
-            can_tree, _ = _parse_tree(canonical, start)
-            result = _place(source, comments, canonical, _elements(can_tree, start, root))
-    again = parse(result, filename=filename)
-    if again.SerializeToString(deterministic=True) != proto.SerializeToString(deterministic=True):
-        raise OnnxTextError(f"{filename or '<text>'}: formatting would change the model (a bug in onnxtext; "
-                            "please report it with this file); nothing was written")
-    return result
+    expected = proto.SerializeToString(deterministic=True)
+
+    def same(result: str) -> bool:
+        return parse(result, filename=filename).SerializeToString(deterministic=True) == expected
+
+    if canonical == text:
+        return text
+    start = _KINDS[type(proto).__name__]
+    source = SpanMap.from_text(text, start)
+    kept = canonical
+    if source.data:
+        kept = keep_author_choices(source, canonical, SpanMap.from_text(canonical, start), width)
+    for base in dict.fromkeys((kept, canonical)):  # the author's spellings, else (a bug) the canonical ones
+        result = _place(_Source(text, source.roots, source.comments), source.comments, base, SpanMap.from_text(base, start).roots) \
+            if source.comments else base
+        if same(result):
+            return result
+    raise OnnxTextError(f"{filename or '<text>'}: formatting would change the model (a bug in onnxtext; "
+                        "please report it with this file); nothing was written")
