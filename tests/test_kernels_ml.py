@@ -417,3 +417,68 @@ def test_two_forests_in_one_model_keep_their_own_trees():
     a2, b2 = ev.run(None, {"X": X_WIDE[::-1].copy()})
     np.testing.assert_array_equal(a2, a1[::-1])
     np.testing.assert_array_equal(b2, b1[::-1])
+
+
+# TfIdfVectorizer counts small inputs with dict lookups and large ones with a vectorized key search
+# (kernels/text.py, SMALL_INPUT_GRAMS); each row here is checked against onnxruntime, and the sizes put
+# every mode on both paths. (id, X, attributes)
+_RNG = np.random.default_rng(3)
+_WORDS = np.array(["a", "b", "c", "d", "zz"], dtype=object)
+TFIDF_POOL = dict(pool_strings=["a", "b", "c", "a", "b", "b", "c", "c", "a", "a", "d"], ngram_counts=[0, 3],
+                  ngram_indexes=[0, 1, 2, 3, 4, 5, 6])
+TFIDF_INT_POOL = dict(pool_int64s=[2, 3, 5, 4, 5, 6, 7, 8, 6, 7, 2, 2, 2, 2], ngram_counts=[0, 4, 8],
+                      ngram_indexes=[0, 1, 2, 3, 4, 5, 6, 2])  # output 2 is shared: counts add up
+TFIDF_CASES = [
+    ("strings_small_tf", _WORDS[_RNG.integers(0, 5, (3, 6))], dict(TFIDF_POOL, mode="TF", min_gram_length=1,
+                                                                     max_gram_length=2, max_skip_count=1)),
+    ("strings_large_tf", _WORDS[_RNG.integers(0, 5, (6, 200))], dict(TFIDF_POOL, mode="TF", min_gram_length=1,
+                                                                       max_gram_length=2, max_skip_count=1)),
+    ("strings_small_bigrams_idf", _WORDS[_RNG.integers(0, 5, (2, 9))],
+     dict(TFIDF_POOL, mode="IDF", min_gram_length=2, max_gram_length=2, max_skip_count=2,
+          weights=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])),
+    ("strings_large_bigrams_idf", _WORDS[_RNG.integers(0, 5, (4, 300))],
+     dict(TFIDF_POOL, mode="IDF", min_gram_length=2, max_gram_length=2, max_skip_count=2,
+          weights=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])),
+    ("ints_small_tfidf", _RNG.integers(1, 9, (2, 7)).astype(np.int64),
+     dict(TFIDF_INT_POOL, mode="TFIDF", min_gram_length=1, max_gram_length=3, max_skip_count=1,
+          weights=[0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4])),
+    ("ints_large_tfidf", _RNG.integers(1, 9, (5, 400)).astype(np.int64),
+     dict(TFIDF_INT_POOL, mode="TFIDF", min_gram_length=1, max_gram_length=3, max_skip_count=1,
+          weights=[0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4])),
+    ("ints_one_row", _RNG.integers(1, 9, (11,)).astype(np.int32),
+     dict(TFIDF_INT_POOL, mode="TF", min_gram_length=1, max_gram_length=2, max_skip_count=0)),
+]
+
+
+@pytest.mark.parametrize("case", TFIDF_CASES, ids=[c[0] for c in TFIDF_CASES])
+def test_tfidf_vectorizer_against_onnxruntime(case):
+    _, x, attrs = case
+    elem = S if x.dtype == object else I32 if x.dtype == np.int32 else I64
+    check(make_model("TfIdfVectorizer", [("X", elem)], [("Y", F)], attrs, domain="", onnx_opset=19), {"X": x})
+
+
+def test_tfidf_vectorizer_count_paths_agree():
+    """The dict-lookup and the vectorized n-gram counts find the same cells on the same rows."""
+    from onnxtext.evaluator.kernels.text import _found_cells, _found_cells_small, _Pool
+
+    pool = _Pool(TFIDF_POOL["pool_strings"], None, TFIDF_POOL["ngram_counts"], TFIDF_POOL["ngram_indexes"], None)
+    rows = _WORDS[_RNG.integers(0, 5, (4, 30))]
+    for n_min, n_max, skip in ((1, 1, 0), (1, 2, 0), (2, 2, 3), (1, 2, 2)):
+        small = sorted(_found_cells_small(rows.tolist(), pool, n_min, n_max, skip))
+        assert small, (n_min, n_max, skip)
+        assert small == sorted(_found_cells(rows, pool, n_min, n_max, skip).tolist()), (n_min, n_max, skip)
+
+
+# Tokenizer's matches (kernels/string.find_all_re2) step over the binding's matcher themselves; each
+# line must give what the binding's own finditer gives: (pattern, text)
+RE2_FIND_ALL = [(r"\w+", "works well, great value"), (r"\w+", "héllo wörld, ça va"), (r"a*", "baaac"),
+                (r"", "xé€"), (r"\b", "ab cd"), (r"[[:alpha:]]+", "x1yz2 €uro"), (r"(a)(b)?", "abab a"),
+                (r"\s*", "  a  b"), (r"é+|€", "éé€x€")]
+
+
+@pytest.mark.parametrize("pattern, text", RE2_FIND_ALL)
+def test_re2_find_all_matches_the_bindings_finditer(pattern, text):
+    from onnxtext.evaluator.kernels.string import compile_re2, find_all_re2
+
+    compiled = compile_re2(pattern)
+    assert find_all_re2(compiled, text) == [m.group(0) for m in compiled.finditer(text)]

@@ -12,6 +12,8 @@ run the way a backtracking engine (Python's ``re``) does on ``(a+)+$``.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ...errors import EvalError
@@ -70,8 +72,11 @@ def string_split(x, delimiter=None, maxsplit=None):
     return out.reshape(x.shape + (width,)), counts
 
 
+@functools.lru_cache(maxsize=256)
 def compile_re2(pattern: str, op: str = "RegexFullMatch"):
-    """``pattern`` compiled by RE2 (linear time, ONNX's and onnxruntime's engine); errors name ``op``."""
+    """``pattern`` compiled by RE2 (linear time, ONNX's and onnxruntime's engine); errors name ``op``.
+
+    Compiled patterns are kept (a kernel called on every run compiles its attribute once)."""
     try:
         import re2
     except ImportError:  # a dependency; reported rather than falling back to a backtracking engine
@@ -93,3 +98,36 @@ def regex_full_match(x, pattern=""):
     x = _strings(x)
     flat = [compiled.fullmatch(s) is not None for s in x.reshape(-1).tolist()]
     return np.array(flat, dtype=bool).reshape(x.shape)
+
+
+def find_all_re2(compiled, text: str) -> list[str]:
+    """The successive non-overlapping matches of an RE2 pattern in ``text``, as strings: what
+    ``[m.group(0) for m in compiled.finditer(text)]`` gives, without building a match object (and
+    decoding offsets) per match, which costs the binding several microseconds each.
+
+    It calls the binding's matcher on the UTF-8 bytes directly and steps as its ``finditer`` does
+    (after an empty match at the search position, one character on); a binding without that
+    matcher takes ``finditer``."""
+    regexp = getattr(compiled, "_regexp", None)
+    char_bytes = getattr(getattr(_re2_module(), "_re2", None), "CharLenToBytes", None)
+    if regexp is None or char_bytes is None:
+        return [m.group(0) for m in compiled.finditer(text)]
+    unanchored = _re2_module()._Anchor.UNANCHORED
+    data = text.encode("utf-8")
+    end_of_text = len(data)
+    pos = 0
+    found = []
+    while True:
+        start, end = regexp.Match(unanchored, data, pos, end_of_text)[0]
+        if start < 0:
+            return found
+        found.append(data[start:end].decode("utf-8"))
+        if pos == end_of_text:
+            return found
+        pos = pos + char_bytes(data, pos, 1) if end == pos else end
+
+
+def _re2_module():
+    import re2
+
+    return re2

@@ -2,12 +2,14 @@
 
 Counting is vectorized: tokens are first replaced by their id in the pool's vocabulary (-1 when a
 token appears in no pool n-gram), each candidate n-gram of ids is packed into one integer key, and
-keys are matched against the pool's keys with a sorted search.
+keys are matched against the pool's keys with a sorted search. The pool's tables are built once per
+node (:mod:`.derived_cache`).
 """
 
 import numpy as np
 
 from ..registry import kernel
+from .derived_cache import derived
 
 
 def _pool_ngrams(pool: list, ngram_counts: list) -> list[tuple]:
@@ -21,62 +23,120 @@ def _pool_ngrams(pool: list, ngram_counts: list) -> list[tuple]:
     return grams
 
 
+class _Pool:
+    """A TfIdfVectorizer's pool as lookup tables, built once per node (:mod:`.derived_cache`)."""
+
+    __slots__ = ("gram_position", "vocab_index", "vocabulary", "int_vocabulary", "base", "sorted_keys", "order", "size", "weight", "indexes",
+                 "unique_indexes", "width")
+
+    def __init__(self, pool_strings, pool_int64s, ngram_counts, ngram_indexes, weights):
+        pool = list(pool_strings) if pool_strings is not None else [int(v) for v in pool_int64s]
+        grams = _pool_ngrams(pool, ngram_counts)
+        self.gram_position = {}  # n-gram (tuple of tokens) -> its first position in the pool
+        for i, g in enumerate(grams):
+            self.gram_position.setdefault(g, i)
+        self.vocabulary = sorted(set(pool))
+        self.vocab_index = {tok: i for i, tok in enumerate(self.vocabulary)}
+        self.int_vocabulary = None if pool_strings is not None else np.array(self.vocabulary, dtype=np.int64)
+        self.base = len(self.vocabulary) + 1  # id + 1 in [1, base) so that n-grams of different lengths differ
+        pool_keys = np.array([_key(self.base, [np.array(self.vocab_index[t]) for t in g]) for g in grams])
+        self.order = np.argsort(pool_keys, kind="stable")
+        self.sorted_keys = pool_keys[self.order]
+        self.size = len(grams)
+        self.weight = np.ones(len(grams), np.float32) if weights is None else np.asarray(weights, np.float32)
+        self.indexes = np.asarray(ngram_indexes, np.int64)
+        self.unique_indexes = np.unique(self.indexes).size == self.indexes.size
+        self.width = int(self.indexes.max()) + 1
+
+
+def _key(base: int, id_columns):
+    """One integer per n-gram of token ids (object integers when int64 could overflow)."""
+    k = np.zeros(id_columns[0].shape, dtype=object if base ** len(id_columns) > 2 ** 62 else np.int64)
+    for c in id_columns:
+        k = k * base + (c + 1)
+    return k
+
+
+#: Inputs with at most this many candidate n-grams are counted with dict lookups in Python, larger ones
+#: with the vectorized key search (which costs tens of numpy calls whatever the input's size).
+SMALL_INPUT_GRAMS = 512
+
+
+def _found_cells_small(rows: list, pool: _Pool, min_n: int, max_n: int, max_skip: int) -> list:
+    """Flat (row, pool n-gram) positions of every n-gram found, by looking each one up in a dict."""
+    position = pool.gram_position
+    cells = []
+    for r, row in enumerate(rows):
+        base = r * pool.size
+        for n in range(min_n, max_n + 1):
+            for skip in range(max_skip + 1 if n > 1 else 1):
+                step = skip + 1
+                span = (n - 1) * step
+                for s in range(len(row) - span):
+                    i = position.get(tuple(row[s:s + span + 1:step]))
+                    if i is not None:
+                        cells.append(base + i)
+    return cells
+
+
+def _found_cells(rows: np.ndarray, pool: _Pool, min_n: int, max_n: int, max_skip: int) -> np.ndarray:
+    """:func:`_found_cells_small` vectorized: n-grams of token ids packed into integer keys, matched
+    against the pool's sorted keys."""
+    batch, length = rows.shape
+    if rows.dtype == object:
+        lookup = pool.vocab_index.get
+        ids = np.array([lookup(t, -1) for t in rows.ravel().tolist()], np.int64).reshape(rows.shape)
+    else:
+        ids = _int_ids(rows.astype(np.int64), pool.int_vocabulary)
+
+    sorted_keys = pool.sorted_keys
+    found_cells = []  # flat (row, pool n-gram) positions of every n-gram found
+    for n in range(min_n, max_n + 1):
+        # A unigram is the same whatever the skip: count it once.
+        for skip in range(max_skip + 1 if n > 1 else 1):
+            span = (n - 1) * (skip + 1)
+            count = length - span
+            if count <= 0 or not sorted_keys.size:
+                continue
+            cols = [ids[:, j * (skip + 1):j * (skip + 1) + count] for j in range(n)]
+            valid = cols[0] >= 0
+            for c in cols[1:]:
+                valid &= c >= 0
+            keys = _key(pool.base, cols)
+            pos = np.minimum(np.searchsorted(sorted_keys, keys), sorted_keys.size - 1)
+            found = valid & (sorted_keys[pos] == keys)
+            row_index = np.nonzero(found)[0]
+            found_cells.append(row_index * pool.size + pool.order[pos[found]])
+    return np.concatenate(found_cells) if found_cells else np.zeros(0, np.int64)
+
+
 @kernel("TfIdfVectorizer", since=9)
 def tfidf_vectorizer(X, *, mode, min_gram_length, max_gram_length, max_skip_count, ngram_counts,
                      ngram_indexes, pool_int64s=None, pool_strings=None, weights=None):
-    pool = list(pool_strings) if pool_strings is not None else [int(v) for v in pool_int64s]
-    grams = _pool_ngrams(pool, ngram_counts)
-    vocabulary = sorted(set(pool))
-    vocab_index = {tok: i for i, tok in enumerate(vocabulary)}
-    base = len(vocabulary) + 1  # id + 1 in [1, base) so that n-grams of different lengths differ
-
+    sources = (pool_strings, pool_int64s, ngram_counts, ngram_indexes, weights)
+    pool = derived("tfidf-pool", sources, lambda: _Pool(*sources))
     rows = X.reshape(1, -1) if X.ndim == 1 else X
     batch, length = rows.shape
-    if rows.dtype == object:
-        # Strings: look up each distinct token once.
-        distinct, inverse = np.unique(rows.ravel(), return_inverse=True)
-        distinct_ids = np.array([vocab_index.get(t, -1) for t in distinct], dtype=np.int64)
-        ids = distinct_ids[inverse].reshape(rows.shape)
+    combinations = (max_gram_length - min_gram_length + 1) * (max_skip_count + 1)
+    if batch * length * combinations <= SMALL_INPUT_GRAMS:
+        cells = np.array(_found_cells_small(rows.tolist(), pool, min_gram_length, max_gram_length, max_skip_count),
+                         np.int64)
     else:
-        ids = _int_ids(rows.astype(np.int64), np.array(vocabulary, dtype=np.int64))
-
-    def key(id_columns):
-        k = np.zeros(id_columns[0].shape, dtype=object if base ** len(id_columns) > 2 ** 62 else np.int64)
-        for c in id_columns:
-            k = k * base + (c + 1)
-        return k
-
-    pool_keys = np.array([key([np.array(vocab_index[t]) for t in g]) for g in grams])
-    order = np.argsort(pool_keys, kind="stable")
-    sorted_keys = pool_keys[order]
-    counts = np.zeros((batch, len(grams)), dtype=np.float32)
-    for n in range(min_gram_length, max_gram_length + 1):
-        # A unigram is the same whatever the skip: count it once.
-        for skip in range(max_skip_count + 1 if n > 1 else 1):
-            span = (n - 1) * (skip + 1)
-            starts = np.arange(max(length - span, 0))
-            if starts.size == 0:
-                continue
-            cols = [ids[:, starts + j * (skip + 1)] for j in range(n)]
-            valid = np.all(np.stack([c >= 0 for c in cols]), axis=0)
-            keys = key(cols)
-            pos = np.searchsorted(sorted_keys, keys)
-            pos = np.minimum(pos, len(sorted_keys) - 1)
-            found = valid & (sorted_keys[pos] == keys)
-            row_index = np.broadcast_to(np.arange(batch)[:, None], keys.shape)
-            np.add.at(counts, (row_index[found], order[pos[found]]), 1)
-    weight = np.ones(len(grams), np.float32) if weights is None else np.asarray(weights, np.float32)
+        cells = _found_cells(rows, pool, min_gram_length, max_gram_length, max_skip_count)
+    counts = np.bincount(cells, minlength=batch * pool.size).reshape(batch, pool.size).astype(np.float32)
     if mode == "TF":
         scores = counts
     elif mode == "IDF":
-        scores = np.minimum(counts, 1) * weight
+        scores = np.minimum(counts, 1) * pool.weight
     elif mode == "TFIDF":
-        scores = counts * weight
+        scores = counts * pool.weight
     else:
         raise ValueError(f"unknown TfIdfVectorizer mode {mode!r}")
-    out = np.zeros((batch, max(ngram_indexes) + 1), np.float32)
-    # Several pool entries may share an output coordinate: accumulate.
-    np.add.at(out, (slice(None), np.asarray(ngram_indexes)), scores)
+    out = np.zeros((batch, pool.width), np.float32)
+    if pool.unique_indexes:
+        out[:, pool.indexes] = scores
+    else:  # several pool entries share an output coordinate: accumulate
+        np.add.at(out, (slice(None), pool.indexes), scores)
     return out[0] if X.ndim == 1 else out
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ....errors import EvalError
 from ...registry import kernel
-from ..string import compile_re2
+from ..string import compile_re2, find_all_re2
 from . import MS
 
 _START, _END = "\x02", "\x03"
@@ -24,7 +24,7 @@ _START, _END = "\x02", "\x03"
 def _splitter(separators, tokenexp):
     if tokenexp:
         pattern = compile_re2(tokenexp, "Tokenizer")
-        return lambda s: [m.group(0) for m in pattern.finditer(s)]
+        return lambda s: find_all_re2(pattern, s)
     if separators is None:
         raise EvalError("Tokenizer needs 'separators' or 'tokenexp'")
     if list(separators) == [""]:
@@ -47,7 +47,6 @@ def tokenizer(X, *, mark, mincharnum, pad_value, separators=None, tokenexp=None)
             tokens = [_START] + tokens + [_END]
         rows.append(tokens)
     width = max((len(r) for r in rows), default=0)
-    out = np.full((len(rows), width), pad_value, dtype=object)
-    for i, tokens in enumerate(rows):
-        out[i, :len(tokens)] = tokens
+    out = np.empty((len(rows), width), dtype=object)
+    out[...] = [tokens + [pad_value] * (width - len(tokens)) for tokens in rows]
     return out.reshape(X.shape + (width,))
