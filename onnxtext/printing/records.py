@@ -7,6 +7,8 @@ and ``["key": "value"]`` pairs, printed by reflection over the message's fields.
 
 from __future__ import annotations
 
+import operator
+
 from .atoms import _float_token, quote
 
 
@@ -58,3 +60,29 @@ class RecordPrinter:
         if fd.type in (fd.TYPE_FLOAT, fd.TYPE_DOUBLE):
             return _float_token(repr(float(v)))
         return str(v)
+
+
+_FIELDS: dict = {}
+
+
+def annotation_fields(cls, skip: tuple):
+    """(has a doc_string field, (descriptor, name, repeated) of the fields outside ``skip`` in declaration
+    order) of a message class, cached: walking the descriptor for every node and tensor of a big graph
+    costs more than printing them."""
+    key = (cls, skip)
+    r = _FIELDS.get(key)
+    if r is None:
+        desc = cls.DESCRIPTOR
+        r = _FIELDS[key] = ("doc_string" in desc.fields_by_name,
+                            tuple((fd, fd.name, fd.is_repeated) for fd in desc.fields if fd.name not in skip))
+    return r
+
+
+def repeated_getter(spec):
+    """A callable returning the tuple of the repeated fields in ``spec`` of a message (one C call when
+    there are two or more): print_node's test for "anything to annotate"."""
+    fields = [f for _, f, repeated in spec[1] if repeated]
+    if len(fields) >= 2:
+        return operator.attrgetter(*fields)
+    return (lambda msg: (getattr(msg, fields[0]),)) if fields else (lambda msg: ())
+
