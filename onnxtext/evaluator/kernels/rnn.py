@@ -112,7 +112,7 @@ def _recurrent(op, X, W, R, B, seq_lens, initial_states, P, *, hidden_size, dire
     lens = None if seq_lens is None else np.asarray(seq_lens).astype(np.int64)
     if lens is not None and np.all(lens >= steps):
         lens = None
-    reverse_flags = _REVERSE[direction]
+    reverse_flags = rnn_cells.REVERSE[direction]
     if (product is None and lens is None and clip is None and not input_forget
             and (P is None or not P.any()) and rnn_cells.default_activations(op, activations, num_directions)):
         prep = rnn_cells.prepared(op, W, R, B, hidden, linear_before_reset)
@@ -124,9 +124,6 @@ def _recurrent(op, X, W, R, B, seq_lens, initial_states, P, *, hidden_size, dire
         Y, *states = outs
         return (np.transpose(Y, (2, 0, 1, 3)), *(np.swapaxes(o, 0, 1) for o in states))
     return outs
-
-
-_REVERSE = {"forward": [False], "foward": [False], "reverse": [True], "bidirectional": [False, True]}
 
 
 def _general(op, X, W, R, B, lens, initial_states, P, hidden, clip, activations, activation_alpha,

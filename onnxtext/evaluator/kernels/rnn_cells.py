@@ -34,6 +34,8 @@ DEFAULT_ACTIVATIONS = {"RNN": ("tanh",), "GRU": ("sigmoid", "tanh"), "LSTM": ("s
 # How many leading hidden-size blocks of the gate rows go through a sigmoid (ONNX gate orders:
 # LSTM i, o, f, c; GRU z, r, h; RNN has none).
 SIGMOID_GATES = {"RNN": 0, "GRU": 2, "LSTM": 3}
+# per direction attribute: whether each direction runs backwards in time
+REVERSE = {"forward": [False], "foward": [False], "reverse": [True], "bidirectional": [False, True]}
 
 
 def default_activations(op: str, names, num_directions: int) -> bool:
@@ -87,6 +89,14 @@ class Prepared:
         self.nbytes = sum(a.nbytes for a in (self.w_t, self.r_t, self.bias)) + (
             0 if self.r_t_gate is None else self.r_t_gate.nbytes)
 
+    @classmethod
+    def external(cls, bias, hidden) -> "Prepared":
+        """Only the summed (scaled) LSTM biases: for callers with their own projections and recurrence."""
+        prep = cls.__new__(cls)
+        prep.w_t = prep.r_t = prep.r_t_gate = None
+        prep.bias, prep.hidden, prep.nbytes = bias, hidden, bias.nbytes
+        return prep
+
 
 def prepared(op, W, R, B, hidden, linear_before_reset) -> Prepared:
     """The fast layout of W/R/B, kept between runs when they are read-only (initializers)."""
@@ -132,7 +142,7 @@ def run(op, X, prep: Prepared, initial_states, reverse: list, linear_before_rese
         hs[0, ..., :hidden] = h0
     squeeze = dirs == 1  # plain 2-D products when there is one direction
     view = (lambda a: a[:, 0]) if squeeze else (lambda a: a)
-    r_t = prep.r_t[0] if squeeze else prep.r_t
+    r_t = prep.r_t[0] if squeeze and prep.r_t is not None else prep.r_t
     finals = []
     if op == "LSTM":
         c0 = initial_states[1]

@@ -1,5 +1,5 @@
 """com.microsoft weight-only and dynamic quantization: MatMulNBits, DynamicQuantizeMatMul,
-MatMulIntegerToFloat, DynamicQuantizeLSTM.
+MatMulIntegerToFloat (DynamicQuantizeLSTM: quant_lstm.py).
 
 MatMulNBits holds ``B`` as N rows of ``K`` 2/4/8-bit values in blocks of ``block_size`` along K, each
 block with its scale and (packed, or float) zero point (default: the middle of the range,
@@ -8,9 +8,7 @@ dequantized float32 matrix is kept between runs (bounded, see :mod:`..derived_ca
 
 The dynamic kernels quantize the float activation to uint8 on the fly with the range of the whole
 tensor (see :func:`..quantize.dynamic_uint8_parameters`), multiply exactly in integers (BLAS, see
-:func:`..linalg.integer_product`) and scale the int32 result back to float32, as onnxruntime does;
-DynamicQuantizeLSTM does this for the input projection (all time steps at once) and for the
-recurrence (once per step).
+:func:`..linalg.integer_product`) and scale the int32 result back to float32, as onnxruntime does.
 """
 
 from __future__ import annotations
@@ -22,7 +20,6 @@ from ...registry import kernel
 from ..derived_cache import derived
 from ..linalg import integer_product, shifted_operand
 from ..quantize import dynamic_quantize_uint8
-from ..rnn import _recurrent
 from . import MS
 
 
@@ -93,106 +90,3 @@ def matmul_integer_to_float(A, B, a_scale, b_scale, a_zero_point=None, b_zero_po
     if bias is not None:
         y = y + bias.astype(np.float32)
     return y.astype(np.asarray(a_scale).dtype)
-
-
-class _DynamicQuantizedWeight:
-    """A quantized weight matrix W (in, out) whose products with float rows quantize the rows on the fly."""
-
-    def __init__(self, w, scale, zero_point):
-        self.shifted = w.astype(np.float32) - np.asarray(zero_point, np.float32).reshape(1, -1)
-        self.bound = float(np.abs(self.shifted).max(initial=0))
-        self.scale = np.asarray(scale, np.float32).reshape(1, -1)
-
-    def multiply(self, x):
-        rows = x.reshape(-1, x.shape[-1])
-        x_shifted, x_scale = dynamic_quantize_uint8(rows)
-        acc = integer_product(x_shifted, self.shifted, None, self.bound).astype(np.float32)
-        return (acc * (x_scale * self.scale)).reshape(x.shape[:-1] + (acc.shape[-1],))
-
-
-def _lstm_weights(W, W_scale, W_zero_point, R, R_scale, R_zero_point) -> dict:
-    weights = {}
-    for d in range(W.shape[0]):
-        weights[("W", d)] = _DynamicQuantizedWeight(W[d], W_scale[d], W_zero_point[d])
-        weights[("R", d)] = _DynamicQuantizedWeight(R[d], R_scale[d], R_zero_point[d])
-    return weights
-
-
-class _Keys:
-    """Stands for a weight tensor in rnn._recurrent: ``keys[d]`` is the key of direction d's matrix."""
-
-    def __init__(self, shape, name):
-        self.shape = shape
-        self.name = name
-
-    def __getitem__(self, d):
-        return (self.name, d)
-
-
-@kernel("DynamicQuantizeLSTM", since=1, domain=MS)
-def dynamic_quantize_lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None,
-                          W_scale=None, W_zero_point=None, R_scale=None, R_zero_point=None, *,
-                          hidden_size, direction="forward", activations=None, activation_alpha=None,
-                          activation_beta=None, clip=None, input_forget=0):
-    """LSTM whose W (dirs, input, 4H) and R (dirs, H, 4H) are int8/uint8 with per-direction (or per
-    column) scales and zero points; gate order i, o, f, c as in ONNX LSTM."""
-    sources = (W, W_scale, W_zero_point, R, R_scale, R_zero_point)
-    weights = derived("dq-lstm", sources, lambda: _lstm_weights(*sources),
-                      lambda ws: sum(w.shifted.nbytes for w in ws.values()), readonly_inputs=True)
-    lens = None if sequence_lens is None else np.asarray(sequence_lens).astype(np.int64)
-    if lens is not None and np.all(lens >= X.shape[0]):
-        lens = None
-    common = dict(hidden_size=hidden_size, layout=0, clip=clip, activation_alpha=activation_alpha,
-                  activation_beta=activation_beta, input_forget=input_forget)
-    if lens is None or direction == "forward" or (activations and direction == "bidirectional"):
-        product = _FinishedRowsZeroed(weights, lens, direction)
-        return _recurrent("LSTM", X, _Keys(W.shape, "W"), _Keys(R.shape, "R"), B, sequence_lens,
-                          [initial_h, initial_c], P, direction=direction, activations=activations,
-                          product=product, **common)
-    # Sequences of different lengths running backwards: onnxruntime reverses each one within its length
-    # and runs forward, so its time steps (and the rows quantized together at each) are those of the
-    # reversed sequences. Do the same, one direction at a time.
-    outputs = []
-    for d in range(W.shape[0]):
-        reverse = direction == "reverse" or d == 1
-        one = {("W", 0): weights[("W", d)], ("R", 0): weights[("R", d)]}
-        x = _reverse_within(X, lens) if reverse else X
-        y, h, c = _recurrent("LSTM", x, _Keys((1,) + W.shape[1:], "W"), _Keys((1,) + R.shape[1:], "R"),
-                             None if B is None else B[d:d + 1], sequence_lens,
-                             [None if initial_h is None else initial_h[d:d + 1],
-                              None if initial_c is None else initial_c[d:d + 1]],
-                             None if P is None else P[d:d + 1], direction="forward",
-                             activations=activations, product=_FinishedRowsZeroed(one, lens, "forward"), **common)
-        outputs.append((_reverse_within(y[:, 0], lens)[:, None] if reverse else y, h, c))
-    return tuple(np.concatenate([o[k] for o in outputs], axis=1 if k == 0 else 0) for k in range(3))
-
-
-def _reverse_within(x: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """ReverseSequence on axis 0 with batch axis 1: each batch's first lens[b] steps in reverse order."""
-    steps = x.shape[0]
-    t = np.arange(steps)[:, None]
-    source = np.where(t < lens[None, :], lens[None, :] - 1 - t, t)  # [T, B]
-    return x[source, np.arange(x.shape[1])[None, :]]
-
-
-class _FinishedRowsZeroed:
-    """The product for rnn._recurrent, quantizing the recurrent input as onnxruntime does.
-
-    onnxruntime multiplies R by the previous step's output, in which a forward sequence that has ended
-    is a row of zeros (rnn._recurrent keeps its last state there, which gives the same outputs but a
-    different range for the on-the-fly quantization). The recurrent products of each forward direction
-    come once per time step in order, so counting them gives the step and the rows to zero."""
-
-    def __init__(self, weights, lens, direction):
-        self.weights = weights
-        self.lens = lens
-        self.forward = {0: direction != "reverse", 1: False}
-        self.step = {}
-
-    def __call__(self, x, key):
-        kind, d = key
-        if kind == "R" and self.lens is not None and self.forward[d]:
-            t = self.step.get(d, 0)
-            self.step[d] = t + 1
-            x = np.where((self.lens < t)[:, None], np.float32(0), x)
-        return self.weights[key].multiply(x)

@@ -1,0 +1,207 @@
+"""com.microsoft::DynamicQuantizeLSTM: an LSTM whose W and R are 8-bit integers.
+
+W (dirs, input, 4H) and R (dirs, H, 4H) are int8/uint8 with per-direction (or per-column) scales and
+zero points; gate order i, o, f, c as in ONNX LSTM. As onnxruntime does, every product with them
+quantizes its float operand to uint8 on the fly with the range of the whole operand (see
+:func:`..quantize.dynamic_uint8_parameters`), multiplies exactly in integers (BLAS, see
+:func:`..linalg.integer_product`) and scales the result back to float32: the input projection once
+for all time steps, the recurrence once per step and direction (each direction's hidden state with
+its own range).
+
+The usual case (default activations, no clip, peepholes, input_forget or shorter sequences) runs the
+fast LSTM loop of :mod:`..rnn_cells` with the quantized recurrence of :func:`_quantized_recurrence`;
+the weights are shifted by their zero points and converted to float32 once (kept between runs by
+:mod:`..derived_cache` for initializers). The rest goes through :func:`..rnn._recurrent` with a
+quantizing product, one direction at a time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...registry import kernel
+from .. import rnn_cells
+from ..derived_cache import derived
+from ..linalg import integer_product
+from ..quantize import dynamic_quantize_uint8
+from ..rnn import _recurrent
+from . import MS
+
+_F255 = np.float32(255)
+_TINY = np.finfo(np.float32).tiny
+
+
+@kernel("DynamicQuantizeLSTM", since=1, domain=MS)
+def dynamic_quantize_lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None,
+                          W_scale=None, W_zero_point=None, R_scale=None, R_zero_point=None, *,
+                          hidden_size, direction="forward", activations=None, activation_alpha=None,
+                          activation_beta=None, clip=None, input_forget=0):
+    sources = (W, W_scale, W_zero_point, R, R_scale, R_zero_point)
+    lens = None if sequence_lens is None else np.asarray(sequence_lens).astype(np.int64)
+    if lens is not None and np.all(lens >= X.shape[0]):
+        lens = None
+    if (lens is None and clip is None and not input_forget and (P is None or not P.any())
+            and X.dtype == np.float32 and rnn_cells.default_activations("LSTM", activations, W.shape[0])):
+        # W, R and B by identity (read-only initializers); the scales and zero points, a few numbers
+        # that an initializer stored in float_data/int32_data decodes writeable, by value
+        small = "-".join(np.asarray(a).tobytes().hex() for a in (W_scale, W_zero_point, R_scale, R_zero_point))
+        prep = derived(f"dq-lstm-fast-{hidden_size}-{small}", (W, R, B),
+                       lambda: _FastWeights(W, W_scale, W_zero_point, R, R_scale, R_zero_point, B, hidden_size),
+                       lambda p: p.nbytes, readonly_inputs=True)
+        return prep.run(X, [initial_h, initial_c], rnn_cells.REVERSE[direction])
+    weights = derived("dq-lstm", sources, lambda: _lstm_weights(*sources),
+                      lambda ws: sum(w.shifted.nbytes for w in ws.values()), readonly_inputs=True)
+    common = dict(hidden_size=hidden_size, layout=0, clip=clip, activation_alpha=activation_alpha,
+                  activation_beta=activation_beta, input_forget=input_forget)
+    if lens is None or direction == "forward" or (activations and direction == "bidirectional"):
+        product = _FinishedRowsZeroed(weights, lens, direction)
+        return _recurrent("LSTM", X, _Keys(W.shape, "W"), _Keys(R.shape, "R"), B, sequence_lens,
+                          [initial_h, initial_c], P, direction=direction, activations=activations,
+                          product=product, **common)
+    # Sequences of different lengths running backwards: onnxruntime reverses each one within its length
+    # and runs forward, so its time steps (and the rows quantized together at each) are those of the
+    # reversed sequences. Do the same, one direction at a time.
+    outputs = []
+    for d in range(W.shape[0]):
+        reverse = direction == "reverse" or d == 1
+        one = {("W", 0): weights[("W", d)], ("R", 0): weights[("R", d)]}
+        x = _reverse_within(X, lens) if reverse else X
+        y, h, c = _recurrent("LSTM", x, _Keys((1,) + W.shape[1:], "W"), _Keys((1,) + R.shape[1:], "R"),
+                             None if B is None else B[d:d + 1], sequence_lens,
+                             [None if initial_h is None else initial_h[d:d + 1],
+                              None if initial_c is None else initial_c[d:d + 1]],
+                             None if P is None else P[d:d + 1], direction="forward",
+                             activations=activations, product=_FinishedRowsZeroed(one, lens, "forward"), **common)
+        outputs.append((_reverse_within(y[:, 0], lens)[:, None] if reverse else y, h, c))
+    return tuple(np.concatenate([o[k] for o in outputs], axis=1 if k == 0 else 0) for k in range(3))
+
+
+def _shifted_weight(w, zero_point):
+    """(w - zero point as float32 [dirs, in, out], its largest magnitude); zero points per direction or
+    per (direction, column)."""
+    dirs = w.shape[0]
+    zp = np.asarray(zero_point, np.float32).reshape(dirs, 1, -1)
+    shifted = np.ascontiguousarray(w.astype(np.float32) - zp)
+    return shifted, float(np.abs(shifted).max(initial=0))
+
+
+class _FastWeights:
+    """The quantized weights in the fast loop's layout: zero points subtracted, the scales per column
+    (sigmoid gate columns halved, see rnn_cells), biases summed and scaled."""
+
+    def __init__(self, W, W_scale, W_zero_point, R, R_scale, R_zero_point, B, hidden):
+        dirs = W.shape[0]
+        gate_scale = rnn_cells.sigmoid_scale("LSTM", hidden, np.float32)
+        self.w_shifted, self.w_bound = _shifted_weight(W, W_zero_point)
+        self.r_shifted, self.r_bound = _shifted_weight(R, R_zero_point)
+        self.w_columns = np.asarray(W_scale, np.float32).reshape(dirs, 1, -1) * gate_scale  # [dirs, 1, 4H]
+        self.r_columns = np.asarray(R_scale, np.float32).reshape(dirs, 1, -1) * gate_scale
+        if B is None:
+            bias = np.zeros((dirs, 4 * hidden), np.float32)
+        else:
+            B = np.asarray(B, np.float32)
+            bias = B[:, : 4 * hidden] + B[:, 4 * hidden:]
+        self.cells = rnn_cells.Prepared.external(bias * gate_scale, hidden)
+        self.nbytes = self.w_shifted.nbytes + self.r_shifted.nbytes
+
+    def run(self, X, initial_states, reverse):
+        steps, batch, inputs = X.shape
+        x_shifted, x_scale = dynamic_quantize_uint8(X.reshape(1, steps * batch, inputs))
+        acc = integer_product(x_shifted, self.w_shifted, 255.0, self.w_bound)
+        projected = np.multiply(acc, x_scale * self.w_columns, dtype=np.float32)  # [dirs, T*B, 4H]
+        if len(reverse) == 1:  # the loop works on [batch, hidden] states: drop the direction axis
+            recurrence = _quantized_recurrence(self.r_shifted[0], self.r_bound, self.r_columns[0])
+        else:
+            recurrence = _quantized_recurrence(self.r_shifted, self.r_bound, self.r_columns)
+        return rnn_cells.run("LSTM", X, self.cells, initial_states, reverse, projected=projected,
+                             recurrence=recurrence)
+
+
+def _quantized_recurrence(r_shifted, r_bound, r_columns):
+    """``recurrence(h, out)`` for rnn_cells: out = h @ R^T with h quantized per direction as onnxruntime
+    quantizes it (uint8, range of the direction's whole [batch, hidden] state including 0).
+
+    Written out in place of :func:`..quantize.dynamic_quantize_uint8` for every direction at once, with
+    the same float32 arithmetic. Two of its steps drop out: the lower clamp of the codes (the zero point
+    is round(-low / scale), so the smallest value's code is exactly 0) and the all-zero special case (a
+    zero range gets the smallest normal scale instead of 1: every code is 0 either way)."""
+    def recurrence(h, out):
+        low = np.minimum.reduce(h, axis=(-2, -1), keepdims=True, initial=0.0)
+        high = np.maximum.reduce(h, axis=(-2, -1), keepdims=True, initial=0.0)
+        scale = np.subtract(high, low)
+        np.divide(scale, _F255, out=scale)
+        np.maximum(scale, _TINY, out=scale)
+        zero_point = np.divide(low, scale)
+        np.rint(zero_point, out=zero_point)  # minus the zero point
+        codes = np.divide(h, scale)
+        np.rint(codes, out=codes)
+        np.minimum(codes, np.add(zero_point, _F255), out=codes)  # codes - zero point <= 255 - zero point
+        acc = integer_product(codes, r_shifted, 255.0, r_bound)
+        np.multiply(acc.astype(np.float32, copy=False), np.multiply(scale, r_columns), out=out)
+    return recurrence
+
+
+# ------------------------------------------------------------------ the general path (rnn._recurrent)
+class _DynamicQuantizedWeight:
+    """A quantized weight matrix W (in, out) whose products with float rows quantize the rows on the fly."""
+
+    def __init__(self, w, scale, zero_point):
+        self.shifted = w.astype(np.float32) - np.asarray(zero_point, np.float32).reshape(1, -1)
+        self.bound = float(np.abs(self.shifted).max(initial=0))
+        self.scale = np.asarray(scale, np.float32).reshape(1, -1)
+
+    def multiply(self, x):
+        rows = x.reshape(-1, x.shape[-1])
+        x_shifted, x_scale = dynamic_quantize_uint8(rows)
+        acc = integer_product(x_shifted, self.shifted, None, self.bound).astype(np.float32)
+        return (acc * (x_scale * self.scale)).reshape(x.shape[:-1] + (acc.shape[-1],))
+
+
+def _lstm_weights(W, W_scale, W_zero_point, R, R_scale, R_zero_point) -> dict:
+    weights = {}
+    for d in range(W.shape[0]):
+        weights[("W", d)] = _DynamicQuantizedWeight(W[d], W_scale[d], W_zero_point[d])
+        weights[("R", d)] = _DynamicQuantizedWeight(R[d], R_scale[d], R_zero_point[d])
+    return weights
+
+
+class _Keys:
+    """Stands for a weight tensor in rnn._recurrent: ``keys[d]`` is the key of direction d's matrix."""
+
+    def __init__(self, shape, name):
+        self.shape = shape
+        self.name = name
+
+    def __getitem__(self, d):
+        return (self.name, d)
+
+
+def _reverse_within(x: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """ReverseSequence on axis 0 with batch axis 1: each batch's first lens[b] steps in reverse order."""
+    steps = x.shape[0]
+    t = np.arange(steps)[:, None]
+    source = np.where(t < lens[None, :], lens[None, :] - 1 - t, t)  # [T, B]
+    return x[source, np.arange(x.shape[1])[None, :]]
+
+
+class _FinishedRowsZeroed:
+    """The product for rnn._recurrent, quantizing the recurrent input as onnxruntime does.
+
+    onnxruntime multiplies R by the previous step's output, in which a forward sequence that has ended
+    is a row of zeros (rnn._recurrent keeps its last state there, which gives the same outputs but a
+    different range for the on-the-fly quantization). The recurrent products of each forward direction
+    come once per time step in order, so counting them gives the step and the rows to zero."""
+
+    def __init__(self, weights, lens, direction):
+        self.weights = weights
+        self.lens = lens
+        self.forward = {0: direction != "reverse", 1: False}
+        self.step = {}
+
+    def __call__(self, x, key):
+        kind, d = key
+        if kind == "R" and self.lens is not None and self.forward[d]:
+            t = self.step.get(d, 0)
+            self.step[d] = t + 1
+            x = np.where((self.lens < t)[:, None], np.float32(0), x)
+        return self.weights[key].multiply(x)
