@@ -384,6 +384,10 @@ CASES += [  # float16: computed in float32, rounded once
     C("skip_ln_float16", "SkipLayerNormalization",
       [rand("float16", 2, 3, 16), rand("float16", 2, 3, 16), rand("float16", 16), rand("float16", 16)],
       dict(epsilon=1e-5), tol=(5e-3, 5e-3)),
+    # the sum of input, skip and bias is formed in float32 (rounded only in the sum output)
+    C("skip_ln_float16_bias_sum", "SkipLayerNormalization",
+      [rand("float16", 2, 4, 64), rand("float16", 2, 4, 64), rand("float16", 64, low=0.5, high=1.5),
+       rand("float16", 64), rand("float16", 64)], dict(epsilon=1e-12), outputs=4, tol=(0, 1e-5)),
     C("attention_float16", "Attention",
       [rand("float16", 2, 5, 16), rand("float16", 16, 48, low=-0.5, high=0.5), rand("float16", 48), PAD_MASK],
       dict(num_heads=2), tol=(5e-3, 5e-3)),

@@ -6,7 +6,7 @@ computation as the standard one of opset 17).
 
 All normalize over the last axis in float32 (float16 inputs are widened, like onnxruntime's CPU
 kernels), then scale by ``gamma`` and add ``beta``. The "skip" forms first add ``skip`` and the
-optional ``bias``; their optional outputs are the mean, the inverse standard deviation (both with
+optional ``bias`` (in float32 for float16 inputs, rounded only in the sum output, as onnxruntime); their optional outputs are the mean, the inverse standard deviation (both with
 the last axis kept as 1) and the sum before normalization.
 """
 
@@ -39,13 +39,18 @@ def _layer_norm(x, gamma, beta, epsilon, simplified):
     return y.astype(x.dtype), mean, inv_std
 
 
+def _wide(x):
+    """float16 (and other narrow floats) as float32: sums are formed before any rounding, as onnxruntime."""
+    return x if x.dtype in (np.float32, np.float64) else x.astype(np.float32)
+
+
 def _skip_norm(input, skip, gamma, beta, bias, epsilon, simplified):
-    total = input + skip
+    total = _wide(input) + _wide(skip)
     if bias is not None:
-        total = total + bias
+        total = total + _wide(bias)
     y, mean, inv_std = _layer_norm(total, gamma, beta, epsilon, simplified)
     mean = np.zeros_like(inv_std) if mean is None else mean
-    return y, mean.astype(np.float32), inv_std.astype(np.float32), total.astype(input.dtype)
+    return y.astype(input.dtype), mean.astype(np.float32), inv_std.astype(np.float32), total.astype(input.dtype)
 
 
 @kernel("SkipLayerNormalization", since=1, domain=MS)
@@ -81,10 +86,11 @@ def embed_layer_normalization(input_ids, segment_ids, word_embedding, position_e
         positions = np.broadcast_to(np.arange(seq), (batch, seq))
     else:
         positions = np.broadcast_to(position_ids, (batch, seq))
-    total = word_embedding[input_ids] + position_embedding[positions]
+    total = _wide(word_embedding[input_ids]) + _wide(position_embedding[positions])
     if segment_ids is not None and segment_embedding is not None:
-        total = total + segment_embedding[segment_ids]
+        total = total + _wide(segment_embedding[segment_ids])
     y, _, _ = _layer_norm(total, gamma, beta, epsilon, simplified=False)
+    y = y.astype(word_embedding.dtype)
     if mask is not None:
         mask_index = np.sum(mask != 0, axis=1).astype(np.int32)
     else:  # (onnxruntime writes zeros when no mask is given)
