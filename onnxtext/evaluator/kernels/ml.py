@@ -11,6 +11,7 @@ domain's reference runtime, is followed; tests/test_kernels_ml.py checks each ag
 import numpy as np
 
 from ..registry import kernel
+from .derived_cache import derived
 
 ML = "ai.onnx.ml"
 
@@ -140,7 +141,8 @@ def normalizer(X, *, norm):
         divisor = np.sqrt((x * x).sum(axis=-1, keepdims=True))
     else:
         raise ValueError(f"unknown Normalizer norm {norm!r}")
-    y = np.where(divisor == 0, x, x / np.where(divisor == 0, 1, divisor))
+    divisor[divisor == 0] = 1  # a zero row stays as it is
+    y = x / divisor
     return y.reshape(X.shape) if X.ndim == 1 else y
 
 
@@ -151,7 +153,10 @@ def scaler(X, *, offset=None, scale=None):
         v = np.asarray(values if values else [neutral], np.float32)
         return v.reshape(()) if v.size == 1 else v
 
-    return ((X.astype(np.float32) - per_feature(offset, 0.0)) * per_feature(scale, 1.0)).astype(np.float32)
+    shift, factor = derived("scaler", (offset, scale), lambda: (per_feature(offset, 0.0), per_feature(scale, 1.0)))
+    y = X.astype(np.float32) - shift
+    y *= factor
+    return y
 
 
 @kernel("FeatureVectorizer", since=1, domain=ML)

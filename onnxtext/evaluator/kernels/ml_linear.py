@@ -26,16 +26,26 @@ def _binary_columns(score: np.ndarray, transform: str) -> np.ndarray:
     return np.stack([1 - s, s], axis=1)
 
 
+def _linear_tables(coefficients, intercepts, n_features: int, rows: int | None = None):
+    """(weights [F, C] float32, intercepts [C] float32 or None) of a linear model, once per node."""
+    def build():
+        weights = np.asarray(coefficients, np.float32).reshape(-1 if rows is None else rows, n_features if rows is None
+                                                              else -1)
+        bias = np.asarray(intercepts, np.float32) if intercepts else None
+        return np.ascontiguousarray(weights.T), bias
+    return derived(f"linear-{n_features}-{rows}", (coefficients, intercepts), build)
+
+
 @kernel("LinearClassifier", since=1, domain=ML)
 def linear_classifier(X, *, coefficients, intercepts=None, classlabels_ints=None, classlabels_strings=None,
                       multi_class, post_transform):
-    x = as_rows(X).astype(np.float32)
-    n_features = x.shape[1]
-    weights = np.asarray(coefficients, np.float32).reshape(-1, n_features)
-    scores = x @ weights.T
-    if intercepts:
-        scores = scores + np.asarray(intercepts, np.float32)
-    labels = class_labels(classlabels_strings, classlabels_ints)
+    x = as_rows(X).astype(np.float32, copy=False)
+    weights, bias = _linear_tables(coefficients, intercepts, x.shape[1])
+    scores = x @ weights
+    if bias is not None:
+        scores += bias
+    labels = derived("labels", (classlabels_strings, classlabels_ints),
+                     lambda: class_labels(classlabels_strings, classlabels_ints))
     if scores.shape[1] == 1:
         # One score: positive score -> second label (or 1 when the labels are not a pair).
         pair = labels if labels.size == 2 else np.array([0, 1], np.int64)
@@ -48,16 +58,18 @@ def linear_classifier(X, *, coefficients, intercepts=None, classlabels_ints=None
 
 
 def post_transform_scores(scores, name):
+    if name == "NONE":
+        return scores.astype(np.float32)
     return post_transform(scores.astype(np.float64), name).astype(np.float32)
 
 
 @kernel("LinearRegressor", since=1, domain=ML)
 def linear_regressor(X, *, coefficients=None, intercepts=None, targets, post_transform):
-    x = as_rows(X).astype(np.float32)
-    weights = np.asarray(coefficients, np.float32).reshape(targets, -1)
-    scores = x @ weights.T
-    if intercepts:
-        scores = scores + np.asarray(intercepts, np.float32)
+    x = as_rows(X).astype(np.float32, copy=False)
+    weights, bias = _linear_tables(coefficients, intercepts, x.shape[1], rows=targets)
+    scores = x @ weights
+    if bias is not None:
+        scores += bias
     return post_transform_scores(scores, post_transform)
 
 
