@@ -22,11 +22,11 @@ _ignore = np.errstate(all="ignore")
 
 
 def _sigmoid(x):
-    with np.errstate(all="ignore"):  # exp overflow for large |x| gives the right limit 0 or 1
-        out = np.negative(x)  # in place from here on: one temporary instead of four
-        np.exp(out, out=out)
-        out += 1
-        return np.reciprocal(out, out=out)
+    # exp overflow for large |x| gives the right limit 0 or 1 (the run silences the warning)
+    out = np.negative(x)  # in place from here on: one temporary instead of four
+    np.exp(out, out=out)
+    out += 1
+    return np.reciprocal(out, out=out)
 
 
 @kernel("Sigmoid", since=1)
@@ -135,18 +135,34 @@ def swiglu(a, b, alpha=1.0):
 # ------------------------------------------------------------------------------ softmax family
 
 
+_sum = np.add.reduce  # (the ufunc's own reduce: np.sum adds ~2 us of argument handling per call)
+
+
+def row_max(x, axis=-1):
+    """``np.max(x, axis, keepdims=True)`` of a float array, NaN propagating as there. Given an
+    identity (``initial=-inf``), numpy reduces all rows in one vectorized loop; without one it
+    starts each row separately: measured 7 us against 58 us for 128 rows of 16 (numpy 2.4)."""
+    if x.dtype.kind == "f":
+        return np.maximum.reduce(x, axis=axis, keepdims=True, initial=-np.inf)
+    return np.maximum.reduce(x, axis=axis, keepdims=True)
+
+
 def _softmax(x, axis):
-    with np.errstate(all="ignore"):
-        e = x - np.max(x, axis=axis, keepdims=True)
-        np.exp(e, out=e)
-        e /= np.sum(e, axis=axis, keepdims=True)
-        return e
+    """Softmax over ``axis`` in one buffer (inf/nan warnings are silenced by the run, not here)."""
+    if x.size == 0:
+        return x.copy()
+    e = x - row_max(x, axis)
+    np.exp(e, out=e)
+    e /= _sum(e, axis=axis, keepdims=True)
+    return e
 
 
 def _log_softmax(x, axis):
-    with np.errstate(all="ignore"):
-        shifted = x - np.max(x, axis=axis, keepdims=True)
-        return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+    if x.size == 0:
+        return x.copy()
+    shifted = x - row_max(x, axis)
+    shifted -= np.log(_sum(np.exp(shifted), axis=axis, keepdims=True))
+    return shifted
 
 
 def _hardmax(x, axis):

@@ -20,6 +20,7 @@ import numpy as np
 
 from ... import dtypes
 from ..registry import kernel
+from .activation import row_max
 from .cast import is_ml_dtype
 
 
@@ -50,7 +51,7 @@ def _repeat_kv(x, q_heads):
 
 def masked_softmax(scores):
     """Softmax over the last axis where a row of only -inf becomes a row of zeros."""
-    peak = np.max(scores, axis=-1, keepdims=True)
+    peak = row_max(scores)
     peak = np.where(np.isneginf(peak), 0, peak)
     with np.errstate(all="ignore"):
         e = np.exp(scores - peak)

@@ -69,6 +69,11 @@ _ERF_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -
 _BLOCK = 1 << 15  # elements per chunk: the dozen Horner passes then stay in cache
 
 
+_ERF_P32 = tuple(np.float32(c) for c in _ERF_P)  # (numpy scalars: no conversion per operation)
+_ERF_Q32 = tuple(np.float32(c) for c in _ERF_Q)
+_FOUR32 = np.float32(4)
+
+
 def _horner(x2, coefficients):
     acc = x2 * coefficients[0]
     for c in coefficients[1:-1]:
@@ -83,10 +88,11 @@ def _erf_float32(x):
     out = np.empty_like(flat)
     for start in range(0, flat.size, _BLOCK):
         chunk = out[start:start + _BLOCK]
-        np.clip(flat[start:start + _BLOCK], -4, 4, out=chunk)
+        np.minimum(flat[start:start + _BLOCK], _FOUR32, out=chunk)  # (np.clip's wrapper costs ~3 us)
+        np.maximum(chunk, -_FOUR32, out=chunk)
         x2 = chunk * chunk
-        chunk *= _horner(x2, _ERF_P)
-        chunk /= _horner(x2, _ERF_Q)
+        chunk *= _horner(x2, _ERF_P32)
+        chunk /= _horner(x2, _ERF_Q32)
     return out.reshape(x.shape)
 
 
