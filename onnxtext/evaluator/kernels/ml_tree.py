@@ -44,9 +44,12 @@ class Forest:
     leaf_target: np.ndarray   # [K] target (or class) index
     leaf_weight: np.ndarray   # [K] float64
     _derived: dict = field(default_factory=dict, repr=False, compare=False)  # walk tables, leaf values
+    labels: np.ndarray | None = None  # a classifier's class labels
+    one_voted_class: bool = False  # a classifier whose leaves all vote for one class
 
     def _walk_tables(self):
-        """(compare ufunc, true child, false child, depth) for the single-mode walk, or None."""
+        """(compare ufunc, children [2M]: false then true child of each node, depth) for the single-mode
+        walk, or None."""
         if "walk" not in self._derived:
             interior = self.mode != LEAF
             modes = np.unique(self.mode[interior])
@@ -59,7 +62,8 @@ class Forest:
                 false_child = np.where(interior, self.false_child, nodes)
                 depth = _depth(self.roots, true_child, false_child, interior)
                 if depth is not None:
-                    walk = (ops[int(modes[0])] if modes.size else np.less_equal, true_child, false_child, depth)
+                    children = np.stack([false_child, true_child], axis=1).ravel()  # node n: 2n false, 2n + 1 true
+                    walk = (ops[int(modes[0])] if modes.size else np.less_equal, children, depth)
             self._derived["walk"] = walk
         return self._derived["walk"]
 
@@ -70,12 +74,23 @@ class Forest:
             return self._leaves_single_mode(X, *walk)
         return self._leaves_general(X)
 
-    def _leaves_single_mode(self, X, compare, true_child, false_child, depth):
+    def _walkers(self, n: int, width: int):
+        """(start nodes, offset of each walker's sample row in the flat input): 1-D over the N x T
+        (sample, tree) pairs, kept for the last batch size seen."""
+        entry = self._derived.get("walkers")
+        if entry is None or entry[0] != (n, width):
+            entry = ((n, width), np.tile(self.roots, n), np.repeat(np.arange(n, dtype=np.int64) * width, self.roots.size))
+            self._derived["walkers"] = entry
+        return entry[1], entry[2]
+
+    def _leaves_single_mode(self, X, compare, children, depth):
+        # The walkers form one flat array (1-D fancy indexing is the cheapest numpy has), and the next
+        # node is children[2 * node + outcome]: each step is a handful of numpy calls whatever the forest.
         x = np.ascontiguousarray(X, dtype=np.float64)
         n, width = x.shape
         flat = x.ravel()
-        offsets = (np.arange(n, dtype=np.int64) * width)[:, None]
-        cur = np.broadcast_to(self.roots, (n, self.roots.size)).copy()
+        cur, offsets = self._walkers(n, width)
+        cur = cur.copy()
         any_nan = bool(np.isnan(flat).any())
         feature, threshold, nan_true = self.feature, self.threshold, self.nan_true
         for _ in range(depth):
@@ -83,8 +98,8 @@ class Forest:
             go_true = compare(value, threshold[cur])
             if any_nan:
                 go_true |= np.isnan(value) & nan_true[cur]
-            cur = np.where(go_true, true_child[cur], false_child[cur])
-        return cur
+            cur = children[cur + cur + go_true]
+        return cur.reshape(n, self.roots.size)
 
     def _leaves_general(self, X: np.ndarray) -> np.ndarray:
         x = X.astype(np.float64)
@@ -160,10 +175,9 @@ def _depth(roots, true_child, false_child, interior):
 
 
 def cached_forest(kind: str, attrs: dict, build):
-    """``build(attrs)`` once per node (see :mod:`.derived_cache`: keyed by the attribute values' identities)."""
-    items = sorted(attrs.items())
-    return derived(f"forest-{kind}-" + ",".join(k for k, _ in items), tuple(v for _, v in items),
-                   lambda: build(attrs))
+    """``build(attrs)`` once per node (see :mod:`.derived_cache`: keyed by the attribute values' identities;
+    each node's attribute lists are its own objects, prepared once by the plan)."""
+    return derived(f"forest-{kind}", tuple(attrs.values()), lambda: build(attrs))
 
 
 def _node_index(tree_ids, node_ids, query_trees, query_nodes):
@@ -222,17 +236,24 @@ def tree_ensemble_regressor(X, **a):
 
 @kernel("TreeEnsembleClassifier", since=1, domain=ML)
 def tree_ensemble_classifier(X, **a):
-    forest = cached_forest("class", a, lambda a: _legacy_forest(a, "class"))
-    labels = class_labels(a.get("classlabels_strings"), a.get("classlabels_int64s"))
+    forest = cached_forest("class", a, _classifier_forest)
+    labels = forest.labels
     scores = forest.scores(X, len(labels), "SUM", None)
     base = _base_values(a)
     transform = a["post_transform"]
-    if len(labels) == 2 and np.unique(forest.leaf_target).size == 1:
+    if forest.one_voted_class and len(labels) == 2:
         return _binary_scores(scores, forest, base, labels, transform)
     if base is not None and len(base):
         scores = scores + np.asarray(base, np.float64)
     label = labels[np.argmax(scores, axis=1)]
     return label, post_transform(scores, transform).astype(np.float32)
+
+
+def _classifier_forest(a: dict) -> Forest:
+    forest = _legacy_forest(a, "class")
+    forest.labels = class_labels(a.get("classlabels_strings"), a.get("classlabels_int64s"))
+    forest.one_voted_class = np.unique(forest.leaf_target).size == 1
+    return forest
 
 
 def _binary_scores(scores, forest, base, labels, transform):
