@@ -47,36 +47,73 @@ class TensorData:
 
 _ESCAPES = {"n": b"\n", "t": b"\t", "r": b"\r", "0": b"\0", "\\": b"\\", '"': b'"', "'": b"'"}
 _ESCAPE_RE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", re.S)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class EscapedBytes(bytes):
+    """The bytes of a string literal written with escapes, which remember where the literal stands, so that an
+    error found later (``"\\xff"`` as a name: not UTF-8 in a text field, :func:`_text`) points at it."""
 
 
 def unescape(token: str) -> bytes:
-    """The bytes of a STRING token (quotes removed, escapes decoded)."""
+    """The bytes of a STRING token (quotes removed, escapes decoded). A ParseError at the culprit when an
+    escape names no character (``\\U00110000``) or the text holds a lone surrogate (``str`` from Python,
+    not UTF-8)."""
     body = token[1:-1]
     if "\\" not in body:
-        return body.encode("utf-8")
+        try:
+            return body.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise _escape_error(token, 1 + e.start, 1, f"a lone surrogate U+{ord(body[e.start]):04X} in a string "
+                                "is not a character (the text must be valid UTF-8)") from None
     out = []
     pos = 0
     for m in _ESCAPE_RE.finditer(body):
-        out.append(body[pos:m.start()].encode("utf-8"))
+        out.append(body[pos:m.start()])
         e = m.group(1)
         if e[0] == "x" and len(e) == 3:
             out.append(bytes([int(e[1:], 16)]))
         elif e[0] in "uU" and len(e) > 1:
-            out.append(chr(int(e[1:], 16)).encode("utf-8", "surrogatepass"))
+            code = int(e[1:], 16)
+            if code > 0x10FFFF:
+                raise _escape_error(token, 1 + m.start(), len(m.group(0)), f"escape \\{e} is out of range: "
+                                    "Unicode ends at \\U0010FFFF", hint="write bytes as \\xHH escapes")
+            out.append(chr(code).encode("utf-8", "surrogatepass"))
         else:
-            out.append(_ESCAPES.get(e, e.encode("utf-8")))
+            out.append(_ESCAPES.get(e, e))
         pos = m.end()
-    out.append(body[pos:].encode("utf-8"))
-    return b"".join(out)
+    out.append(body[pos:])
+    try:
+        result = EscapedBytes(b"".join(p if type(p) is bytes else p.encode("utf-8") for p in out))
+    except UnicodeEncodeError:
+        m = _SURROGATE.search(body)
+        raise _escape_error(token, 1 + m.start(), 1, f"a lone surrogate U+{ord(m.group()):04X} in a string is not "
+                            "a character (the text must be valid UTF-8)") from None
+    result.line, result.column = getattr(token, "line", None), getattr(token, "column", None)
+    return result
+
+
+def _escape_error(token, offset: int, width: int, message: str, hint: str | None = None) -> ParseError:
+    """A ParseError at character ``offset`` of a STRING token (which may span lines), when it has a position."""
+    line, column = _pos(token)
+    if line is not None and column is not None:
+        breaks = token.count("\n", 0, offset)
+        line += breaks
+        column = column + offset if not breaks else offset - token.rfind("\n", 0, offset)
+    return ParseError(message, line=line, column=column, hint=hint,
+                      end_column=None if column is None else column + width)
 
 
 def _text(value, where=None) -> str:
-    """Decode bytes to str for proto string fields; raise a ParseError when not UTF-8."""
+    """Decode bytes to str for proto string fields; raise a ParseError when not UTF-8 (at ``where``, or at
+    the string literal the bytes came from)."""
     if isinstance(value, bytes):
         try:
             return value.decode("utf-8")
         except UnicodeDecodeError:
-            raise _err(f"{where or 'this string'} must be valid UTF-8 (it is a text field)", where) from None
+            at = where if _pos(where)[0] is not None else value
+            raise _err(f"{where or 'this string'} must be valid UTF-8 (it is a text field)", at,
+                       hint="\\xHH escapes give raw bytes; write a character as itself or as \\uHHHH") from None
     return str(value)
 
 
