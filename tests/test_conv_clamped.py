@@ -1,4 +1,4 @@
-"""BatchNormalization [-> Mul -> Add] -> Relu -> pointwise Conv as one threshold step (``kernels.conv_clamped``).
+"""BatchNormalization [-> Mul -> Add] -> Relu -> pointwise Conv as one threshold step (rule ``clamped_pointwise``).
 
 Each case builds that chain (DenseNet's layer start), runs it with the evaluator and compares with a
 float64 reference computed here with plain numpy formulas straight from the operator definitions
@@ -16,7 +16,7 @@ from onnx import TensorProto, helper
 from helpers import graph_model
 
 from onnxtext.evaluator import Evaluator
-from onnxtext.evaluator.kernels.conv_clamped import ClampedPointwise
+from onnxtext.evaluator.fused.clamped_pointwise import ClampedPointwise
 
 F = TensorProto.FLOAT
 EPS = 1e-5

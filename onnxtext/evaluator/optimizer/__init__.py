@@ -38,13 +38,12 @@ class Rule:
 
 
 def _rules() -> tuple[Rule, ...]:
-    from ..kernels.conv_clamped import affine_relus_into_pointwise_convs
-    from ..kernels.pool import pools_after_pointwise_maps, pools_before_pointwise_convs
     from . import layout_chains
     from . import (attention, bias_into_pointwise, concat_chain, conv_affine, conv_stem, convs_into_concat,
                    depthwise_into_pointwise, dropout_passthrough, gelu, layer_norm, matmul_add, prepared_conv,
                    qdq_pair, qlinear_conv, relu_after_max_pool, residual_into_conv, rms_norm, shape_arithmetic,
                    shuffle_into_conv)
+    from . import clamped_pointwise, pool_after_pointwise_map, pool_before_pointwise_conv
 
     def module_rule(m):
         return Rule(m.NAME, m.LEVEL, m.apply, m.__doc__)
@@ -56,9 +55,7 @@ def _rules() -> tuple[Rule, ...]:
         module_rule(shape_arithmetic),
         *(pattern_rule(m) for m in (gelu, layer_norm, rms_norm, attention, matmul_add, qdq_pair)),
         *(Rule(r.name, r.level, r.apply, r.doc) for r in (layout_chains.TRANSPOSE_RULE, layout_chains.RESHAPE_RULE)),
-        Rule("pool_after_pointwise_map", 2, pools_after_pointwise_maps,
-             "AveragePool moved after a channel-narrowing pointwise Conv and its affine steps "
-             "(kernels/pool.py)"),
+        module_rule(pool_after_pointwise_map),
         module_rule(conv_affine),
         module_rule(prepared_conv),
         module_rule(qlinear_conv),
@@ -70,10 +67,8 @@ def _rules() -> tuple[Rule, ...]:
         module_rule(conv_stem),
         module_rule(relu_after_max_pool),
         module_rule(dropout_passthrough),
-        Rule("pool_before_pointwise_conv", 2, lambda s, k, c: pools_before_pointwise_convs(s, k),
-             "strided AveragePool moved before the pointwise Conv that feeds it (kernels/pool.py)"),
-        Rule("clamped_pointwise", 2, affine_relus_into_pointwise_convs,
-             "per-channel affine + Relu before a pointwise Conv as one threshold pass (kernels/conv_clamped.py)"),
+        module_rule(pool_before_pointwise_conv),
+        module_rule(clamped_pointwise),
         module_rule(concat_chain),
     )
 

@@ -17,7 +17,7 @@ def _biases_into_pointwise_convs(steps, keep, known=None):
     layers), while the pointwise Conv adds a bias anyway (ShuffleNet's depthwise -> grouped 1x1).
     """
     from ..kernels.conv_prepared import PreparedConv
-    from ..kernels.pool import _pointwise
+    from .graph import is_pointwise_conv
 
     readers = Counter(n for _, used in steps for n in used)
     reader_of = {n: i for i, (_, used) in enumerate(steps) for n in used}
@@ -32,7 +32,7 @@ def _biases_into_pointwise_convs(steps, keep, known=None):
             continue
         second = out[j][0][0]
         if type(second) is not PreparedConv or out[j][0][1] != (name,) or \
-                not _pointwise(PreparedConv(second.w, None, second.attrs)) or second.w.dtype != first.w.dtype:
+                not is_pointwise_conv(PreparedConv(second.w, None, second.attrs)) or second.w.dtype != first.w.dtype:
             continue
         w2, group = second.w, second.attrs.get("group", 1)
         m2, cg = w2.shape[:2]

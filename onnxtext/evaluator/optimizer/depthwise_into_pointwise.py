@@ -13,7 +13,7 @@ def _depthwise_into_pointwise_convs(steps, keep, known=None):
     :class:`~.kernels.conv_fused.DepthwisePointwise` step at the pointwise Conv's place."""
     from ..kernels.conv_fused import DepthwisePointwise
     from ..kernels.conv_prepared import PreparedConv
-    from ..kernels.pool import _pointwise
+    from .graph import is_pointwise_conv
 
     readers = Counter(n for _, used in steps for n in used)
     reader_of = {n: i for i, (_, used) in enumerate(steps) for n in used}
@@ -29,7 +29,7 @@ def _depthwise_into_pointwise_convs(steps, keep, known=None):
             continue
         pw = out[j][0][0]
         if type(pw) is not PreparedConv or out[j][0][1] != (name,) or pw.w.dtype != dw.w.dtype or \
-                pw.w.ndim != dw.w.ndim or not _pointwise(PreparedConv(pw.w, None, pw.attrs)):
+                pw.w.ndim != dw.w.ndim or not is_pointwise_conv(PreparedConv(pw.w, None, pw.attrs)):
             continue
         out[j] = ((DepthwisePointwise(dw, pw), step[1]) + out[j][0][2:], list(used))
         out[i] = None

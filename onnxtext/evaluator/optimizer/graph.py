@@ -13,6 +13,16 @@ from collections import Counter
 from ..registry import lookup
 
 
+def is_pointwise_conv(conv) -> bool:
+    """Whether a PreparedConv is a per-pixel linear map (1x1 kernel, unit strides, no padding, no Relu)."""
+    attrs, w = getattr(conv, "attrs", None), getattr(conv, "w", None)
+    if not isinstance(attrs, dict) or getattr(w, "ndim", 0) < 3 or getattr(conv, "relu", True) is not False:
+        return False
+    return all(k == 1 for k in w.shape[2:]) and \
+        all(s == 1 for s in attrs.get("strides") or ()) and not any(attrs.get("pads") or ()) and \
+        attrs.get("auto_pad", "NOTSET") in ("NOTSET", "VALID")
+
+
 class Constants:
     """The true constants of the graph being prepared (new folded values are added to the plan's);
     initializers a feed may override are not among them."""

@@ -1,4 +1,5 @@
-"""A per-channel affine map and Relu folded into the pointwise Conv that reads it (DenseNet).
+"""Rule ``clamped_pointwise``: a per-channel affine map and Relu folded into the pointwise Conv that
+reads it (DenseNet). Level 2 (the weights are rescaled).
 
 DenseNet's layers start with ``BatchNormalization -> Relu -> Conv 1x1`` on the concatenation of all
 earlier results. The normalization cannot fold into the Conv that produced its input (that input is
@@ -10,9 +11,10 @@ kernel with its Relu in place): ``relu(x * f + s)`` per channel, three passes ov
 
 so the factor and the ``- t`` move into the next Conv (a linear map over channels): its weights
 become ``W' = W diag(f)`` and its bias ``b - W' t``, and what is left before the matmul is ONE pass,
-``max(x, t)`` against a per-channel threshold. :class:`ClampedPointwise` is that step; it is built
-only when every factor is positive and finite (otherwise the max would have to be a min on some
-channels), and falls back to the two original steps for inputs it was not prepared for.
+``max(x, t)`` against a per-channel threshold. :class:`~..fused.clamped_pointwise.ClampedPointwise`
+is that step; it is built only when every factor is positive and finite (otherwise the max would
+have to be a min on some channels), and falls back to the two original steps for inputs it was not
+prepared for.
 
 On DenseNet-121 the 58 such normalizations cost about 16 ms of a 90 ms run as three passes.
 """
@@ -23,31 +25,11 @@ from collections import Counter
 
 import numpy as np
 
-from .conv import scratch
-from .conv_prepared import PreparedConv
+from ..fused.clamped_pointwise import ClampedPointwise
+from ..kernels.conv_prepared import PreparedConv
 
-
-class ClampedPointwise:
-    """``conv(relu(x * f + s))`` as ``conv'(max(x, t))``; see the module docstring."""
-
-    __slots__ = ("first", "conv", "clamped", "threshold", "_consts")
-
-    def __init__(self, first, conv: PreparedConv, threshold: np.ndarray, clamped: PreparedConv):
-        self.first, self.conv = first, conv  # the original steps: (kernel, constant operands, attributes)
-        self.threshold, self.clamped = threshold, clamped
-        self._consts = {}
-
-    def __call__(self, x):
-        w = self.clamped.w
-        if type(x) is not np.ndarray or x.dtype != w.dtype or x.ndim != w.ndim or x.shape[1] != w.shape[1]:
-            fn, args, attrs = self.first
-            return self.conv(fn(x, *args, **attrs))
-        t = self._consts.get(x.ndim)
-        if t is None:
-            t = self._consts[x.ndim] = self.threshold.astype(w.dtype).reshape((-1,) + (1,) * (x.ndim - 2))
-        clamped = scratch(x.shape, x.dtype, slot="clamped")
-        np.maximum(x, t, out=clamped)
-        return self.clamped(clamped)
+NAME = "clamped_pointwise"
+LEVEL = 2
 
 
 def clamped_pointwise(first, affine, conv: PreparedConv):
@@ -86,7 +68,7 @@ def _affine_relu(step, known):
     computes ``relu(x * f + s)`` per channel: a FusedAffine with Relu, or an inference
     BatchNormalization with its Relu fused in place; else None."""
     from ..fused.affine import FusedAffine, InPlaceRelu
-    from ..optimizer.conv_affine import _channel_affine
+    from .conv_affine import _channel_affine
 
     fn = step[0]
     if type(fn) is FusedAffine:
@@ -100,7 +82,7 @@ def _affine_relu(step, known):
     return None
 
 
-def affine_relus_into_pointwise_convs(steps: list, keep: set, known) -> list:
+def apply(steps: list, keep: set, known) -> list:
     """Each per-channel affine step with Relu (see :func:`_affine_relu`) whose only reader is a
     pointwise PreparedConv becomes, with it, one :class:`ClampedPointwise` step at the Conv's place.
 
