@@ -40,9 +40,9 @@ class Rule:
 def _rules() -> tuple[Rule, ...]:
     from . import layout_chains
     from . import (attention, bias_into_pointwise, concat_chain, conv_affine, conv_stem, convs_into_concat,
-                   depthwise_into_pointwise, dropout_passthrough, gelu, layer_norm, matmul_add, prepared_conv,
-                   qdq_pair, qlinear_conv, relu_after_max_pool, residual_into_conv, rms_norm, shape_arithmetic,
-                   shuffle_into_conv)
+                   depthwise_into_pointwise, dropout_passthrough, float16_in_float32, gelu, layer_norm, matmul_add,
+                   prepared_conv, qdq_pair, qlinear_conv, relu_after_max_pool, residual_into_conv, rms_norm,
+                   shape_arithmetic, shuffle_into_conv)
     from . import clamped_pointwise, pool_after_pointwise_map, pool_before_pointwise_conv
 
     def module_rule(m):
@@ -53,6 +53,7 @@ def _rules() -> tuple[Rule, ...]:
 
     return (
         module_rule(shape_arithmetic),
+        module_rule(float16_in_float32),
         *(pattern_rule(m) for m in (gelu, layer_norm, rms_norm, attention, matmul_add, qdq_pair)),
         *(Rule(r.name, r.level, r.apply, r.doc) for r in (layout_chains.TRANSPOSE_RULE, layout_chains.RESHAPE_RULE)),
         module_rule(pool_after_pointwise_map),
