@@ -79,10 +79,10 @@ def _lookup(values: np.ndarray, keys: np.ndarray):
     keys the last occurrence wins. String lookups go through a dict over the distinct values.
     """
     if values.dtype == object or keys.dtype == object:
-        table = {k: i for i, k in enumerate(keys.tolist())}
-        distinct, inverse = np.unique(values.ravel(), return_inverse=True) if values.size else \
-            (np.array([], object), np.zeros(0, np.int64))
-        pos = np.array([table.get(v, -1) for v in distinct.tolist()], np.int64)[inverse].reshape(values.shape)
+        # one dict lookup per value (sorting object arrays for np.unique costs more Python comparisons)
+        get = derived("lookup-table", (keys,), lambda: {k: i for i, k in enumerate(keys.tolist())}.get,
+                      readonly_inputs=True)
+        pos = np.array([get(v, -1) for v in values.ravel().tolist()], np.int64).reshape(values.shape)
         return np.maximum(pos, 0), pos >= 0
     # The last occurrence of a duplicated key wins: keep, per distinct key, its last position.
     reversed_keys = keys[::-1]
@@ -99,6 +99,15 @@ def _lookup(values: np.ndarray, keys: np.ndarray):
             found = found | nan_values
             return np.where(nan_values, nan_keys[-1], last_pos[idx]), found
     return last_pos[idx], found
+
+
+def _attribute_array(values: list | None, dtype) -> np.ndarray:
+    """A list attribute as a read-only array, built once per node (:mod:`.derived_cache`)."""
+    def build():
+        array = np.array(values or [], dtype=dtype)
+        array.flags.writeable = False
+        return array
+    return derived(f"attribute-{np.dtype(dtype).name}", (values,), build)
 
 
 # --- element-wise and feature transforms -------------------------------------------------------
@@ -177,16 +186,17 @@ def feature_vectorizer(*X, inputdimensions=None):
 @kernel("OneHotEncoder", since=1, domain=ML)
 def one_hot_encoder(X, *, cats_int64s=None, cats_strings=None, zeros):
     if X.dtype == object:
-        cats = np.array(cats_strings or [], dtype=object)
+        cats = _attribute_array(cats_strings, object)
         values = X
     else:
-        cats = np.array(cats_int64s or [], dtype=np.int64)
+        cats = _attribute_array(cats_int64s, np.int64)
         values = X.astype(np.int64)
     pos, found = _lookup(values, cats)
     if not zeros and not found.all():
         raise ValueError("OneHotEncoder: input value not among the categories (zeros=0)")
-    out = (pos[..., None] == np.arange(len(cats))) & found[..., None]
-    return out.astype(np.float32)
+    # row c of the table is category c's one-hot vector, its last row (for values not found) all zeros
+    table = derived("one-hot", (cats,), lambda: np.eye(len(cats) + 1, len(cats), dtype=np.float32))
+    return table[np.where(found, pos, len(cats))]
 
 
 # --- encoders ----------------------------------------------------------------------------------
