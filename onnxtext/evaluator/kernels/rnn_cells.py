@@ -57,7 +57,7 @@ def sigmoid_scale(op: str, hidden: int, dtype) -> np.ndarray:
 class Prepared:
     """Weights in the fast path's layout (one set per node's W/R/B)."""
 
-    __slots__ = ("w_t", "bias", "r_t", "r_t_gate", "hidden", "nbytes")
+    __slots__ = ("w_t", "bias", "r_t", "r_t_gate", "gate_bias", "hidden", "nbytes")
 
     def __init__(self, op, W, R, B, hidden, linear_before_reset):
         dtype = W.dtype
@@ -70,15 +70,12 @@ class Prepared:
         self.w_t = np.ascontiguousarray(np.swapaxes(W, 1, 2) * scale)
         r_t = np.swapaxes(R, 1, 2) * scale  # [dirs, hidden, gates*hidden]
         bias = wb + rb
-        self.r_t_gate = None
+        self.r_t_gate = self.gate_bias = None
         if op == "GRU" and linear_before_reset:
-            # the candidate's recurrence bias stays inside r * (h @ Rh^T + Rbh): an extra row of R^T
-            # multiplied by a constant 1 column appended to the hidden state
+            # the candidate's recurrence bias stays inside r * (h @ Rh^T + Rbh)
             bias = wb.copy()
             bias[:, : 2 * hidden] += rb[:, : 2 * hidden]
-            extra = np.zeros((dirs, 1, gates * hidden), dtype)
-            extra[:, 0, 2 * hidden:] = rb[:, 2 * hidden:]
-            r_t = np.concatenate([r_t, extra], axis=1)
+            self.gate_bias = np.ascontiguousarray(rb[:, None, 2 * hidden:])  # [dirs, 1, hidden]
         elif op == "GRU":
             # (r * h) @ Rh^T is a second product per step: keep Rh^T apart from Rzr^T
             self.r_t_gate = np.ascontiguousarray(r_t[:, :, 2 * hidden:])
@@ -86,14 +83,14 @@ class Prepared:
         self.r_t = np.ascontiguousarray(r_t)
         self.bias = np.ascontiguousarray(bias * scale)
         self.hidden = hidden
-        self.nbytes = sum(a.nbytes for a in (self.w_t, self.r_t, self.bias)) + (
-            0 if self.r_t_gate is None else self.r_t_gate.nbytes)
+        self.nbytes = sum(a.nbytes for a in (self.w_t, self.r_t, self.bias, self.r_t_gate, self.gate_bias)
+                          if a is not None)
 
     @classmethod
     def external(cls, bias, hidden) -> "Prepared":
         """Only the summed (scaled) LSTM biases: for callers with their own projections and recurrence."""
         prep = cls.__new__(cls)
-        prep.w_t = prep.r_t = prep.r_t_gate = None
+        prep.w_t = prep.r_t = prep.r_t_gate = prep.gate_bias = None
         prep.bias, prep.hidden, prep.nbytes = bias, hidden, bias.nbytes
         return prep
 
@@ -131,15 +128,9 @@ def run(op, X, prep: Prepared, initial_states, reverse: list, linear_before_rese
     if projected is None:
         projected = np.matmul(X.reshape(1, steps * batch, X.shape[2]), prep.w_t)
     xp = step_order_projection(projected, prep.bias, steps, batch, reverse)
-    extra = 1 if op == "GRU" and linear_before_reset else 0
-    hs = np.empty((steps + 1, dirs, batch, hidden + extra), dtype)
-    if extra:
-        hs[..., hidden] = 1
+    hs = np.empty((steps + 1, dirs, batch, hidden), dtype)
     h0 = initial_states[0]
-    if h0 is None:
-        hs[0, ..., :hidden] = 0
-    else:
-        hs[0, ..., :hidden] = h0
+    hs[0] = 0 if h0 is None else h0
     squeeze = dirs == 1  # plain 2-D products when there is one direction
     view = (lambda a: a[:, 0]) if squeeze else (lambda a: a)
     r_t = prep.r_t[0] if squeeze and prep.r_t is not None else prep.r_t
@@ -150,16 +141,15 @@ def run(op, X, prep: Prepared, initial_states, reverse: list, linear_before_rese
         _lstm_loop(view(xp), view(hs), r_t, c[0] if squeeze else c, hidden, recurrence)
         finals = [c]
     elif op == "GRU" and linear_before_reset:
-        _gru_linear_loop(view(xp), view(hs), r_t, hidden)
+        _gru_linear_loop(view(xp), view(hs), r_t, prep.gate_bias[0] if squeeze else prep.gate_bias, hidden)
     elif op == "GRU":
         _gru_loop(view(xp), view(hs), r_t, prep.r_t_gate[0] if squeeze else prep.r_t_gate, hidden)
     else:
         _rnn_loop(view(xp), view(hs), r_t)
-    states = hs[..., :hidden] if extra else hs
     y = np.empty((steps, dirs, batch, hidden), dtype)
     for d in range(dirs):
-        y[:, d] = states[:0:-1, d] if reverse[d] else states[1:, d]
-    return (y, np.array(states[steps]), *finals)
+        y[:, d] = hs[:0:-1, d] if reverse[d] else hs[1:, d]
+    return (y, hs[steps], *finals)
 
 
 def _rnn_loop(xp, hs, r_t):
@@ -192,22 +182,24 @@ def _lstm_loop(xp, hs, r_t, c, hidden, recurrence):
         np.multiply(go, tmp, out=hs[k + 1])
 
 
-def _gru_linear_loop(xp, hs, r_t, hidden):
-    """linear_before_reset: h~ = tanh(x Wh + Wbh + r * (h Rh + Rbh)); hs carries a 1 column for Rbh."""
+def _gru_linear_loop(xp, hs, r_t, gate_bias, hidden):
+    """linear_before_reset: h~ = tanh(x Wh + Wbh + r * (h Rh + Rbh))."""
     g = np.empty(xp.shape[1:], xp.dtype)
     zr, z, r, gh = g[..., : 2 * hidden], g[..., :hidden], g[..., hidden: 2 * hidden], g[..., 2 * hidden:]
     xzr, xh = xp[..., : 2 * hidden], xp[..., 2 * hidden:]
     tmp = np.empty(gh.shape, xp.dtype)
     for k in range(xp.shape[0]):
-        np.matmul(hs[k], r_t, out=g)
+        h = hs[k]
+        np.matmul(h, r_t, out=g)
         np.add(zr, xzr[k], out=zr)
         np.tanh(zr, out=zr)
         np.multiply(zr, 0.5, out=zr)
         np.add(zr, 0.5, out=zr)
+        np.add(gh, gate_bias, out=gh)
         np.multiply(r, gh, out=gh)
         np.add(gh, xh[k], out=gh)
         np.tanh(gh, out=gh)
-        _blend(z, gh, hs[k][..., :hidden], tmp, hs[k + 1][..., :hidden])
+        _blend(z, gh, h, tmp, hs[k + 1])
 
 
 def _gru_loop(xp, hs, r_t, r_t_gate, hidden):
