@@ -43,7 +43,7 @@ def _rules() -> tuple[Rule, ...]:
                    depthwise_into_pointwise, dropout_passthrough, float16_in_float32, gelu, layer_norm, matmul_add,
                    prepared_conv, qdq_pair, qlinear_conv, relu_after_max_pool, residual_into_conv, rms_norm,
                    shape_arithmetic, shuffle_into_conv)
-    from . import clamped_pointwise, pool_after_pointwise_map, pool_before_pointwise_conv
+    from . import attention_operands, clamped_pointwise, pool_after_pointwise_map, pool_before_pointwise_conv
 
     def module_rule(m):
         return Rule(m.NAME, m.LEVEL, m.apply, m.__doc__)
@@ -56,6 +56,7 @@ def _rules() -> tuple[Rule, ...]:
         module_rule(float16_in_float32),
         *(pattern_rule(m) for m in (gelu, layer_norm, rms_norm, attention, matmul_add, qdq_pair)),
         *(Rule(r.name, r.level, r.apply, r.doc) for r in (layout_chains.TRANSPOSE_RULE, layout_chains.RESHAPE_RULE)),
+        module_rule(attention_operands),
         module_rule(pool_after_pointwise_map),
         module_rule(conv_affine),
         module_rule(prepared_conv),
