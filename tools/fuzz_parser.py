@@ -86,9 +86,32 @@ def check(data, oracle: bool = True) -> None:
                 _round_trip(fast[1], start)
             if oracle and isinstance(text, str):
                 _against_onnx(text, start, fast)
+        if isinstance(text, str) and _LONE_CR.search(text):
+            _same_positions_with_lf(text)
         node = _outcome(text, "node", True)
         if node[0] == "ok":
             _round_trip(node[1], "node")
+
+
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+
+def _same_positions_with_lf(text: str) -> None:
+    """A lone CR ends a line as LF does (docs/limits.md), and replacing one by the other keeps every offset: the
+    errors of the model parse (first and further) must stand at the same lines and columns."""
+    from onnxtext import ParseError
+
+    def positions(t):
+        try:
+            _entry("model")(t)
+        except ParseError as e:
+            return [(x.line, x.column) for x in e.errors]
+        return []
+
+    cr, lf = positions(text), positions(_LONE_CR.sub("\n", text))
+    if cr != lf:
+        raise Finding("position", f"model: errors at {cr} with lone CRs but at {lf} with LF",
+                      ParseError_("lone CR and LF give other positions"))
 
 
 def _entry(start: str):
@@ -132,8 +155,9 @@ def _check_error(error, text, where: str, further: bool) -> None:
             raise Finding("position", f"{where}: no line/column: {e.message}", ParseError_(e.message))
         if e.line < 1 or e.column < 1 or (lines is not None and (
                 e.line > len(lines) or e.column > len(lines[e.line - 1]) + 1)):
-            raise Finding("position", f"{where}: {e.line}:{e.column} outside the text: {e.message}",
-                          ParseError_(e.message))
+            cr = " with a lone CR" if _LONE_CR.search(text) else ""  # one bug, many messages
+            raise Finding("position", f"{where}: {e.line}:{e.column} outside the text{cr}: {e.message}",
+                          ParseError_(f"a position outside the text{cr}"))
 
 
 class ParseError_(Exception):
