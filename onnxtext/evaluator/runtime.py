@@ -170,7 +170,9 @@ class Evaluator:
                 from .limits import check_tensor_dims
 
                 check_tensor_dims(init.dims, 1, f"initializer {init.name!r}")  # before decoding allocates
-                entry = self._decoded[id(init)] = (init, tensors.to_array(init, self.base_dir))
+                value = tensors.to_array(init, self.base_dir)
+                value.flags.writeable = False  # shared by every plan; kernels' derived data trusts read-only arrays
+                entry = self._decoded[id(init)] = (init, value)
             except EvalError:
                 raise
             except (OnnxTextError, ValueError) as e:  # data that does not fit its dims and type
