@@ -14,6 +14,7 @@ from ... import dtypes
 from ...errors import EvalError
 from ..limits import check_allocation, check_loop_iterations
 from ..registry import kernel
+from .scan_vectorized import run_vectorized
 
 
 def _truth(cond) -> bool:
@@ -70,8 +71,27 @@ def loop(ctx, M, cond, *v_initial, body):
 
 
 # ---------------------------------------------------------------------------------------------- Scan
-def _scan(run_body, states, scan_inputs, in_axes, in_dirs, out_axes, out_dirs, n_scan_out):
-    """One scan over ``scan_inputs`` (no batch axis): final states and stacked scan outputs."""
+def _scan(run_body, states, scan_inputs, in_axes, in_dirs, out_axes, out_dirs, n_scan_out, vectorized=None):
+    """One scan over ``scan_inputs`` (no batch axis): final states and stacked scan outputs.
+
+    ``vectorized`` is a ``(plan, bound outer values)`` pair of the body, tried first: a body that is a pure
+    function of one slice runs once over all slices (:mod:`.scan_vectorized`)."""
+    result = None if vectorized is None else \
+        run_vectorized(*vectorized, states, scan_inputs, in_axes, in_dirs, n_scan_out)
+    if result is not None:
+        states, stacks = result
+    else:
+        states, stacks = _scan_loop(run_body, states, scan_inputs, in_axes, in_dirs, n_scan_out)
+    outputs = []
+    for k, stacked in enumerate(stacks):
+        if out_dirs[k]:
+            stacked = stacked[::-1]
+        outputs.append(np.moveaxis(stacked, 0, out_axes[k]) if out_axes[k] else stacked)
+    return states, outputs
+
+
+def _scan_loop(run_body, states, scan_inputs, in_axes, in_dirs, n_scan_out):
+    """Final states and scan outputs stacked in iteration order, one body run per slice."""
     lengths = {x.shape[a] for x, a in zip(scan_inputs, in_axes)}
     if len(lengths) > 1:
         raise EvalError(f"scan inputs have different sequence lengths {sorted(lengths)}")
@@ -86,15 +106,9 @@ def _scan(run_body, states, scan_inputs, in_axes, in_dirs, out_axes, out_dirs, n
         states = out[:len(states)]
         for k in range(n_scan_out):
             collected[k].append(out[len(states) + k])
-    outputs = []
-    for k, values in enumerate(collected):
-        if out_dirs[k]:
-            values = values[::-1]
-        if not values:
-            raise EvalError("Scan over a sequence of length 0 cannot shape its scan outputs")
-        stacked = np.stack(values)
-        outputs.append(np.moveaxis(stacked, 0, out_axes[k]) if out_axes[k] else stacked)
-    return states, outputs
+    if n_scan_out and not length:
+        raise EvalError("Scan over a sequence of length 0 cannot shape its scan outputs")
+    return states, [np.stack(values) for values in collected]
 
 
 @kernel("Scan", since=9, context=True)
@@ -112,8 +126,10 @@ def scan(ctx, *inputs, body, num_scan_inputs, scan_input_axes=None, scan_input_d
         out_ranks.append(len(tt.shape.dim) + 1 if tt.HasField("shape") else None)
     out_axes = [a + r if a < 0 and r is not None else a for a, r in zip(out_axes, out_ranks)]
     out_dirs = scan_output_directions or [0] * n_scan_out
-    final, outputs = _scan(ctx.graph_runner(body), states, scan_inputs, in_axes, in_dirs, out_axes, out_dirs,
-                           n_scan_out)
+    plan = ctx.info.subplan(body)
+    base = plan.bind_outer(ctx.scope)
+    final, outputs = _scan(lambda inputs: plan.run_bound(base, inputs), states, scan_inputs, in_axes, in_dirs,
+                           out_axes, out_dirs, n_scan_out, vectorized=(plan, base))
     return tuple(final + outputs)
 
 
