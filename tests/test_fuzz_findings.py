@@ -71,12 +71,6 @@ def test_known_failures_name_findings_with_reasons():
         assert reason, f"known_failures.txt: {name} needs a reason"
 
 
-def test_dictionary_is_up_to_date():
-    expected = "\n".join(fuzz_parser._dict_line(w) for w in fuzz_parser.dictionary()) + "\n"
-    with open(os.path.join(FUZZ, "onnxtext.dict"), encoding="utf-8") as f:
-        assert f.read() == expected, "regenerate: python tools/fuzz_parser.py dict > tests/data/fuzz/onnxtext.dict"
-
-
 def test_a_crash_is_a_finding_and_a_parse_error_is_not(monkeypatch):
     """The target itself: a ParseError with a position passes; any other exception is a crash finding."""
     from onnxtext.syntax import parser

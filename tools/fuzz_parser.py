@@ -21,7 +21,8 @@ Commands (``python tools/fuzz_parser.py ...``; docs/fuzzing.md):
   models, the text constants of the syntax tests);
 * ``dict``: print the libFuzzer dictionary of the grammar's keywords and punctuation (``-dict=``);
 * ``fuzz [libFuzzer options] [corpus dirs]``: run atheris (known findings, tests/data/fuzz/known_failures.txt,
-  are recognised by their signature and skipped so that the run looks for new ones);
+  are recognised by their signature and skipped so that the run looks for new ones; without ``-dict=`` the
+  dictionary is generated from the grammar as it is);
 * ``check FILE...``: run the checks on files and print each finding.
 """
 
@@ -32,6 +33,7 @@ import glob
 import os
 import re
 import sys
+import tempfile
 import warnings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -413,6 +415,11 @@ def _fuzz(argv: list[str]) -> None:
             if f.signature not in known:
                 raise
 
+    if not any(a.startswith("-dict=") for a in argv):  # the grammar's words as they are now
+        path = os.path.join(tempfile.mkdtemp(prefix="fuzz_parser"), "onnxtext.dict")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(_dict_line(w) for w in dictionary()) + "\n")
+        argv = [f"-dict={path}", *argv]
     atheris.Setup([sys.argv[0], *argv], target)
     atheris.Fuzz()
 
