@@ -263,3 +263,157 @@ def test_cli_as_a_process_pipe():
     r = subprocess.run([sys.executable, "-m", "onnxtext", "fmt", "-"], input=UGLY, capture_output=True, text=True,
                        env=env)
     assert r.returncode == 0 and r.stdout == format_text(UGLY), r.stderr
+
+
+# ------------------------------------------------------------------------------------------- keyword-like names
+
+_H = '<ir_version: 10, opset_import: ["": 21]>\n'
+#: where a name can stand, as a template with {w} for the name (quoted or bare)
+NAME_POSITIONS = {
+    # only a name can stand here
+    "node_output": "g (float[2] x) => (float[2] y) {{\n  {w} = Relu(x)\n  y = Neg({w})\n}}\n",
+    "node_label": "g (float[2] x) => (float[2] y) {{\n  [{w}] y = Relu(x)\n}}\n",
+    "dim_param": "g (float[{w}] x) => (float[{w}] y) {{\n  y = Relu(x)\n}}\n",
+    "graph_name": "{w} (float[2] x) => (float[2] y) {{\n  y = Relu(x)\n}}\n",
+    # after a type
+    "graph_input": "g (float[2] {w}) => (float[2] y) {{\n  y = Relu({w})\n}}\n",
+    "graph_output": "g (float[2] x) => (float[2] {w}) {{\n  {w} = Relu(x)\n}}\n",
+    "value_info": "g (float[2] x) => (float[2] y)\n<float[2] {w}>\n{{\n  {w} = Relu(x)\n  y = Relu({w})\n}}\n",
+    "initializer": "g (float[2] x) => (float[2] y)\n<float[2] {w} = {{1.0, 2.0}}>\n{{\n  y = Add(x, {w})\n}}\n",
+    "attribute_tensor_name": "g (float[2] x) => (float[1] y) {{\n  y = Constant <value = float[1] {w} = {{1.0}}> ()\n}}\n",
+    # where a type (or a number) could stand too
+    "untyped_value_info": "g (float[2] x) => (float[2] y)\n<{w}>\n{{\n  {w} = Relu(x)\n  y = Relu({w})\n}}\n",
+    "function_input": "g (float[2] x) => (float[2] y) {{\n  y = f(x)\n}}\n\n<domain: \"\", opset_import: [\"\": 21]>\n"
+                      "f ({w}) => (y) {{\n  y = Relu({w})\n}}\n",
+    "attribute_graph_name": "g (bool c, float[2] x) => (float[2] y) {{\n  y = If <then_branch = {w} () => (float[2] t) "
+                            "{{\n    t = Relu(x)\n  }}, else_branch = e () => (float[2] u) {{\n    u = Neg(x)\n  }}> (c)\n}}\n",
+}
+
+
+def _grammar_words():
+    """Every word the grammar spells out (``"seq"``), the element type names of its DTYPE terminal and the
+    special floats (any case: a few spellings): the words that could need quotes as names."""
+    grammar = os.path.join(ROOT, "grammar")
+    text = open(os.path.join(grammar, "onnxtext.lark"), encoding="utf-8").read()
+    words = set(re.findall(r'"([A-Za-z_][A-Za-z0-9_]*)"', text))
+    lexical = open(os.path.join(grammar, "lexical.lark"), encoding="utf-8").read()
+    words |= set(re.search(r"DTYPE[^:]*: */\(\?:([^)]*)\)", lexical).group(1).split("|"))
+    return sorted(words | {"inf", "infinity", "nan", "NaN", "Inf", "INFINITY"})
+
+
+KEYWORD_WORDS = _grammar_words()
+
+
+def _known_quoted():
+    known = {}
+    with open(os.path.join(FIXTURES, "fmt", "quoted_names.known"), encoding="utf-8") as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                position, words = line.split(":", 1)
+                known[position.strip()] = set(words.split())
+    return known
+
+
+@pytest.mark.parametrize("position", sorted(NAME_POSITIONS))
+def test_keyword_names_quoted_only_where_needed(position):
+    """Every keyword-like word in every position: the text round-trips, and the printer quotes it exactly
+    when the bare word does not read back as the same model (the grammar is the oracle)."""
+    template = NAME_POSITIONS[position]
+    wrong = set()
+    for word in KEYWORD_WORDS:
+        model = onnxtext.parse_model(_H + template.format(w=f'"{word}"'))
+        text = onnxtext.to_text(model)
+        assert onnxtext.parse_model(text).SerializeToString() == model.SerializeToString(), (word, text)
+        assert format_text(text) == text
+        try:
+            bare_reads = onnxtext.parse_model(_H + template.format(w=word)).SerializeToString() == \
+                model.SerializeToString()
+        except onnxtext.ParseError:
+            bare_reads = False
+        if bare_reads == (f'"{word}"' in text):  # quoted though it reads bare, or bare though it does not
+            wrong.add(word)
+    known = _known_quoted().get(position, set())
+    assert wrong == (set(KEYWORD_WORDS) if known == {"*"} else known & set(KEYWORD_WORDS))
+
+
+# ------------------------------------------------------------------------------------------- changed content
+
+_SOURCE = ('g (float[4] x) => (float[4] y)\n<\n  float[2, 2] w = {\n    0.70710678, 1e-5,\n    3.0, 4.0\n  }\n>\n'
+           '{\n  y = LeakyRelu <alpha = 1e-5> (x)\n}\n')
+
+
+@pytest.mark.parametrize("changed,kept,canonical", [
+    # the model the text now prints, the author's choices still there, the canonical text of changed content
+    (_SOURCE, ["0.70710678, 1e-5,\n", "alpha = 1e-5"], []),
+    (_SOURCE.replace("1e-5,", "2e-5,"), ["0.70710678, 2e-05,\n", "3.0, 4.0\n", "alpha = 1e-5"], ["2e-05"]),
+    (_SOURCE.replace("alpha = 1e-5", "alpha = 0.25"), ["0.70710678, 1e-5,\n"], ["alpha = 0.25"]),
+    (_SOURCE.replace("alpha = 1e-5", "alpha = 1"), ["0.70710678, 1e-5,\n"], ["alpha = 1>"]),  # now an INT
+    (_SOURCE.replace("float[2, 2] w = {\n    0.70710678, 1e-5,\n    3.0, 4.0\n  }", "float[3] w = {0.70710678, 1e-5, 3.0}"),
+     ["alpha = 1e-5"], ["{0.70710677, 1e-05, 3.0}"]),  # another element count: the canonical literal
+])
+def test_changed_content_gets_the_canonical_form(changed, kept, canonical):
+    """The author's spellings and lines are applied to the text of a changed model (what an editor built on
+    fmt does): a changed value or literal gets the canonical form, the rest keeps the author's."""
+    from onnxtext.syntax.positions import SpanMap
+    from onnxtext.syntax.trivia import keep_author_choices
+
+    text = onnxtext.to_text(onnxtext.parse(changed))
+    result = keep_author_choices(SpanMap.from_text(_SOURCE, "graph"), text, SpanMap.from_text(text, "graph"), 100)
+    assert same_proto(result, text)
+    for part in kept + canonical:
+        assert part in result, (part, result)
+
+
+# ------------------------------------------------------------------------------------------- printed models
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import corpus  # noqa: E402
+import realmodels  # noqa: E402
+
+# number tokens outside strings and comments; respelled without changing their length, so the canonical
+# layout still fits the width and every spelling must be kept: 0.25 -> .250, 1e-05 -> 1E-05
+_NUMBER = re.compile(r'"(?:[^"\\]|\\.)*"|#[^\n]*|//[^\n]*|(?<![\w.])(-?(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|'
+                     r'-?\d+[eE][+-]?\d+)(?![\w.])', re.S)
+
+
+def _respell(token):
+    if re.match(r"-?0\.\d", token) and "e" not in token:
+        return token.replace("0.", ".", 1) + "0"
+    return token.replace("e", "E")
+
+
+def _numbers(text):
+    return sorted(m.group(1) for m in _NUMBER.finditer(text) if m.group(1))
+
+
+def _printed_models():
+    out = [pytest.param(load, id=name) for name, load in corpus.all_models()[::80]]
+    for p in realmodels.params(max_bytes=40_000):
+        model = p.values[0]
+        out.append(pytest.param(model.load if model else None, id=p.id, marks=p.marks))
+    return out
+
+
+@pytest.mark.parametrize("load", _printed_models())
+def test_printed_model_with_comments_and_spellings(load):
+    """A printed backend-corpus or real model, with comments sprinkled in and numbers respelled: fmt keeps
+    every comment and every spelling, is idempotent, and the text parses to the same bytes."""
+    model = load()
+    text = onnxtext.to_text(model)
+    rng = random.Random(text[:200])
+    respelled = _NUMBER.sub(lambda m: _respell(m.group(1)) if m.group(1) else m.group(0), text)
+    for _ in range(4):
+        source = _sprinkle(respelled, rng)
+        try:
+            if same_proto(source, text):
+                break
+        except onnxtext.ParseError:  # a comment landed inside a base64 block
+            pass
+    else:
+        source = respelled
+    once = format_text(source)
+    assert onnxtext.parse(once).SerializeToString() == onnxtext.parse(source).SerializeToString()
+    assert format_text(once) == once
+    assert _numbers(once) == _numbers(source)
+    assert sorted(c for _, c in comments(source)) == sorted(c for _, c in comments(once))

@@ -6,11 +6,11 @@ for every written tensor literal and attribute value, the tree of the source and
 same path. :func:`keep_author_choices` then edits the canonical text:
 
 * a number keeps the author's spelling (``0.70710678``, ``1e-5``, ``Infinity``) where the canonical text has
-  another spelling at the same place of the same value: the same path, the same element index, and for an
-  attribute the same kind of token (``1`` is an INT attribute, ``1.0`` a FLOAT one). Both texts parse to the
-  same proto, so the two spellings denote the same bits; ``fmt`` parses its result again to be sure;
+  another spelling of the same stored value at the same place: the same path, the same element index, the
+  same bits once converted to the element type by the parser's own conversion, and for an attribute the same
+  kind of token (``1`` is an INT attribute, ``1.0`` a FLOAT one). A changed value gets the canonical text;
 * a tensor literal the author broke over several lines keeps one line per source line (each at the literal's
-  indentation, ``{`` and ``}`` on lines of their own), when the element count is the canonical one and every
+  indentation, ``{`` and ``}`` on lines of their own), when the element count is still the same and every
   line fits the width. A literal written on one line gets the canonical layout.
 
 An edit that would make a line longer than the width (and longer than the canonical line was) is dropped:
@@ -43,14 +43,59 @@ def _items(data) -> list:
     return [c for c in data.children if c is not None]
 
 
-def _spellings(src_tokens, can_tokens, same_kind: bool) -> list[tuple]:
-    """(start, end, author text) for each canonical token the author spelled differently; [] when the two
-    lists do not correspond."""
-    if len(src_tokens) != len(can_tokens):
+def _value(tok):
+    """A number token's value as the builder reads it."""
+    from .literal_data import Bits
+
+    if tok.type == "INT":
+        return int(tok)
+    if tok.type == "HEX":
+        return Bits(int(tok, 16))
+    return float(tok)
+
+
+def _bits(tokens, dt):
+    """The stored bytes of each token's value as an element of ``dt`` (the parser's own conversion)."""
+    from .literal_data import literals_to_array
+
+    arr = literals_to_array([_value(t) for t in tokens], dt)
+    return [arr[i:i + 1].tobytes() for i in range(len(tokens))]
+
+
+def _spellings(src_tokens, can_tokens, dt, same_kind: bool) -> list[tuple]:
+    """(start, end, author text) for each canonical token the author spelled differently with the same
+    stored bits in ``dt``; [] when the two lists do not correspond."""
+    if len(src_tokens) != len(can_tokens) or dt is None:
         return []
     if same_kind and any(s.type != c.type for s, c in zip(src_tokens, can_tokens)):
         return []
-    return [(c.start_pos, c.end_pos, str(s)) for s, c in zip(src_tokens, can_tokens) if str(s) != str(c)]
+    differ = [i for i, (s, c) in enumerate(zip(src_tokens, can_tokens)) if str(s) != str(c)]
+    if not differ:
+        return []
+    try:
+        src_bits = _bits([src_tokens[i] for i in differ], dt)
+        can_bits = _bits([can_tokens[i] for i in differ], dt)
+    except Exception:  # noqa: BLE001 - a value the type cannot hold: no spelling is kept
+        return []
+    return [(can_tokens[i].start_pos, can_tokens[i].end_pos, str(src_tokens[i]))
+            for i, a, b in zip(differ, src_bits, can_bits) if a == b]
+
+
+def _element_type(type_tree):
+    """The element type of a tensor literal's numbers (a complex type's parts are float or double)."""
+    from .. import dtypes
+
+    dt = dtypes.BY_NAME.get(str(type_tree.children[0]))
+    if dt is not None and dt.kind == "complex":
+        return dtypes.BY_NAME["float" if dt.name == "complex64" else "double"]
+    return dt
+
+
+def _attribute_type(tokens):
+    from .. import dtypes
+
+    kinds = {t.type for t in tokens}
+    return dtypes.BY_NAME["int64"] if kinds == {"INT"} else dtypes.BY_NAME["float"] if "INT" not in kinds else None
 
 
 def _splice(text: str, start: int, edits) -> str:
@@ -135,14 +180,16 @@ def keep_author_choices(source, canonical: str, can_spans, width: int) -> str:
                 continue
             s_items = [s_val] if s_val.data in _NUMBERS else _items(s_val)
             c_items = [c_val] if c_val.data in _NUMBERS else _items(c_val)
-            spellings = _spellings(_number_tokens(s_items), _number_tokens(c_items), same_kind=True)
+            s_tokens, c_tokens = _number_tokens(s_items), _number_tokens(c_items)
+            spellings = _spellings(s_tokens, c_tokens, _attribute_type(c_tokens), same_kind=True)
             if spellings:
                 units.append(_Unit(spellings))
             continue
         s_data, c_data = src[2], can[2]
         if s_data.data != c_data.data or len(_items(s_data)) != len(_items(c_data)):
             continue
-        spellings = _spellings(_number_tokens(_items(s_data)), _number_tokens(_items(c_data)), same_kind=False)
+        spellings = _spellings(_number_tokens(_items(s_data)), _number_tokens(_items(c_data)),
+                               _element_type(can[1]), same_kind=False)
         line_start = line_starts[bisect.bisect_right(line_starts, c_data.meta.start_pos) - 1]
         rows = _row_layout(canonical, s_data, c_data, spellings, line_start)
         if rows is not None and canonical[rows[0]:rows[1]] == rows[2]:
