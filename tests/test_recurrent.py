@@ -45,6 +45,7 @@ class Case(NamedTuple):
     initial: bool = False  # initial_h (and initial_c) given
     peepholes: bool = False
     dtype: str = "float32"
+    fed_weights: bool = False  # W, R, B as graph inputs (new arrays at every run) instead of initializers
 
 
 CASES = [
@@ -60,6 +61,7 @@ CASES = [
     Case("rnn_leakyrelu_alpha", "RNN", "bidirectional", attrs=dict(
         activations=["LeakyRelu", "ScaledTanh"], activation_alpha=[0.2, 0.8], activation_beta=[1.5])),
     Case("rnn_float64", "RNN", "bidirectional", initial=True, dtype="float64"),
+    Case("rnn_fed_weights", "RNN", "reverse", fed_weights=True),
     # GRU (linear_before_reset 0: reset gate before the recurrence product; 1: after, as torch exports)
     Case("gru_forward", "GRU"),
     Case("gru_linear_before_reset", "GRU", attrs=dict(linear_before_reset=1)),
@@ -76,6 +78,8 @@ CASES = [
     Case("gru_activations_alpha", "GRU", attrs=dict(
         activations=["HardSigmoid", "Affine"], activation_alpha=[0.3, 0.7], activation_beta=[0.4, 0.1])),
     Case("gru_float64", "GRU", "bidirectional", initial=True, dtype="float64"),
+    Case("gru_fed_weights", "GRU", "bidirectional", fed_weights=True),
+    Case("gru_linear_fed_weights", "GRU", initial=True, fed_weights=True, attrs=dict(linear_before_reset=1)),
     # LSTM (gate order i, o, f, c)
     Case("lstm_forward", "LSTM"),
     Case("lstm_forward_initial", "LSTM", initial=True),
@@ -97,6 +101,8 @@ CASES = [
         activation_beta=[0.45, 1.2])),
     Case("lstm_float64", "LSTM", "bidirectional", initial=True, dtype="float64"),
     Case("lstm_float64_peepholes", "LSTM", peepholes=True, initial=True, dtype="float64"),
+    Case("lstm_fed_weights", "LSTM", "bidirectional", initial=True, fed_weights=True),
+    Case("lstm_fed_weights_one_step", "LSTM", steps=1, batch=2, hidden=16, fed_weights=True),
 ]
 
 # DynamicQuantizeLSTM: W [dirs, input, 4H] and R [dirs, H, 4H] int8 with per-direction scales
@@ -133,6 +139,8 @@ def _values(case: Case, rng) -> tuple[dict, dict]:
         constants["R"] = uniform(dirs, gates * hidden, hidden, scale=0.6)
     constants["B"] = uniform(dirs, 2 * gates * hidden, scale=0.5) if case.bias else None
     constants["sequence_lens"] = None if case.lens is None else np.array(case.lens, np.int32)
+    if case.fed_weights:
+        inputs.update((n, constants.pop(n)) for n in ("W", "R", "B"))
     if case.initial:
         inputs["initial_h"] = uniform(*state_shape)
         if gates == 4:

@@ -96,13 +96,14 @@ def _scan(x_proj, step, states, seq_lens, reverse):
 
 def _recurrent(op, X, W, R, B, seq_lens, initial_states, P, *, hidden_size, direction, layout, clip,
                activations, activation_alpha, activation_beta, linear_before_reset=0, input_forget=0,
-               product=None):
+               product=None, prepared=None):
     """Shared driver: returns (Y, final hidden) for RNN/GRU and (Y, Y_h, Y_c) for LSTM.
 
     ``product(x, w)`` computes ``x @ w.T`` for the LSTM's matrices (default: numpy's matmul; the
     quantized com.microsoft::DynamicQuantizeLSTM passes its own, and W[d]/R[d] are then its keys).
     The default activations without clip, peepholes, input_forget or shorter sequences take the fast
-    path of :mod:`.rnn_cells`; the rest the general one here."""
+    path of :mod:`.rnn_cells` (with ``prepared`` weights when the plan made them, see
+    :func:`fast_weights`); the rest the general one here."""
     if layout:
         X = np.swapaxes(X, 0, 1)
         initial_states = [None if s is None else np.swapaxes(s, 0, 1) for s in initial_states]
@@ -113,9 +114,8 @@ def _recurrent(op, X, W, R, B, seq_lens, initial_states, P, *, hidden_size, dire
     if lens is not None and np.all(lens >= steps):
         lens = None
     reverse_flags = rnn_cells.REVERSE[direction]
-    if (product is None and lens is None and clip is None and not input_forget
-            and (P is None or not P.any()) and rnn_cells.default_activations(op, activations, num_directions)):
-        prep = rnn_cells.prepared(op, W, R, B, hidden, linear_before_reset)
+    if product is None and lens is None and _fast_attributes(op, clip, activations, input_forget, P, num_directions):
+        prep = prepared or rnn_cells.prepared(op, W, R, B, hidden, linear_before_reset)
         outs = rnn_cells.run(op, X, prep, initial_states, reverse_flags, linear_before_reset)
     else:
         outs = _general(op, X, W, R, B, lens, initial_states, P, hidden, clip, activations, activation_alpha,
@@ -124,6 +124,23 @@ def _recurrent(op, X, W, R, B, seq_lens, initial_states, P, *, hidden_size, dire
         Y, *states = outs
         return (np.transpose(Y, (2, 0, 1, 3)), *(np.swapaxes(o, 0, 1) for o in states))
     return outs
+
+
+def _fast_attributes(op, clip, activations, input_forget, P, num_directions) -> bool:
+    """Whether a node's attributes and peepholes allow the fast path (sequence lengths aside)."""
+    return (clip is None and not input_forget and (P is None or not P.any())
+            and rnn_cells.default_activations(op, activations, num_directions))
+
+
+def fast_weights(op, W, R, B, P, attrs) -> rnn_cells.Prepared | None:
+    """The fast path's weights for a node whose W, R, B (and P) are constants, prepared once by the plan
+    (rule ``prepared_recurrent``, which passes them back as the kernel's ``prepared`` attribute), or
+    None when the node's attributes send it to the general path."""
+    if not _fast_attributes(op, attrs.get("clip"), attrs.get("activations"), attrs.get("input_forget", 0), P,
+                            W.shape[0]):
+        return None
+    hidden = attrs.get("hidden_size") or R.shape[-1]
+    return rnn_cells.Prepared(op, W, R, B, hidden, attrs.get("linear_before_reset", 0) if op == "GRU" else 0)
 
 
 def _general(op, X, W, R, B, lens, initial_states, P, hidden, clip, activations, activation_alpha,
@@ -192,11 +209,13 @@ def _general(op, X, W, R, B, lens, initial_states, P, hidden, clip, activations,
 def _attrs(a, layout):
     return dict(hidden_size=a.get("hidden_size"), direction=a["direction"], layout=layout,
                 clip=a.get("clip"), activations=a.get("activations"),
-                activation_alpha=a.get("activation_alpha"), activation_beta=a.get("activation_beta"))
+                activation_alpha=a.get("activation_alpha"), activation_beta=a.get("activation_beta"),
+                prepared=a.get("prepared"))
 
 
 # Opsets before 14 have no layout attribute (always 0); opset 1 has output_sequence, which only
-# says whether Y is wanted and is ignored here (Y is cheap to produce).
+# says whether Y is wanted and is ignored here (Y is cheap to produce). ``prepared`` is not an ONNX
+# attribute: the plan's rule prepared_recurrent passes the weights it prepared (see fast_weights).
 @kernel("RNN", since=1)
 def rnn_1(X, W, R, B=None, sequence_lens=None, initial_h=None, **a):
     return _recurrent("RNN", X, W, R, B, sequence_lens, [initial_h], None, **_attrs(a, 0))

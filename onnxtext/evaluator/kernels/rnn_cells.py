@@ -57,18 +57,24 @@ def sigmoid_scale(op: str, hidden: int, dtype) -> np.ndarray:
 class Prepared:
     """Weights in the fast path's layout (one set per node's W/R/B)."""
 
-    __slots__ = ("w_t", "bias", "r_t", "r_t_gate", "gate_bias", "hidden", "nbytes")
+    __slots__ = ("w_t", "bias", "r_t", "r_t_gate", "gate_bias", "hidden", "scaled", "nbytes")
 
-    def __init__(self, op, W, R, B, hidden, linear_before_reset):
+    def __init__(self, op, W, R, B, hidden, linear_before_reset, scaled=True):
+        """``scaled``: W^T and R^T copied with the sigmoid gate columns halved (the layout kept between
+        runs); else views of W and R, and the loops halve those columns of each product instead (for
+        weights recomputed at every run, where copying them would cost more than it saves)."""
         dtype = W.dtype
         gates = GATES[op]
         scale = sigmoid_scale(op, hidden, dtype)
         dirs = W.shape[0]
         B = np.zeros((dirs, 2 * gates * hidden), dtype) if B is None else np.asarray(B, dtype)
         wb, rb = B[:, : gates * hidden], B[:, gates * hidden:]
-        # [dirs, in, gates*hidden], sigmoid gate columns halved
-        self.w_t = np.ascontiguousarray(np.swapaxes(W, 1, 2) * scale)
-        r_t = np.swapaxes(R, 1, 2) * scale  # [dirs, hidden, gates*hidden]
+        self.scaled = scaled
+        if scaled:  # [dirs, in, gates*hidden] and [dirs, hidden, gates*hidden], sigmoid gate columns halved
+            self.w_t = np.ascontiguousarray(np.swapaxes(W, 1, 2) * scale)
+            r_t = np.swapaxes(R, 1, 2) * scale
+        else:
+            self.w_t, r_t = np.swapaxes(W, 1, 2), np.swapaxes(R, 1, 2)
         bias = wb + rb
         self.r_t_gate = self.gate_bias = None
         if op == "GRU" and linear_before_reset:
@@ -78,9 +84,9 @@ class Prepared:
             self.gate_bias = np.ascontiguousarray(rb[:, None, 2 * hidden:])  # [dirs, 1, hidden]
         elif op == "GRU":
             # (r * h) @ Rh^T is a second product per step: keep Rh^T apart from Rzr^T
-            self.r_t_gate = np.ascontiguousarray(r_t[:, :, 2 * hidden:])
+            self.r_t_gate = np.ascontiguousarray(r_t[:, :, 2 * hidden:]) if scaled else r_t[:, :, 2 * hidden:]
             r_t = r_t[:, :, : 2 * hidden]
-        self.r_t = np.ascontiguousarray(r_t)
+        self.r_t = np.ascontiguousarray(r_t) if scaled else r_t
         self.bias = np.ascontiguousarray(bias * scale)
         self.hidden = hidden
         self.nbytes = sum(a.nbytes for a in (self.w_t, self.r_t, self.bias, self.r_t_gate, self.gate_bias)
@@ -91,12 +97,15 @@ class Prepared:
         """Only the summed (scaled) LSTM biases: for callers with their own projections and recurrence."""
         prep = cls.__new__(cls)
         prep.w_t = prep.r_t = prep.r_t_gate = prep.gate_bias = None
-        prep.bias, prep.hidden, prep.nbytes = bias, hidden, bias.nbytes
+        prep.bias, prep.hidden, prep.nbytes, prep.scaled = bias, hidden, bias.nbytes, True
         return prep
 
 
 def prepared(op, W, R, B, hidden, linear_before_reset) -> Prepared:
-    """The fast layout of W/R/B, kept between runs when they are read-only (initializers)."""
+    """The fast layout of W/R/B, kept between runs when they are read-only (initializers); views of
+    them when they are not (computed at every run: inside an If branch from the outer scope's weights)."""
+    if any(a is not None and a.flags.writeable for a in (W, R, B)):
+        return Prepared(op, W, R, B, hidden, linear_before_reset, scaled=False)
     return derived(f"rnn-fast-{op}-{int(bool(linear_before_reset))}-{hidden}", (W, R, B),
                    lambda: Prepared(op, W, R, B, hidden, linear_before_reset), lambda p: p.nbytes,
                    readonly_inputs=True)
@@ -127,6 +136,9 @@ def run(op, X, prep: Prepared, initial_states, reverse: list, linear_before_rese
     dtype = X.dtype
     if projected is None:
         projected = np.matmul(X.reshape(1, steps * batch, X.shape[2]), prep.w_t)
+        if not prep.scaled and SIGMOID_GATES[op]:
+            sig = projected[..., : SIGMOID_GATES[op] * hidden]
+            np.multiply(sig, 0.5, out=sig)
     xp = step_order_projection(projected, prep.bias, steps, batch, reverse)
     hs = np.empty((steps + 1, dirs, batch, hidden), dtype)
     h0 = initial_states[0]
@@ -138,12 +150,13 @@ def run(op, X, prep: Prepared, initial_states, reverse: list, linear_before_rese
     if op == "LSTM":
         c0 = initial_states[1]
         c = np.zeros((dirs, batch, hidden), dtype) if c0 is None else np.array(c0, dtype)
-        _lstm_loop(view(xp), view(hs), r_t, c[0] if squeeze else c, hidden, recurrence)
+        _lstm_loop(view(xp), view(hs), r_t, c[0] if squeeze else c, hidden, recurrence, prep.scaled)
         finals = [c]
     elif op == "GRU" and linear_before_reset:
-        _gru_linear_loop(view(xp), view(hs), r_t, prep.gate_bias[0] if squeeze else prep.gate_bias, hidden)
+        _gru_linear_loop(view(xp), view(hs), r_t, prep.gate_bias[0] if squeeze else prep.gate_bias, hidden,
+                         prep.scaled)
     elif op == "GRU":
-        _gru_loop(view(xp), view(hs), r_t, prep.r_t_gate[0] if squeeze else prep.r_t_gate, hidden)
+        _gru_loop(view(xp), view(hs), r_t, prep.r_t_gate[0] if squeeze else prep.r_t_gate, hidden, prep.scaled)
     else:
         _rnn_loop(view(xp), view(hs), r_t)
     y = np.empty((steps, dirs, batch, hidden), dtype)
@@ -160,8 +173,8 @@ def _rnn_loop(xp, hs, r_t):
         np.tanh(h, out=h)
 
 
-def _lstm_loop(xp, hs, r_t, c, hidden, recurrence):
-    """Gate order i, o, f, c; i/o/f rows pre-scaled by 0.5 (sigmoid as tanh)."""
+def _lstm_loop(xp, hs, r_t, c, hidden, recurrence, scaled):
+    """Gate order i, o, f, c; i/o/f columns halved (sigmoid as tanh): in r_t when ``scaled``, else here."""
     g = np.empty(xp.shape[1:], xp.dtype)
     sig = g[..., : 3 * hidden]
     gi, go, gf, gc = (g[..., k * hidden:(k + 1) * hidden] for k in range(4))
@@ -171,6 +184,8 @@ def _lstm_loop(xp, hs, r_t, c, hidden, recurrence):
             np.matmul(hs[k], r_t, out=g)
         else:
             recurrence(hs[k], g)
+        if not scaled:
+            np.multiply(sig, 0.5, out=sig)
         np.add(g, xp[k], out=g)
         np.tanh(g, out=g)
         np.multiply(sig, 0.5, out=sig)
@@ -182,7 +197,7 @@ def _lstm_loop(xp, hs, r_t, c, hidden, recurrence):
         np.multiply(go, tmp, out=hs[k + 1])
 
 
-def _gru_linear_loop(xp, hs, r_t, gate_bias, hidden):
+def _gru_linear_loop(xp, hs, r_t, gate_bias, hidden, scaled):
     """linear_before_reset: h~ = tanh(x Wh + Wbh + r * (h Rh + Rbh))."""
     g = np.empty(xp.shape[1:], xp.dtype)
     zr, z, r, gh = g[..., : 2 * hidden], g[..., :hidden], g[..., hidden: 2 * hidden], g[..., 2 * hidden:]
@@ -191,6 +206,8 @@ def _gru_linear_loop(xp, hs, r_t, gate_bias, hidden):
     for k in range(xp.shape[0]):
         h = hs[k]
         np.matmul(h, r_t, out=g)
+        if not scaled:
+            np.multiply(zr, 0.5, out=zr)
         np.add(zr, xzr[k], out=zr)
         np.tanh(zr, out=zr)
         np.multiply(zr, 0.5, out=zr)
@@ -202,7 +219,7 @@ def _gru_linear_loop(xp, hs, r_t, gate_bias, hidden):
         _blend(z, gh, h, tmp, hs[k + 1])
 
 
-def _gru_loop(xp, hs, r_t, r_t_gate, hidden):
+def _gru_loop(xp, hs, r_t, r_t_gate, hidden, scaled):
     """h~ = tanh(x Wh + (r * h) Rh + Wbh + Rbh)."""
     zr = np.empty(xp.shape[1:-1] + (2 * hidden,), xp.dtype)
     z, r = zr[..., :hidden], zr[..., hidden:]
@@ -213,6 +230,8 @@ def _gru_loop(xp, hs, r_t, r_t_gate, hidden):
     for k in range(xp.shape[0]):
         h = hs[k]
         np.matmul(h, r_t, out=zr)
+        if not scaled:
+            np.multiply(zr, 0.5, out=zr)
         np.add(zr, xzr[k], out=zr)
         np.tanh(zr, out=zr)
         np.multiply(zr, 0.5, out=zr)

@@ -40,9 +40,10 @@ class Rule:
 def _rules() -> tuple[Rule, ...]:
     from . import layout_chains
     from . import (attention, bias_into_pointwise, concat_chain, conv_affine, conv_stem, convs_into_concat,
-                   depthwise_into_pointwise, dropout_passthrough, float16_in_float32, gelu, layer_norm, matmul_add,
-                   prepared_conv, qdq_pair, qlinear_conv, relu_after_max_pool, residual_into_conv, rms_norm,
-                   shape_arithmetic, shuffle_into_conv)
+                   depthwise_into_pointwise, dropout_passthrough, float16_in_float32, gelu, integer_matmul_to_float,
+                   layer_norm, matmul_add,
+                   prepared_conv, prepared_recurrent, qdq_pair, qlinear_conv, relu_after_max_pool, residual_into_conv,
+                   rms_norm, shape_arithmetic, shuffle_into_conv)
     from . import attention_operands, clamped_pointwise, pool_after_pointwise_map, pool_before_pointwise_conv
 
     def module_rule(m):
@@ -54,12 +55,14 @@ def _rules() -> tuple[Rule, ...]:
     return (
         module_rule(shape_arithmetic),
         module_rule(float16_in_float32),
-        *(pattern_rule(m) for m in (gelu, layer_norm, rms_norm, attention, matmul_add, qdq_pair)),
+        *(pattern_rule(m) for m in (gelu, layer_norm, rms_norm, attention, matmul_add, qdq_pair,
+                                    integer_matmul_to_float)),
         *(Rule(r.name, r.level, r.apply, r.doc) for r in (layout_chains.TRANSPOSE_RULE, layout_chains.RESHAPE_RULE)),
         module_rule(attention_operands),
         module_rule(pool_after_pointwise_map),
         module_rule(conv_affine),
         module_rule(prepared_conv),
+        module_rule(prepared_recurrent),
         module_rule(qlinear_conv),
         module_rule(bias_into_pointwise),
         module_rule(depthwise_into_pointwise),

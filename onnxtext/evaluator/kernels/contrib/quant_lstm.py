@@ -35,20 +35,20 @@ _TINY = np.finfo(np.float32).tiny
 def dynamic_quantize_lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None,
                           W_scale=None, W_zero_point=None, R_scale=None, R_zero_point=None, *,
                           hidden_size, direction="forward", activations=None, activation_alpha=None,
-                          activation_beta=None, clip=None, input_forget=0):
+                          activation_beta=None, clip=None, input_forget=0, prepared=None):
     sources = (W, W_scale, W_zero_point, R, R_scale, R_zero_point)
     lens = None if sequence_lens is None else np.asarray(sequence_lens).astype(np.int64)
     if lens is not None and np.all(lens >= X.shape[0]):
         lens = None
-    if (lens is None and clip is None and not input_forget and (P is None or not P.any())
-            and X.dtype == np.float32 and rnn_cells.default_activations("LSTM", activations, W.shape[0])):
-        # W, R and B by identity (read-only initializers); the scales and zero points, a few numbers
-        # that an initializer stored in float_data/int32_data decodes writeable, by value
-        small = "-".join(np.asarray(a).tobytes().hex() for a in (W_scale, W_zero_point, R_scale, R_zero_point))
-        prep = derived(f"dq-lstm-fast-{hidden_size}-{small}", (W, R, B),
-                       lambda: _FastWeights(W, W_scale, W_zero_point, R, R_scale, R_zero_point, B, hidden_size),
-                       lambda p: p.nbytes, readonly_inputs=True)
-        return prep.run(X, [initial_h, initial_c], rnn_cells.REVERSE[direction])
+    if lens is None and X.dtype == np.float32 and _fast_attributes(clip, input_forget, P, activations, W.shape[0]):
+        if prepared is None:
+            # W, R and B by identity (read-only initializers); the scales and zero points, a few numbers
+            # that an initializer stored in float_data/int32_data decodes writeable, by value
+            small = "-".join(np.asarray(a).tobytes().hex() for a in (W_scale, W_zero_point, R_scale, R_zero_point))
+            prepared = derived(f"dq-lstm-fast-{hidden_size}-{small}", (W, R, B),
+                               lambda: _FastWeights(W, W_scale, W_zero_point, R, R_scale, R_zero_point, B,
+                                                    hidden_size), lambda p: p.nbytes, readonly_inputs=True)
+        return prepared.run(X, [initial_h, initial_c], rnn_cells.REVERSE[direction])
     weights = derived("dq-lstm", sources, lambda: _lstm_weights(*sources),
                       lambda ws: sum(w.shifted.nbytes for w in ws.values()), readonly_inputs=True)
     common = dict(hidden_size=hidden_size, layout=0, clip=clip, activation_alpha=activation_alpha,
@@ -76,12 +76,28 @@ def dynamic_quantize_lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, i
     return tuple(np.concatenate([o[k] for o in outputs], axis=1 if k == 0 else 0) for k in range(3))
 
 
+def _fast_attributes(clip, input_forget, P, activations, num_directions) -> bool:
+    return (clip is None and not input_forget and (P is None or not P.any())
+            and rnn_cells.default_activations("LSTM", activations, num_directions))
+
+
+def fast_weights(W, R, B, P, W_scale, W_zero_point, R_scale, R_zero_point, attrs):
+    """The fast path's weights for a node whose weights, biases, peepholes, scales and zero points are
+    constants, prepared once by the plan (rule ``prepared_recurrent``, which passes them back as the
+    kernel's ``prepared`` attribute), or None when the node takes the general path."""
+    if W_scale is None or R_scale is None or not _fast_attributes(
+            attrs.get("clip"), attrs.get("input_forget", 0), P, attrs.get("activations"), W.shape[0]):
+        return None
+    return _FastWeights(W, W_scale, W_zero_point, R, R_scale, R_zero_point, B, attrs["hidden_size"])
+
+
 def _shifted_weight(w, zero_point):
     """(w - zero point as float32 [dirs, in, out], its largest magnitude); zero points per direction or
     per (direction, column)."""
     dirs = w.shape[0]
-    zp = np.asarray(zero_point, np.float32).reshape(dirs, 1, -1)
-    shifted = np.ascontiguousarray(w.astype(np.float32) - zp)
+    shifted = w.astype(np.float32)
+    if zero_point is not None:
+        shifted -= np.asarray(zero_point, np.float32).reshape(dirs, 1, -1)
     return shifted, float(np.abs(shifted).max(initial=0))
 
 
