@@ -74,11 +74,12 @@ def test_fixture_folder_has_cases():
         assert os.path.exists(p.replace(".in.onnxtext", ".out.onnxtext")), f"{p} has no .out.onnxtext"
 
 
-def test_docs_example():
+@pytest.mark.parametrize("before,after", [("before", "after"), ("kept", "kept-after")])
+def test_docs_example(before, after):
     doc = open(os.path.join(ROOT, "docs", "fmt.md"), encoding="utf-8").read()
-    before, after = (re.search(rf"<!-- fmt: {w} -->\n```onnxtext\n(.*?)```", doc, re.S).group(1)
-                     for w in ("before", "after"))
-    assert format_text(before) == after
+    source, expected = (re.search(rf"<!-- fmt: {w} -->\n```onnxtext\n(.*?)```", doc, re.S).group(1)
+                        for w in (before, after))
+    assert format_text(source) == expected
 
 
 # ------------------------------------------------------------------------------------------- every text

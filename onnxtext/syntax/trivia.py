@@ -128,7 +128,9 @@ class _Unit:
 
 def _row_layout(canonical: str, src_data, can_data, spellings, line_start: int) -> tuple | None:
     """(start, end, text) laying out the canonical literal ``can_data`` in the rows of the source literal
-    ``src_data`` (both with the same items), or None when the source literal is on one line."""
+    ``src_data`` (both with the same items), or None when the source literal is on one line or the literal
+    is not the last thing on its canonical line (a node statement or a signature, which the printer lays
+    out as a whole; the lone entry of a one-line ``<...>`` value list is put on a line of its own)."""
     src_items, can_items = _items(src_data), _items(can_data)
     if not src_items or len(src_items) != len(can_items) or src_data.meta.line == src_data.meta.end_line:
         return None
@@ -146,12 +148,24 @@ def _row_layout(canonical: str, src_data, can_data, spellings, line_start: int) 
             rows.append([])
             line = s_line
         rows[-1].append(text)
-    first_line = canonical[line_start:can_data.meta.start_pos]
+    start, end = can_data.meta.start_pos, can_data.meta.end_pos
+    first_line = canonical[line_start:start]
+    line_end = canonical.find("\n", end)
+    rest = canonical[end:line_end if line_end >= 0 else len(canonical)]
     indent = first_line[:len(first_line) - len(first_line.lstrip(" "))]
-    open_ = "raw {" if can_data.data == "raw_data" else "{"
+    opener = first_line[len(indent):]
+    lone_entry = opener.startswith("<") and rest == ">"  # the only entry of a one-line value list
+    if rest not in ("", ",") and not lone_entry:
+        return None  # inside a statement or signature the printer lays out as a whole: its layout stands
+    if lone_entry:  # a multi-line entry: the list goes one entry per line, as the printer writes it
+        indent += _INDENT
     inner = indent + _INDENT
     body = (",\n" + inner).join(", ".join(r) for r in rows)
-    return can_data.meta.start_pos, can_data.meta.end_pos, f"{open_}\n{inner}{body}\n{indent}}}"
+    literal = ("raw {" if can_data.data == "raw_data" else "{") + f"\n{inner}{body}\n{indent}}}"
+    if lone_entry:
+        outer = indent[:-len(_INDENT)]
+        return line_start + len(outer), end + 1, f"<\n{indent}{opener[1:]}{literal}\n{outer}>"
+    return start, end, literal
 
 
 def _line_starts(text: str) -> list[int]:
