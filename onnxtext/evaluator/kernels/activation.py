@@ -114,12 +114,37 @@ def shrink(x, bias=0.0, lambd=0.5):
     return np.asarray(out, dtype=x.dtype)
 
 
+_SQRT_HALF = 1 / math.sqrt(2)
+_TANH_SCALE = math.sqrt(2 / math.pi)
+
+
+def gelu_values(x, tanh: bool):
+    """``0.5 x (1 + erf(x / sqrt 2))`` or, ``tanh=True``, ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``
+    of a float array, computed in place on one temporary (shared with the rule ``gelu``'s step)."""
+    t = x.dtype.type
+    if tanh:
+        inner = np.multiply(x, x)
+        inner *= x
+        inner *= t(0.044715)
+        inner += x
+        inner *= t(_TANH_SCALE)
+        np.tanh(inner, out=inner)
+    else:
+        inner = np.asarray(erf(np.multiply(x, t(_SQRT_HALF))))
+    inner += t(1)
+    inner *= x
+    inner *= t(0.5)
+    return inner
+
+
 @kernel("Gelu", since=20)
 def gelu(x, approximate="none"):
+    if x.dtype.kind == "f" and x.ndim:
+        return gelu_values(x, approximate == "tanh")
     if approximate == "tanh":
-        inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
+        inner = _TANH_SCALE * (x + 0.044715 * x * x * x)
         return np.asarray(0.5 * x * (1 + np.tanh(inner)), dtype=x.dtype)
-    return np.asarray(0.5 * x * (1 + erf(x * (1 / math.sqrt(2)))), dtype=x.dtype)
+    return np.asarray(0.5 * x * (1 + erf(x * _SQRT_HALF)), dtype=x.dtype)
 
 
 @kernel("Swish", since=24)

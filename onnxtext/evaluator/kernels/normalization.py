@@ -114,12 +114,26 @@ def batch_normalization_v14(X, scale, B, input_mean, input_var, *, epsilon, mome
 # ------------------------------------------------------------------------ Instance / Group / Layer
 
 
+def _mean_over(x, axes):
+    """``np.mean(x, axes, keepdims=True)`` without its argument handling (which costs more than the
+    reduction of a small tensor), float16 summed in float32 as np.mean does."""
+    count = 1
+    for a in axes:
+        count *= x.shape[a]
+    wide = np.float32 if x.dtype == np.float16 else None
+    total = np.add.reduce(x, axis=axes, keepdims=True, dtype=wide)
+    total *= total.dtype.type(1 / count) if count else total.dtype.type(np.nan)
+    return total if wide is None else total.astype(x.dtype)
+
+
 def _standardize(x, axes, epsilon):
     """(x - mean) / sqrt(var + eps) over ``axes``; returns (normalized, mean, inv_std) in x's dtype."""
-    mean = x.mean(axis=axes, keepdims=True)
+    mean = _mean_over(x, axes)
     centered = x - mean
-    var = np.mean(np.square(centered), axis=axes, keepdims=True)
-    inv_std = 1 / np.sqrt(var + x.dtype.type(epsilon))
+    inv_std = _mean_over(np.square(centered), axes)
+    inv_std += x.dtype.type(epsilon)
+    np.sqrt(inv_std, out=inv_std)
+    np.reciprocal(inv_std, out=inv_std)
     centered *= inv_std
     return centered, mean, inv_std
 
@@ -171,7 +185,7 @@ def layer_normalization(X, Scale, B=None, *, axis, epsilon, stash_type):
 @kernel("RMSNormalization", since=23)
 def rms_normalization(X, scale, *, axis, epsilon, stash_type):
     x = X.astype(np_dtype(stash_type), copy=False)
-    mean_square = np.mean(np.square(x), axis=_trailing_axes(X, axis), keepdims=True)
+    mean_square = _mean_over(np.square(x), _trailing_axes(X, axis))
     normalized = x / np.sqrt(mean_square + x.dtype.type(epsilon))
     return normalized.astype(X.dtype, copy=False) * scale
 
