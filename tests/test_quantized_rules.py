@@ -96,3 +96,62 @@ def test_qdq_pair_with_another_reader_of_the_quantized_value_is_kept():
              helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"])]
     model = graph_model(nodes, {"x": x}, ["y", ("q", 2)], {"s": np.array(0.1, np.float32), "z": np.array(3, np.uint8)})
     assert "FakeQuantize" not in _fused_names(Evaluator(model))
+
+
+# (id, activation dtype, weight dtype, weight zero point per column, scale product, bias, input shape, K)
+INTEGER_MATMUL = [
+    ("uint8_int8_product_bias", np.uint8, np.int8, False, True, True, (2, 5, 16), 16),
+    ("uint8_uint8_per_column_zp", np.uint8, np.uint8, True, True, False, (7, 32), 32),
+    ("int8_scale_bias", np.int8, np.int8, False, False, True, (3, 24), 24),
+    ("int8_scale_only", np.int8, np.int8, False, False, False, (1, 4, 8), 8),
+]
+
+
+@pytest.mark.parametrize("case", INTEGER_MATMUL, ids=[c[0] for c in INTEGER_MATMUL])
+def test_integer_matmul_to_float_rule(case):
+    """Bit for bit the values of MatMulInteger -> Cast -> Mul (-> Add), on DynamicQuantizeLinear's outputs
+    (uint8) or on fed int8 activations."""
+    _, a_dtype, w_dtype, per_column, product, bias, shape, k = case
+    n = 6
+    w = _ints(w_dtype, (k, n), *((-127, 127) if w_dtype == np.int8 else (0, 255)))
+    zero_point = _ints(w_dtype, (n,), 0, 9) if per_column else np.array(3 if w_dtype == np.uint8 else 0, w_dtype)
+    consts = {"w": w, "wz": zero_point}
+    nodes, feeds = [], {}
+    if a_dtype == np.uint8:
+        x = RNG.standard_normal(shape).astype(np.float32)
+        feeds["x"] = x
+        nodes.append(helper.make_node("DynamicQuantizeLinear", ["x"], ["a", "xs", "az"]))
+    else:
+        feeds = {"a": _ints(np.int8, shape), "az": np.array(-7, np.int8), "xs": np.array(0.03, np.float32)}
+    nodes.append(helper.make_node("MatMulInteger", ["a", "w", "az", "wz"], ["p"]))
+    nodes.append(helper.make_node("Cast", ["p"], ["c"], to=1))
+    scale = "xs"
+    if product:
+        consts["ws"] = np.array(0.0125, np.float32)
+        nodes.append(helper.make_node("Mul", ["xs", "ws"], ["s"]))
+        scale = "s"
+    nodes.append(helper.make_node("Mul", ["c", scale], ["m"]))
+    if bias:
+        consts["b"] = RNG.standard_normal(n).astype(np.float32)
+        nodes.append(helper.make_node("Add", ["b", "m"], ["y"]))
+    else:
+        nodes.append(helper.make_node("Identity", ["m"], ["y"]))
+    model = graph_model(nodes, feeds, ["y"], consts, opset=13)
+    optimized = Evaluator(model)
+    assert "IntegerMatMulToFloat" in _fused_names(optimized)
+    got = optimized.run(None, feeds)[0]
+    assert got.tobytes() == Evaluator(model, optimize=0).run(None, feeds)[0].tobytes()
+    np.testing.assert_allclose(got, run_onnxruntime(model, feeds)[0], rtol=1e-6, atol=1e-6)
+
+
+def test_integer_matmul_to_float_beyond_the_float32_bound_is_kept():
+    """K * 255 * max|W| >= 2**24: partial sums could round in float32, so the nodes stay."""
+    k = 600
+    w = np.full((k, 2), 127, np.int8)
+    nodes = [helper.make_node("MatMulInteger", ["a", "w", "az", "wz"], ["p"]),
+             helper.make_node("Cast", ["p"], ["c"], to=1), helper.make_node("Mul", ["c", "s"], ["y"])]
+    feeds = {"a": _ints(np.uint8, (2, k)), "az": np.array(0, np.uint8), "s": np.array(0.5, np.float32)}
+    model = graph_model(nodes, feeds, ["y"], {"w": w, "wz": np.array(0, np.int8)}, opset=13)
+    ev = Evaluator(model)
+    assert "IntegerMatMulToFloat" not in _fused_names(ev)
+    np.testing.assert_array_equal(ev.run(None, feeds)[0], run_onnxruntime(model, feeds)[0])

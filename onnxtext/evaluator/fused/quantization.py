@@ -77,3 +77,41 @@ class PreparedQLinearConv:
         if self.y_zero_point:
             acc += self.y_zero_point
         return acc.astype(self.target)
+
+
+_EIGHT_BITS = (np.dtype(np.uint8), np.dtype(np.int8))
+
+
+class IntegerMatMulToFloat:
+    """``MatMulInteger(a, W, a_zp, W_zp) -> Cast(float) -> Mul(scale) (-> Add(bias))`` with constant
+    ``W`` (rule ``integer_matmul_to_float``), what onnxruntime's dynamic quantizer writes for every
+    MatMul. ``W - W_zp`` is converted to float32 once; ``a - a_zp`` (8-bit values: magnitude at most 255)
+    times it is exact in float32, as the rule checked (``K * 255 * max|W - W_zp| < 2**24``), so the
+    product equals the int32 result converted to float32; the scale and the bias are then applied in
+    place, as the Mul and Add steps would. ``scale_factor``: the constant the pattern's scale product
+    multiplies ``scale`` by (None: ``scale`` is the factor itself)."""
+
+    __slots__ = ("w", "scale_factor", "bias", "fallback")
+
+    def __init__(self, w_shifted, scale_factor, bias, fallback):
+        self.w, self.scale_factor, self.bias, self.fallback = w_shifted, scale_factor, bias, fallback
+
+    def __call__(self, a, a_zero_point, scale):
+        if type(a) is not np.ndarray or a.dtype not in _EIGHT_BITS or a.ndim < 1 or \
+                (a_zero_point is not None and (type(a_zero_point) is not np.ndarray or a_zero_point.size != 1 or
+                                               a_zero_point.dtype != a.dtype)) or \
+                type(scale) is not np.ndarray or scale.dtype != _F32:
+            return self.fallback(a, a_zero_point, scale)
+        a32 = a.astype(_F32)
+        if a_zero_point is not None:
+            zp = a_zero_point.reshape(-1)[0]
+            if zp:
+                a32 -= _F32.type(zp)
+        y = np.matmul(a32, self.w)
+        factor = scale if self.scale_factor is None else np.multiply(scale, self.scale_factor)
+        if factor.dtype != _F32 or factor.ndim > y.ndim or (factor.size != 1 and factor.shape != y.shape[-1:]):
+            return self.fallback(a, a_zero_point, scale)  # (a factor that would broadcast y to a larger shape)
+        y *= factor
+        if self.bias is not None:
+            y += self.bias
+        return y
