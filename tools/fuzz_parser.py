@@ -100,20 +100,22 @@ _LONE_CR = re.compile(r"\r(?!\n)")
 
 def _same_positions_with_lf(text: str) -> None:
     """A lone CR ends a line as LF does (docs/limits.md), and replacing one by the other keeps every offset: the
-    errors of the model parse (first and further) must stand at the same lines and columns."""
+    errors of the model parse (first and further) must stand at the same lines and columns, with the same
+    messages (a quoted CR aside)."""
     from onnxtext import ParseError
 
     def positions(t):
         try:
             _entry("model")(t)
         except ParseError as e:
-            return [(x.line, x.column) for x in e.errors]
+            return [(x.line, x.column, x.message.replace("\\r", "\\n")) for x in e.errors]
         return []
 
     cr, lf = positions(text), positions(_LONE_CR.sub("\n", text))
-    if cr != lf:
+    if cr != lf:  # the first error comes from the parse, the others from the recovery: two families
+        which = "the first error" if cr[:1] != lf[:1] else "further errors"
         raise Finding("position", f"model: errors at {cr} with lone CRs but at {lf} with LF",
-                      ParseError_("lone CR and LF give other positions"))
+                      ParseError_(f"lone CR and LF give {which} other positions"))
 
 
 def _entry(start: str):

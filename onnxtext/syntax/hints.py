@@ -91,7 +91,8 @@ def unclosed_hint(text: str, error: ParseError) -> str | None:
     stack = open_brackets(text, _offset(text, error.line, error.column))
     for ch, off in reversed(stack):
         line, col = _line_col(text, off)
-        if ch in "([<" and line < error.line:
+        # an earlier line: compared in Lark's lines (the error's), the hint's words in the user's lines
+        if ch in "([<" and line < _line_col(text, _offset(text, error.line, error.column))[0]:
             return f"the {ch!r} opened at line {line}, column {col} is not closed"
         if ch == "{":
             break
@@ -103,11 +104,13 @@ def unclosed_hint(text: str, error: ParseError) -> str | None:
 
 
 def _word_before(text: str, line: int, column: int):
-    """The identifier just before (line, column) on that line, with its column."""
+    """The identifier just before Lark's (line, column) on the same line (a lone CR ends it too), with its
+    column."""
     src = text.split("\n")[line - 1] if 0 < line <= text.count("\n") + 1 else ""
-    head = src[:column - 1].rstrip()
-    m = re.search(r"[A-Za-z_][A-Za-z0-9_]*$", head)
-    return (m.group(0), m.start() + 1) if m else (None, None)
+    head = src[:column - 1]
+    begin = head.rfind("\r") + 1  # the user's line starts after a lone CR
+    m = re.search(r"[A-Za-z_][A-Za-z0-9_]*$", head[begin:].rstrip())
+    return (m.group(0), begin + m.start() + 1) if m else (None, None)
 
 
 def _word_at(text: str, line: int, column: int):
