@@ -95,6 +95,10 @@ def mat_mul_integer(a, b, a_zero_point=None, b_zero_point=None):
 
 
 def _gemm(a, b, c, alpha, beta, trans_a, trans_b):
+    if a.dtype == np.float16 or is_ml_dtype(a.dtype):  # in float32 with BLAS, as mat_mul does
+        c32 = None if c is None else c.astype(np.float32)
+        y = _gemm(a.astype(np.float32), b.astype(np.float32), c32, alpha, beta, trans_a, trans_b)
+        return y.astype(a.dtype)
     if trans_a:
         a = a.T
     if trans_b:
