@@ -1,8 +1,8 @@
 """Benchmark onnxtext's parser and printer against onnx's C++ ``onnx.parser`` / ``onnx.printer``.
 
-    python benchmarks/text_speed.py [--only node,weight,startup,real] [--runs N] [--nodes N] [--lark]
+    python benchmarks/text_speed.py [--only node,weight,startup,real,error] [--runs N] [--nodes N] [--lark]
 
-Four workloads (issues 7 and 17), each measured against its peer in the same run (medians of ``--runs`` runs):
+Five workloads (issues 7, 17 and 23), each measured against its peer in the same run (medians of ``--runs`` runs):
 
 * ``node``: a chain of ``--nodes`` (50,000) Add/Mul/Relu nodes with node names, quoted value names
   (``"v.12"``) and a tiny ``float[1]`` initializer per Add/Mul. Rows: onnxtext parse vs
@@ -20,6 +20,12 @@ Four workloads (issues 7 and 17), each measured against its peer in the same run
   it is not built): onnxtext's parse of its own text vs ``onnx.parser.parse_model`` of onnx's printer's text
   (issue 17 section 4's bar: at most 0.5x). Models whose own text onnx's parser cannot read get no ratio.
   The onnxtext parse must give the model back exactly.
+
+* ``error``: a chain of Relu nodes (20,000 and 200,000) with one typo (``Relu((v5)``) near its start or its end.
+  Rows: ``parse_model`` until it raises the first ParseError, and then ``error.errors`` (recovery: the further
+  errors, what ``check`` and the CLI show), each against the parse of the corrected text (issue 23: one typo
+  near the end of a 200,000-node text cost a whole-text Lark parse, 30 times the corrected text).
+  ``--lark`` adds the Lark-only first error (``fast=False``) of the 20,000-node texts.
 
 The peers appear only here, as yardsticks; onnxtext never calls them.
 """
@@ -239,6 +245,52 @@ def bench_real(args, table):
         table.append((f"real parse: geometric mean of {len(ratios)} ratios", geo, 1.0, geo, "x", None))
 
 
+def typo_text(n: int, typo_at: int | None = None) -> str:
+    """``n`` Relu nodes ``v<i+1> = Relu(v<i>)``; with ``typo_at``, node ``typo_at`` reads ``Relu((v<i>)``."""
+    nodes = [oh.make_node("Relu", [f"v{i}"], [f"v{i + 1}"]) for i in range(n)]
+    g = oh.make_graph(nodes, "g", [oh.make_tensor_value_info("v0", 1, [1])],
+                      [oh.make_tensor_value_info(f"v{n}", 1, [1])])
+    text = onnxtext.to_text(oh.make_model(g, opset_imports=[oh.make_opsetid("", 17)]))
+    if typo_at is None:
+        return text
+    statement = f"v{typo_at + 1} = Relu(v{typo_at})"
+    assert text.count(statement) == 1
+    return text.replace(statement, f"v{typo_at + 1} = Relu((v{typo_at})")
+
+
+def bench_error(args, table):
+    def first_error(text, fast=True):
+        try:
+            onnxtext.parse_model(text, fast=fast)
+        except onnxtext.ParseError as e:
+            return e
+        raise AssertionError("the text with a typo parsed")
+
+    def recovery_time(text, runs):
+        """Median time of ``error.errors`` alone (a fresh first error for each run: the list is kept once found)."""
+        times = []
+        for _ in range(runs):
+            e = first_error(text)
+            gc.collect()
+            t0 = time.perf_counter()
+            e.errors
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+
+    for n in (20000, 200000):
+        runs = args.runs if n <= 20000 else max(1, args.runs // 2)
+        clean = typo_text(n)
+        t_clean = median_time(lambda: onnxtext.parse_model(clean), runs)
+        for where, at in (("start", 5), ("end", n - 10)):
+            text = typo_text(n, at)
+            t_first = median_time(lambda: first_error(text), runs)
+            row(table, f"error: first, typo near {where}, {n} nodes", t_first, t_clean)
+            row(table, f"error: recovery, typo near {where}, {n} nodes", recovery_time(text, runs), t_clean)
+            if args.lark and n <= 20000:
+                row(table, f"error: first, Lark only, near {where}, {n}", median_time(lambda: first_error(text, False), 1),
+                    t_clean)
+
+
 def print_table(table):
     print(f"{'workload':44} {'onnxtext':>10} {'peer':>10} {'ratio':>8}  bar")
     for name, ours, peer, ratio, unit, bar in table:
@@ -255,13 +307,14 @@ def print_table(table):
             ok = ratio <= bar if (bar and ratio is not None) else None
         mark = "" if ok is None else ("  ok" if ok else "  MISSED")
         print(f"{name:44} {ours:>9.3f}{unit[0] if unit == 's' else ' '} {peer_s:>10} {ratio_s:>8}  {bar_s}{mark}")
-    print("peer: onnx's C++ parser/printer (node, weight), model size in MiB (RSS), python -c pass (startup)")
+    print("peer: onnx's C++ parser/printer (node, weight, real), model size in MiB (RSS), python -c pass (startup), "
+          "onnxtext's parse of the corrected text (error)")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", default="node,weight,startup,real",
-                    help="comma-separated workloads among node, weight, startup, real (default: all)")
+    ap.add_argument("--only", default="node,weight,startup,real,error",
+                    help="comma-separated workloads among node, weight, startup, real, error (default: all)")
     ap.add_argument("--runs", type=int, default=5, help="timed runs per measurement (medians)")
     ap.add_argument("--nodes", type=int, default=50000, help="nodes in the node-heavy chain")
     ap.add_argument("--lark", action="store_true", help="also time the Lark-only parse of the chain (slow)")
@@ -274,7 +327,7 @@ def main(argv=None) -> int:
     table: list = []
     for part in args.only.split(","):
         {"node": bench_node, "weight": bench_weight, "startup": bench_startup,
-         "real": bench_real}[part.strip()](args, table)
+         "real": bench_real, "error": bench_error}[part.strip()](args, table)
     print_table(table)
     return 0
 

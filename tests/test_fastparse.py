@@ -106,6 +106,17 @@ EDGE = [
     'g (float x) => (float y) { y = Foo<a = 1, a = 2>(x) }',
     'g (float x) => (float y) { y = Foo<a: flot = 1>(x) }',
     'g (float x) => (float y) { y = If<then_branch = t () => (float z) { z = Identity(x) }>(c) }',
+    # element type names as attribute values: INT for the attributes the schema documents as element types
+    'g (float x) => (int64 y) { y = Cast<to = int64>(x) z = Cast <to = float,> (x) w = Cast(x) <to = bfloat16> }',
+    'g (float x) => (float y) { y = EyeLike<dtype = double, k = 1>(x) r = RandomNormal<dtype = float16, shape = [2]>() }',
+    'g (float x) => (float y) { y = Foo<to = float>(x) z = com.microsoft.Foo<to = int8>(x) }',
+    'g (float x) => (float y) { y = ai.onnx.Cast<to = float>(x) z = "".Cast<to = uint4>(x) w = Cast:o<to = int4>(x) }',
+    'g (float x) => (float y) { y = QuantizeLinear<output_dtype = float8e4m3fn, axis = 1>(x, s, z) }',
+    'g (float x) => (float y) { y = Cast<to: type_proto = float>(x) z = Cast<to: int = float>(x) }',
+    'g (float x) => (float y) { y = Cast<to = float[2]>(x) z = Cast<to = float: "d">(x) w = Cast<to = floaty>(x) }',
+    'g (float x) => (float y) { y = Cast<to = [float, int64]>(x) z = Cast<to = float, to = int64>(x) }',
+    'g (float x) => (float y) { y = Cast<to = float, saturate = 0>(x) z = Cast<saturate = 0, to = string>(x) }',
+    'g (float x) => (float y) { y = Cast<to = float x>(x) z = Cast<to = float = 1>(x) w = Cast<to = seq(float)>(x) }',
     # comments and doc lines
     'g (float x) => (float y) { y = Foo(x) # comment\n z = Bar(y) // another\n }',
     'g (float x) => (float y) { y = Foo( # inside\n x) }',
@@ -267,6 +278,26 @@ PLAIN = [
 ]
 
 
+# Statements the one-regex path reads (no rule-by-rule reading, no Lark): each text's node statements.
+ONE_REGEX = [
+    'g (float x) => (float y) { y = Cast <to = float> (x) }',
+    'g (float x) => (float y) { [n] y = Cast<to = int64, saturate = 1>(x) z = com.x.Foo<to = float>(y) }',
+    'g (float x) => (float y) { y = RandomUniformLike(x) <dtype = double, high = 1.0> }',
+]
+
+
+@pytest.mark.parametrize("text", ONE_REGEX)
+def test_one_regex_path(text, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("a statement left the one-regex path")
+
+    monkeypatch.setattr(fastparse._Scanner, "node_general", refuse)
+    monkeypatch.setattr(fastparse, "parse_node_at", refuse)
+    assert fastparse.parse(text, "graph") is not None
+    monkeypatch.undo()
+    assert_same(text, "graph")
+
+
 @pytest.mark.parametrize("text", PLAIN)
 def test_fast_path_taken(text, monkeypatch):
     assert fastparse.parse(text, "model") is not None
@@ -324,3 +355,119 @@ def test_one_statement_falls_back_not_the_text(text, lark_statements, monkeypatc
         assert len(calls) == lark_statements
     assert_same(text)
     assert_same(text, "graph")
+
+
+# ------------------------------------------------------------------------------------------ locating the first error
+# A typo in a statement of the text's outermost level: the fast scanner stops there, and the Lark grammar reads only
+# the text's skeleton before it and the statement itself (syntax/statement.py locate_error). The error must be the
+# one the whole-text Lark parse reports: message, line, column, hint, expected words, and the further errors that
+# recovery finds from it. Each line: (id, (old, new) replaced once in LOCATE_TEXT, whether the first error is found
+# without a whole-text Lark parse); a newcomer adds a line.
+LOCATE_TEXT = '''<ir_version: 10, opset_import: ["": 18, "local": 1]>
+main (float[N] x, bool c) => (float[N] y)
+<
+  float[1] a = {1.5},
+  float[1] b = {2.5},
+  float[1] d = {3.5},
+  int64[2] s = {1, 2}
+> {
+  [first] t0 = Add(x, a)
+''' + "".join(f"  t{i} = Mul(t{i - 1}, b)\n" for i in range(1, 30)) + '''  k = Cast <to = float> (t29)
+  m = If (c) <then_branch = then () => (float[N] z) {
+    z = Relu(k)
+    z2 = Neg(z)
+  }, else_branch = else () => (float[N] w) {
+    w = Neg(k)
+  }>
+''' + "".join(f"  u{i} = Relu({'m' if i == 0 else f'u{i - 1}'})\n" for i in range(30)) + '''  y = local.F (u29)
+}
+<domain: "local", opset_import: ["": 18]>
+F (p) => (q) {
+  r = Relu(p)
+  q = Neg(r)
+}
+'''
+LOCATE = [
+    ("first_statement", ("t0 = Add(x, a)", "t0 = Add(x a)"), True),
+    ("second_statement", ("t1 = Mul(t0, b)", "t1 = Mul(t0, b))"), True),
+    ("third_statement", ("t2 = Mul(t1, b)", "t2 = Mul((t1, b)"), True),
+    ("middle_statement", ("t15 = Mul(t14, b)", "t15 = Mul(t14, b"), True),
+    ("middle_first_token", ("t16 = Mul(t15, b)", "> t16 = Mul(t15, b)"), True),
+    ("middle_stray_character", ("t17 = Mul(t16, b)", "t17 = Mul(t16, b) $"), True),
+    ("middle_bad_attribute", ("k = Cast <to = float>", "k = Cast <to = flaot>"), True),
+    ("middle_attribute_list", ("k = Cast <to = float>", "k = Cast <to = float,, saturate = 1>"), True),
+    ("middle_semantic", ("k = Cast <to = float>", "k = Cast <to: floats = 1.5>"), True),
+    ("middle_tensor_size", ("k = Cast <to = float> (t29)", "k = Constant <value = float[2] {1.0}> ()"), True),
+    ("inside_subgraph", ("z2 = Neg(z)", "z2 = Neg(z"), True),
+    ("inside_subgraph_signature", ("then () => (float[N] z)", "then () => (floot[N] z)"), True),
+    ("last_statement", ("y = local.F (u29)", "y = local.F (u29"), True),
+    ("missing_closing_brace", ("  y = local.F (u29)\n}", "  y = local.F (u29)\n"), True),
+    ("stray_closing_brace", ("  y = local.F (u29)\n}", "  y = local.F (u29)\n}\n}"), True),
+    ("inside_function", ("q = Neg(r)", "q = Neg(r $)"), True),
+    ("function_signature", ("F (p) => (q)", "F (p) => q"), True),
+    ("function_header", ('<domain: "local", opset', '<domain "local", opset'), True),
+    ("after_everything", ("  q = Neg(r)\n}\n", "  q = Neg(r)\n}\ntrailing\n"), True),
+    ("unterminated_string", ("t20 = Mul(t19, b)", 't20 = Mul("t19, b)'), True),
+    ("first_initializer", ("float[1] a = {1.5}", "float[1] a = {1.5"), True),
+    ("middle_initializer", ("float[1] b = {2.5}", "float[1] b = {2.5}}"), True),
+    ("last_initializer", ("int64[2] s = {1, 2}", "int64[2] s = {1, 2,, 3}"), True),
+    # the builder checks initializers when it reduces the whole graph (a syntax error after them comes first)
+    ("initializer_size", ("int64[2] s = {1, 2}", "int64[2] s = {1, 2, 3}"), False),
+    ("last_initializer_type", ("int64[2] s = {1, 2}", "int46[2] s = {1, 2}"), True),
+    # errors before the first statement: Lark parses from the start, which is cheap there
+    ("graph_signature", ("main (float[N] x, bool c)", "main (float[N] x bool c)"), False),
+    ("model_header", ('<ir_version: 10, opset', '<ir_version: 10 opset'), False),
+]
+
+
+def _full_outcome(text: str, fast: bool, start: str):
+    fn = {"model": onnxtext.parse_model, "graph": onnxtext.parse_graph}[start]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            fn(text, fast=fast)
+        except ParseError as e:
+            return (e.line, e.column, e.message, e.hint, e.expected,
+                    [(x.line, x.column, x.message) for x in e.errors])
+    return None
+
+
+def _graph_text(text: str) -> str:
+    """The main graph of LOCATE_TEXT alone (no header, no function after it)."""
+    return text[text.index("\nmain") + 1:text.index("\n<domain")] + "\n"
+
+
+def test_locate_text_is_valid():
+    assert onnxtext.parse_model(LOCATE_TEXT, fast=False) is not None
+    assert fastparse.scan(LOCATE_TEXT, "model") is not None
+
+
+# every case as a model, and the cases inside the main graph also as a graph alone
+_LOCATE_PARAMS = [pytest.param("model", *c[1:], id=f"model-{c[0]}") for c in LOCATE] + [
+    pytest.param("graph", *c[1:], id=f"graph-{c[0]}") for c in LOCATE if c[1][0] in _graph_text(LOCATE_TEXT)]
+
+
+@pytest.mark.parametrize("start,edit,located", _LOCATE_PARAMS)
+def test_located_error_equals_lark_error(start, edit, located, monkeypatch):
+    old, new = edit
+    assert LOCATE_TEXT.count(old) == 1
+    text = LOCATE_TEXT.replace(old, new)
+    if start == "graph":
+        text = _graph_text(text)
+    lark_only = _full_outcome(text, False, start)
+    assert lark_only is not None, "the edit must make the text wrong"
+    if located:
+        # the fast scanner stops at the statement, and the whole-text Lark parse is not used for the first error
+        assert isinstance(fastparse.scan(text, start), fastparse.FailedAt)
+        from onnxtext.syntax.builder import Builder
+        from onnxtext.syntax.grammar import get_parser
+
+        def whole_text(*args, **kwargs):
+            raise AssertionError("the whole text went to Lark")
+
+        monkeypatch.setattr(get_parser(Builder(), key="build"), "parse", whole_text)
+        fn = {"model": onnxtext.parse_model, "graph": onnxtext.parse_graph}[start]
+        with pytest.raises(ParseError):
+            fn(text)
+        monkeypatch.undo()
+    assert _full_outcome(text, True, start) == lark_only

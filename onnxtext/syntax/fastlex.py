@@ -14,6 +14,7 @@ from onnx import AttributeProto, TypeProto
 from . import builder as _b
 from .literal_data import decode_base64
 from .. import dtypes
+from ..schemas import element_type_attributes
 
 # ------------------------------------------------------------------------------------------ lexical patterns
 # Quantifiers are possessive (*+): a token is the longest match, as in Lark's lexer, so giving characters back
@@ -55,7 +56,7 @@ _NODE_RE = re.compile(
 _SCALAR = f"(?:{_NUMBER}|{_STRING}|@[A-Za-z_][A-Za-z0-9_]*)"
 _ATTR_RE = re.compile(
     f"{_W}({_NAME}){_W}(?::{_W}({_IDENT}){_W})?={_W}"  # 1: name, 2: declared type
-    f"({_SCALAR}|\\[{_W}(?:{_SCALAR}(?:{_W},{_W}{_SCALAR})*(?:{_W},)?)?{_W}\\]){_W}(,|\\Z)", re.S)  # 3, 4
+    f"({_SCALAR}|{_DTYPE}|\\[{_W}(?:{_SCALAR}(?:{_W},{_W}{_SCALAR})*(?:{_W},)?)?{_W}\\]){_W}(,|\\Z)", re.S)  # 3, 4
 _SCALAR_ONLY = re.compile(_SCALAR, re.S)
 _ALL_INT_LIST = re.compile(f"\\[{_W}{_INT}(?:{_W},{_W}{_INT})*{_W},?{_W}\\]")
 _DECIMAL = f"(?:{_SPECIAL}|{_FLOAT}|{_INT})(?![xX0-9])"  # no HEX: a hex literal is a bit pattern (Bits)
@@ -99,6 +100,21 @@ def _tensor_info(tp: TypeProto, any_dtype: bool = False):
 
 class Fallback(Exception):
     """The fast path does not handle this text (or the text has an error): parse it with Lark."""
+
+
+class FailedAt(Fallback):
+    """The fast path stopped at a statement of the text's outermost level (a node statement of the main graph or
+    of a function, an initializer entry, a model item, the end) that the accelerated reading, then the Lark
+    grammar on that statement alone, could not read: most likely the text's first error is there.
+
+    ``pos`` is where the statement starts; ``skips`` are (begin, end) spans before it that hold only complete
+    statements or entries of a list of which the first one is kept, so the tokens of the text without them
+    bring the LALR automaton to the state it has at ``pos`` (:func:`onnxtext.syntax.statement.locate_error`).
+    """
+
+    def __init__(self, pos: int, skips: list):
+        super().__init__(pos)
+        self.pos, self.skips = pos, skips
 
 
 _B = _b.Builder()
@@ -167,14 +183,37 @@ def _scalar(tok: str):
     return _number(tok)
 
 
-def _attrs(text: str) -> list:
-    """The AttributeProtos of a simple ``<...>`` list (numbers, strings, @refs and flat lists of them)."""
+_TYPE_NAMES = frozenset(dtypes.NAMES)
+
+
+def _type_name_attr(name: str, value: str, domain, op_type: str) -> AttributeProto:
+    """``name = float``: what Builder.attr and Builder.node make of a bare element type name. An attribute the
+    operator's schema documents as an element type gets the INT enum, any other a TYPE_PROTO (a scalar tensor
+    type, as ``float`` means in a signature)."""
+    elem = dtypes.BY_NAME[value].enum
+    if name in element_type_attributes(domain or "", op_type):
+        return AttributeProto(name=name, type=AttributeProto.INT, i=elem)
+    tp = TypeProto()
+    tp.tensor_type.elem_type = elem
+    tp.tensor_type.shape.SetInParent()  # no brackets: a scalar (rank 0), as Builder.tensor_type makes it
+    return AttributeProto(name=name, type=AttributeProto.TYPE_PROTO, tp=tp)
+
+
+def _attrs(text: str, domain, op_type: str) -> list:
+    """The AttributeProtos of a simple ``<...>`` list (numbers, strings, @refs, flat lists of them, and element
+    type names such as ``to = float``) of a node of operator ``domain.op_type``."""
     out, pos, n = [], 0, len(text)
     while pos < n:
         m = _ATTR_RE.match(text, pos)
         if m is None:
             raise Fallback
         name, declared, value = m.group(1), m.group(2), m.group(3)
+        if declared is None and value in _TYPE_NAMES:
+            out.append(_type_name_attr(_name(name), value, domain, op_type))
+            pos = m.end()
+            if m.group(4) == "" and pos < n:
+                raise Fallback
+            continue
         if value[0] == "[" and declared is None and _ALL_NUMBER_LIST.fullmatch(value):
             # a plain list of decimal numbers (tree ensembles hold tens of thousands): what Builder.attr makes,
             # ints when every item is an INT, else floats (an INT among FLOATs is its value as a float)

@@ -26,9 +26,9 @@ from __future__ import annotations
 from onnx import NodeProto
 
 from . import builder as _b
-from .fastlex import (Fallback, _ANNOT_RE, _B, _DTYPE_RE, _IDENT_RE, _NAME_RE, _NODE_RE, _NUMBER_RE, _attrs, _ids,
+from .fastlex import (FailedAt, Fallback, _ANNOT_RE, _B, _DTYPE_RE, _IDENT_RE, _NAME_RE, _NODE_RE, _NUMBER_RE, _attrs, _ids,
                       _name, _quoted)
-from .fastvalues import ValueScanner
+from .fastvalues import ValueScanner, skip_middle
 from .statement import parse_node_at
 
 #: Set to False to send every text to Lark (tests and benchmarks also pass ``fast=False`` to the parse API).
@@ -37,13 +37,24 @@ ENABLED = True
 
 def parse(text: str, start: str):
     """The proto for ``text`` read as ``start`` ("model", "graph" or "function"), or None to use Lark."""
+    result = scan(text, start)
+    return None if isinstance(result, FailedAt) else result
+
+
+def scan(text: str, start: str):
+    """The proto for ``text`` read as ``start``; or a :class:`FailedAt` when a statement at the text's outermost
+    level could not be read (the caller can find the error there, :func:`.statement.locate_error`); or None."""
     if not ENABLED or start not in ("model", "graph", "function") or not isinstance(text, str):
         return None
     try:
         scanner = _Scanner(text)
-        result = getattr(scanner, start)()
-        scanner.end()
+        result = scanner.graph(top=True) if start == "graph" else getattr(scanner, start)()
+        p = scanner.ws()
+        if p != len(text):
+            return FailedAt(p, scanner.skips)  # something after the text's last statement
         return result
+    except FailedAt as e:
+        return e
     except Exception:  # noqa: BLE001 - Fallback, or any error the builder/protobuf raise: Lark reports it
         return None
 
@@ -52,12 +63,17 @@ class _Scanner(ValueScanner):
     """The whole scanner: :class:`ValueScanner` plus node statements, graphs, functions and models."""
 
     # ------------------------------------------------------------------ nodes
-    def node_list(self, into) -> None:
+    def node_list(self, into, top: bool = False) -> None:
         """Node statements up to the closing brace, added to the repeated field ``into``. A statement this
-        scanner does not fully understand is parsed alone by the Lark grammar (:mod:`.statement`)."""
+        scanner does not fully understand is parsed alone by the Lark grammar (:mod:`.statement`).
+
+        ``top``: the main graph's or a function's list: a statement that cannot be read at all raises
+        :class:`FailedAt` there, and a list read completely adds the span of its middle statements to
+        ``self.skips``."""
         self.lit("{")
         s, match, add = self.s, _NODE_RE.match, into.add
         pos = self.pos
+        starts = [] if top else None  # where each statement starts
         while True:
             m = match(s, pos)
             start, count = pos, len(into)
@@ -67,7 +83,11 @@ class _Scanner(ValueScanner):
                     p = start = self.ws()
                     if s.startswith("}", p):
                         self.pos = p + 1
+                        if top:
+                            self.skips.extend(skip_middle(starts))
                         return
+                    if top:
+                        starts.append(start)
                     ann = self.annotations()
                     m = match(s, self.pos)
                     if m is None:  # tensor/graph attributes, comments inside the statement...
@@ -76,11 +96,18 @@ class _Scanner(ValueScanner):
                         continue
                     _b.apply_annotations(self.node(m, add), ann)
                 else:
+                    if top:
+                        starts.append(start)
                     self.node(m, add)
                 pos = m.end()
-            except Fallback:
+            except Exception:  # noqa: BLE001 - Fallback, or a builder/protobuf error: try the slower readings
                 del into[count:]
-                into.append(self.statement(start, general=m is not None))
+                try:
+                    into.append(self.statement(start, general=m is not None))
+                except Exception:  # noqa: BLE001 - not a statement: the text's error is most likely here
+                    if not top:
+                        raise
+                    raise FailedAt(start, self.skips + skip_middle(starts[:-1])) from None
                 pos = self.pos
 
     def statement(self, start: int, general: bool) -> NodeProto:
@@ -106,7 +133,7 @@ class _Scanner(ValueScanner):
         if attrs1 is not None or attrs2 is not None:
             if attrs1 is not None and attrs2 is not None:
                 raise Fallback  # the builder's error: Lark reports it
-            attrs = _attrs(attrs1 if attrs1 is not None else attrs2)
+            attrs = _attrs(attrs1 if attrs1 is not None else attrs2, domain, op_type)
         else:
             attrs = ()
         if label is None:
@@ -213,7 +240,7 @@ class _Scanner(ValueScanner):
         return self.graph()
 
     # ------------------------------------------------------------------ graphs, functions, models
-    def graph(self, wrap=None):
+    def graph(self, wrap=None, top: bool = False):
         """A GraphProto; with ``wrap`` (a function of the graph's skeleton returning its ModelProto), the
         model, whose graph then receives the initializers and nodes in place (no copy of the weights)."""
         ann = self.annotations()
@@ -227,8 +254,8 @@ class _Scanner(ValueScanner):
             outer = wrap(g)
             g = outer.graph
         if self.peek("<"):
-            self.value_list("<", ">", into=g)
-        self.node_list(g.node)
+            self.value_list("<", ">", into=g, top=top)
+        self.node_list(g.node, top=top)
         return outer
 
     def header(self):
@@ -262,9 +289,9 @@ class _Scanner(ValueScanner):
         ins = self.fn_io()
         self.lit("=>")
         outs = self.fn_io()
-        values = self.value_list("<", ">") if self.peek("<") else None
+        values = self.value_list("<", ">", top=True) if self.peek("<") else None
         f = _B.function([ann, header, name, attrs, ins, outs, values, []])
-        self.node_list(f.node)
+        self.node_list(f.node, top=True)
         return f
 
     def model(self):
@@ -273,7 +300,13 @@ class _Scanner(ValueScanner):
         if header is None and ann is not None:
             raise Fallback  # annotations of the model or of the graph: the grammar decides, not us
         # Builder.model copies the graph it is given: give it the skeleton, fill its copy in place
-        m = self.graph(wrap=lambda g: _B.model([ann, header, g]))
+        m = self.graph(wrap=lambda g: _B.model([ann, header, g]), top=True)
         while self.ws() < len(self.s):
-            m.functions.append(self.function())  # as Builder.model does with the functions after the graph
+            start = self.pos
+            try:
+                m.functions.append(self.function())  # as Builder.model does with the functions after the graph
+            except FailedAt:
+                raise
+            except Exception:  # noqa: BLE001 - training_info, a form left to Lark, or the text's error
+                raise FailedAt(start, list(self.skips)) from None
         return m

@@ -13,7 +13,7 @@ from __future__ import annotations
 from onnx import TensorShapeProto, TypeProto
 
 from . import builder as _b
-from .fastlex import (Fallback, _ALL_FLOATS, _ALL_INTS, _ANNOT_RE, _B, _COMPOUND, _DOC_RE, _DTYPE_RE, _ENTRY_RE,
+from .fastlex import (FailedAt, Fallback, _ALL_FLOATS, _ALL_INTS, _ANNOT_RE, _B, _COMPOUND, _DOC_RE, _DTYPE_RE, _ENTRY_RE,
                       _F32_MAX, _IDENT_RE, _INF, _INT_RE, _KEYWORDS, _NAME_RE, _NUMBER_RE, _SKIP, _STRING_RE,
                       _base64, _name, _number, _quoted, _tensor_info)
 
@@ -34,6 +34,15 @@ class _Emitter:
         self.add_init(**e)
 
 
+def skip_middle(starts: list) -> list:
+    """The span from the second item to the last one of a list whose items start at ``starts``: left out, the
+    list's tokens still take the LALR automaton where all of them do (the first item makes it a non-empty list,
+    the last one is the real predecessor of what follows)."""
+    if len(starts) < 3:
+        return []
+    return [(starts[1], starts[-1])]
+
+
 class ValueScanner:
     """A recursive scanner over ``text`` for the rules below statements; ``Fallback`` otherwise."""
 
@@ -43,6 +52,8 @@ class ValueScanner:
         self._types: dict = {}  # type text -> TypeProto (the same text gives an equal TypeProto)
         self._info: dict = {}  # type text -> (DType, dims, element count) of a dense numeric tensor, or ()
         self._literals: dict = {}  # literal text -> value
+        #: spans of the outermost lists' middle items, read completely (see FailedAt)
+        self.skips: list = []
 
     # ------------------------------------------------------------------ tokens
     def ws(self) -> int:
@@ -290,9 +301,13 @@ class ValueScanner:
         data = self.tensor_data() if self.opt("=") else None
         return _b.ValueEntry(ann, tp, name, data)
 
-    def value_list(self, open_: str, close: str, into=None) -> list:
+    def value_list(self, open_: str, close: str, into=None, top: bool = False) -> list:
         """The ValueEntry objects of ``( ... )`` or ``< ... >``; with a graph ``into``, each entry goes to it
-        as soon as it is read (a weight's decoded bytes are not all held at once) and the list is empty."""
+        as soon as it is read (a weight's decoded bytes are not all held at once) and the list is empty.
+
+        ``top``: a list at the text's outermost level (the main graph's or a function's ``<...>``): an entry
+        that cannot be read raises :class:`FailedAt` there, and a list read completely adds the span of its
+        middle entries to ``self.skips`` (see :func:`skip_middle`)."""
         self.lit(open_)
         out = []
         small_tensors = into is not None
@@ -300,8 +315,22 @@ class ValueScanner:
             out = _Emitter(self, into)
         if self.opt(close):
             return out
+        starts = [] if top else None  # where each entry starts
+        try:
+            self._entries(out, close, small_tensors, starts)
+        except Exception:
+            if not top:
+                raise
+            raise FailedAt(starts[-1], self.skips + skip_middle(starts[:-1])) from None
+        if top:
+            self.skips.extend(skip_middle(starts))
+        return out
+
+    def _entries(self, out, close: str, small_tensors: bool, starts) -> None:
         s, match, types = self.s, _ENTRY_RE.match, self._types
         while True:
+            if starts is not None:
+                starts.append(self.pos)
             m = match(s, self.pos)
             if m is not None and m.group(4) in (",", close):
                 key, name, data = m.group(1, 2, 3)
@@ -316,13 +345,13 @@ class ValueScanner:
                                    _b.ValueEntry(None, tp, name, _b.TensorData("typed", self.values(data))))
                     self.pos = m.end()
                     if m.group(4) == close:
-                        return out
+                        return
                     if self.opt(close):
-                        return out
+                        return
                     continue
             out.append(self.value_entry())
             if not self.sep(close):
-                return out
+                return
 
     def values(self, data: str) -> list:
         """The literals of a ``{...}`` body (numbers and true/false only); Fallback on anything else."""

@@ -145,14 +145,22 @@ def _parse_text(text: str, start: str, filename: str | None, fast: bool):
     from .builder import Builder
     from .grammar import get_parser
 
+    from .fastlex import FailedAt
+    from .statement import locate_error
+
+    failure = None
     if fast:  # the accelerated scanner (docs/performance.md); None when Lark must parse the text
         result = _fast(text, start)
-        if result is not None:
+        if isinstance(result, FailedAt):
+            failure = result  # most likely the text's first error: Lark looks there first
+        elif result is not None:
             return result
     parser = get_parser(Builder(), key="build")
     enabled = gc.isenabled()
     gc.disable()  # building many small protos: the cyclic GC only costs time here
     try:
+        if failure is not None:
+            locate_error(text, start, failure)  # raises what parser.parse would raise, or finds nothing
         return parser.parse(text, start=start)
     except (lark.exceptions.LarkError, ParseError) as e:
         from .hints import improve
@@ -175,12 +183,12 @@ def _parse_text(text: str, start: str, filename: str | None, fast: bool):
 
 
 def _fast(text: str, start: str):
-    from .fastparse import parse as fast_parse
+    from .fastparse import scan
 
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return fast_parse(text, start)
+        return scan(text, start)
     finally:
         if enabled:
             gc.enable()

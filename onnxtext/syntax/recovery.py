@@ -168,7 +168,7 @@ def _blank(text: str, spans) -> str:
         if end <= begin:
             continue
         parts.append(text[pos:begin])
-        parts.append(re.sub(r"[^\n]", " ", text[begin:end]))
+        parts.append("\n".join(" " * len(line) for line in text[begin:end].split("\n")))
         pos = end
     parts.append(text[pos:])
     return "".join(parts)
@@ -225,7 +225,10 @@ def _synchronise(state, root, lexer_state, text, at, skip_first):
     _move(lexer_state, text, at)
     first = True
     while True:
-        tok = _next_token(root, lexer_state, text)
+        if statement and not first:
+            tok = _skip_to_candidate(open_, follow, lexer_state, text, root)
+        else:
+            tok = _next_token(root, lexer_state, text)
         if tok is None:
             return None
         pos = tok.start_pos
@@ -244,6 +247,55 @@ def _synchronise(state, root, lexer_state, text, at, skip_first):
             return begin, pos
         first = False
         _bracket(open_, tok.type)
+
+
+# The tokens that matter while skipping to the end of a statement: brackets (a string or a comment holds none,
+# and '=>' is not one) and line breaks (a statement resumes at the first token of a line). Lark's lexer, run on
+# every token, cost ~20 us each: a bracket left open near the start of a 200,000-node text took a minute.
+_SKIP_SCAN = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|#[^\r\n]*|//[^\r\n]*|=>|[()\[\]{}<>]|\n')
+_BRACKET_TYPES = {"(": "LPAR", ")": "RPAR", "[": "LSQB", "]": "RSQB", "{": "LBRACE", "}": "RBRACE", "<": "LESSTHAN",
+                  ">": "MORETHAN"}
+
+
+def _skip_to_candidate(open_, follow, lexer_state, text, root):
+    """The next token that can end the skipping of a statement in :func:`_synchronise` (a closer of no bracket
+    in ``open_``, or the first token of a line while no bracket is open), or None at the end of the text.
+    Brackets in between are tracked in ``open_``; other tokens change nothing there. They are passed over with
+    one regular expression instead of Lark's lexer, which gives the same brackets (strings, comments and '=>'
+    are matched whole, as the lexer matches them)."""
+    from lark import Token
+
+    pos = lexer_state.line_ctr.char_pos
+    while True:
+        m = _SKIP_SCAN.search(text, pos)
+        if m is None:
+            return None
+        c = m.group()
+        if c == "\n":
+            if open_:
+                pos = m.end()
+                continue
+            _seek(lexer_state, m.end())  # the next token may start a line: the lexer reads it
+            return _next_token(root, lexer_state, text)
+        kind = _BRACKET_TYPES.get(c)
+        pos = m.end()
+        if kind is None:  # a string, a comment or '=>'
+            continue
+        if kind in _OPENERS:  # it cannot end the skipping: only tracked (as the caller's _bracket does)
+            open_.append(kind)
+            continue
+        if _CLOSERS[kind] in open_:
+            _bracket(open_, kind)
+            continue
+        _seek(lexer_state, pos)  # a closer of nothing opened here: the caller decides
+        return Token(kind, c, m.start())
+
+
+def _seek(lexer_state, pos):
+    """Put the lexer at text offset ``pos`` without counting lines (O(1), unlike :func:`_move`): the tokens read
+    while skipping are used for their kind and offset only, and the caller moves the lexer properly after."""
+    lexer_state.line_ctr.char_pos = pos
+    lexer_state.last_token = None
 
 
 def _first_offset(values) -> int:
