@@ -19,8 +19,8 @@ the i-th ``function`` after the main graph is ``functions[i]``. One walk (:class
 * :attr:`SpanMap.literals`: the bare integer tokens of typed ``{...}`` literals (the checker's bit-pattern
   rule) and :attr:`SpanMap.comments`: the comment tokens.
 
-The cost is one extra parse of the text, paid only by the tools that need positions; the last two texts'
-trees are kept (:func:`located_parse`), so the language server's index and the checker share one parse.
+The cost is one extra parse of the text, paid only by the tools that need positions; the last text's tree
+is kept (:func:`located_parse`), so the language server's index and the checker share one parse.
 """
 
 from __future__ import annotations
@@ -117,13 +117,13 @@ def _get_parser():
     return _parser
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=1)
 def located_parse(text: str, start: str | None = None):
     """(lark tree with positions, start symbol, comment tokens in text order) of ``text``, or
     (None, None, []) when it does not parse (as ``start``, or as any kind of text when ``start`` is None).
 
-    The last two results are kept (callers must not modify the tree): the language server indexes the very
-    text it then checks, and ``fmt`` alternates between the source and the canonical text."""
+    The last result is kept (callers must not modify the tree): the language server indexes the very text it
+    then checks, and ``fmt`` locates the canonical text once for its spellings and once for its comments."""
     for s in (start,) if start else ("model", "graph", "function", "node"):
         _sink.comments = []
         try:
