@@ -25,7 +25,14 @@ def _widened(x):
 
 def _gelu_erf(x):
     w = _widened(x)
-    return np.asarray(0.5 * w * (1 + erf(w * (1 / math.sqrt(2)))), dtype=x.dtype)
+    if w.dtype.kind != "f" or w.ndim == 0:
+        return np.asarray(0.5 * w * (1 + erf(w * (1 / math.sqrt(2)))), dtype=x.dtype)
+    t = w.dtype.type
+    y = np.asarray(erf(np.multiply(w, t(1 / math.sqrt(2)))))  # a fresh array, finished in place
+    y += t(1)
+    y *= w
+    y *= t(0.5)  # (exact: the same value as 0.5 * w first)
+    return y.astype(x.dtype, copy=False)
 
 
 def _gelu_tanh(x):

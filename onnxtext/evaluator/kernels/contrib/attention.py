@@ -17,6 +17,7 @@ import numpy as np
 
 from ....errors import EvalError
 from ...registry import kernel
+from ..activation import row_max
 from ..attention import rotary_embedding as _rotary_onnx
 from ..linalg import integer_product, shifted_operand
 from . import MS
@@ -41,24 +42,23 @@ def _padding_mask(mask, batch, seq, total, mask_filter_value):
     if mask is None:
         return None
     mask = np.asarray(mask)
-    out = np.zeros((batch, seq, total), np.float32)
     positions = np.arange(total)
-    if mask.ndim == 1:
+    if mask.ndim == 1:  # key padding: the same for every query, (B, 1, 1, T)
         end = mask[:batch].astype(np.int64)
         masked = positions[None, :] >= end[:, None]
         if mask.shape[0] == 2 * batch:
             start = np.minimum(mask[batch:].astype(np.int64), total)
             masked |= positions[None, :] < start[:, None]
-        out[:] = np.where(masked, np.float32(mask_filter_value), np.float32(0))[:, None, :]
+        out = np.where(masked, np.float32(mask_filter_value), np.float32(0))[:, None, None, :]
     elif mask.ndim == 2:
         if mask.shape[1] == 1:  # a dummy [B, 1] / [1, 1] mask: no masking
             return None
-        out[:] = np.where(mask > 0, np.float32(0), np.float32(mask_filter_value))[:, None, :]
+        out = np.where(mask > 0, np.float32(0), np.float32(mask_filter_value))[:, None, None, :]
     elif mask.ndim == 3:
-        out[:] = np.where(mask > 0, np.float32(0), np.float32(mask_filter_value))
+        out = np.where(mask > 0, np.float32(0), np.float32(mask_filter_value))[:, None]
     else:
         raise EvalError(f"a {mask.ndim}-D attention mask is not supported (onnxruntime's CPU kernel has none)")
-    return out[:, None]
+    return np.broadcast_to(out, (batch, 1) + out.shape[2:]) if out.shape[0] != batch else out
 
 
 def _causal(seq, total, past):
@@ -66,46 +66,55 @@ def _causal(seq, total, past):
     return np.arange(total)[None, :] > past + np.arange(seq)[:, None]
 
 
-def _softmax(scores):
-    peak = np.max(scores, axis=-1, keepdims=True)
-    e = np.exp(scores - peak)
-    return e / np.sum(e, axis=-1, keepdims=True)
-
-
-def _attend(q, k, v, scale, mask=None, bias=None, causal=None):
-    """softmax(scale Q K^T + mask + bias, future keys removed) V over (B, N, S, H) float32 arrays."""
-    scores = np.matmul(q, k.swapaxes(-1, -2)) * np.float32(scale)
+def _attend(q, k, v, scale, mask=None, bias=None, causal=None, keep_scores=False):
+    """softmax(scale Q K^T + mask + bias, future keys removed) V over (B, N, S, H) float32 arrays, and
+    the scores before the softmax when ``keep_scores`` (else None). One buffer, updated in place."""
+    scores = np.matmul(q, k.swapaxes(-1, -2))
+    scores *= np.float32(scale)
     if mask is not None:
-        scores = scores + mask
+        scores += mask
     if bias is not None:
-        scores = scores + bias.astype(np.float32)
+        bias = bias.astype(np.float32, copy=False)
+        try:
+            scores += bias
+        except ValueError:  # a bias that broadcasts the scores to a larger shape
+            scores = scores + bias
     if causal is not None:
-        scores = np.where(causal, -np.inf, scores)
-    probs = _softmax(scores)
-    return np.matmul(probs, v), scores
+        np.copyto(scores, np.float32(-np.inf), where=causal)
+    kept = scores.copy() if keep_scores else None
+    scores -= row_max(scores)
+    np.exp(scores, out=scores)
+    scores /= np.add.reduce(scores, axis=-1, keepdims=True)
+    return np.matmul(scores, v), kept
 
 
 def _scale(scale, head_size):
     return scale if scale else 1 / math.sqrt(head_size)
 
 
-@kernel("Attention", since=1, domain=MS)
-def attention(input, weights, bias=None, mask_index=None, past=None, attention_bias=None,
+def _wants_present(ctx) -> bool:
+    """Whether the node asks for its ``present`` output (stacking K and V is a copy of both)."""
+    return ctx.num_outputs > 1 and bool(ctx.node.output[1])
+
+
+@kernel("Attention", since=1, domain=MS, context=True)
+def attention(ctx, input, weights, bias=None, mask_index=None, past=None, attention_bias=None,
               past_sequence_length=None, *, num_heads, qkv_hidden_sizes=None, unidirectional=0,
               mask_filter_value=_MASK_FILTER, scale=0.0, do_rotary=0, past_present_share_buffer=0,
               rotary_embedding_dim=0):
     if do_rotary or past_present_share_buffer:
         raise EvalError("Attention with do_rotary=1 or past_present_share_buffer=1 is not supported "
                         "(onnxruntime's GPU-only forms)")
-    qkv = np.matmul(input.astype(np.float32), weights.astype(np.float32))
+    qkv = np.matmul(input.astype(np.float32, copy=False), weights.astype(np.float32, copy=False))
     if bias is not None:
-        qkv = qkv + bias.astype(np.float32)
+        qkv += bias.astype(np.float32, copy=False)
     return _attention_of_qkv(qkv, input.dtype, weights.shape[1], mask_index, past, attention_bias,
-                             num_heads, qkv_hidden_sizes, unidirectional, mask_filter_value, scale)
+                             num_heads, qkv_hidden_sizes, unidirectional, mask_filter_value, scale,
+                             _wants_present(ctx))
 
 
-@kernel("QAttention", since=1, domain=MS)
-def qattention(input, weight, bias, input_scale, weight_scale, mask_index=None, input_zero_point=None,
+@kernel("QAttention", since=1, domain=MS, context=True)
+def qattention(ctx, input, weight, bias, input_scale, weight_scale, mask_index=None, input_zero_point=None,
                weight_zero_point=None, past=None, *, num_heads, unidirectional=0, do_rotary=0,
                past_present_share_buffer=0, mask_filter_value=_MASK_FILTER, scale=0.0):
     """Attention whose input (uint8/int8, from a DynamicQuantizeLinear) and weight are quantized: the QKV
@@ -119,15 +128,17 @@ def qattention(input, weight, bias, input_scale, weight_scale, mask_index=None, 
     qkv = acc * (np.float32(np.asarray(input_scale).reshape(-1)[0]) * np.asarray(weight_scale, np.float32))
     qkv = qkv + bias.astype(np.float32)
     return _attention_of_qkv(qkv, np.dtype(np.float32), weight.shape[1], mask_index, past, None, num_heads, None,
-                             unidirectional, mask_filter_value, scale)
+                             unidirectional, mask_filter_value, scale, _wants_present(ctx))
 
 
 def _attention_of_qkv(qkv, dtype, width, mask_index, past, attention_bias, num_heads, qkv_hidden_sizes,
-                      unidirectional, mask_filter_value, scale):
-    """Attention's computation from the projected (B, S, Dq + Dk + Dv) float32 QKV."""
+                      unidirectional, mask_filter_value, scale, want_present=True):
+    """Attention's computation from the projected (B, S, Dq + Dk + Dv) float32 QKV (``present`` None
+    when not wanted)."""
     hidden = width // 3
     sizes = list(qkv_hidden_sizes) if qkv_hidden_sizes else [hidden, hidden, hidden]
-    q, k, v = np.split(qkv, np.cumsum(sizes)[:2], axis=-1)
+    dq, dk = sizes[0], sizes[0] + sizes[1]
+    q, k, v = qkv[..., :dq], qkv[..., dq:dk], qkv[..., dk:]
     q, k, v = _heads(q, num_heads), _heads(k, num_heads), _heads(v, num_heads)
     batch, _, seq, head_size = q.shape
     past_len = 0
@@ -140,8 +151,8 @@ def _attention_of_qkv(qkv, dtype, width, mask_index, past, attention_bias, num_h
     mask = _padding_mask(mask_index, batch, seq, total, mask_filter_value)
     causal = _causal(seq, total, past_len) if unidirectional else None
     out, _ = _attend(q, k, v, _scale(scale, head_size), mask, attention_bias, causal)
-    present = np.stack([k, v]).astype(dtype) if k.shape == v.shape else None
-    return _merge(out).astype(dtype), present
+    present = np.stack([k, v]).astype(dtype) if want_present and k.shape == v.shape else None
+    return _merge(out).astype(dtype, copy=False), present
 
 
 @kernel("MultiHeadAttention", since=1, domain=MS)
@@ -177,7 +188,7 @@ def multi_head_attention(query, key=None, value=None, bias=None, key_padding_mas
     total = k.shape[2]
     mask = _padding_mask(key_padding_mask, batch, seq, total, mask_filter_value)
     causal = _causal(seq, total, past_len) if unidirectional else None
-    out, scores = _attend(q, k, v, _scale(scale, head_size), mask, attention_bias, causal)
+    out, scores = _attend(q, k, v, _scale(scale, head_size), mask, attention_bias, causal, keep_scores=True)
     return _merge(out).astype(dtype), k.astype(dtype), v.astype(dtype), scores.astype(dtype)
 
 
@@ -251,7 +262,7 @@ def group_query_attention(query, key=None, value=None, past_key=None, past_value
         total = total + np.exp(sink[None, :, None, None] - peak)
     probs = e / np.where(total > 0, total, 1)
     out = np.matmul(probs, values)
-    return _merge(out).astype(dtype), present_k.astype(dtype), present_v.astype(dtype)
+    return _merge(out).astype(dtype, copy=False), present_k.astype(dtype), present_v.astype(dtype)
 
 
 @kernel("RotaryEmbedding", since=1, domain=MS)

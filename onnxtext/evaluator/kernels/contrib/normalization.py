@@ -6,8 +6,9 @@ computation as the standard one of opset 17).
 
 All normalize over the last axis in float32 (float16 inputs are widened, like onnxruntime's CPU
 kernels), then scale by ``gamma`` and add ``beta``. The "skip" forms first add ``skip`` and the
-optional ``bias`` (in float32 for float16 inputs, rounded only in the sum output, as onnxruntime); their optional outputs are the mean, the inverse standard deviation (both with
-the last axis kept as 1) and the sum before normalization.
+optional ``bias`` (in float32 for float16 inputs, rounded only in the sum output, as onnxruntime);
+their optional outputs are the mean, the inverse standard deviation (both with the last axis kept
+as 1) and the sum before normalization.
 """
 
 from __future__ import annotations
@@ -21,22 +22,31 @@ from . import MS
 _DEFAULT_EPSILON = 1e-12  # the transformer optimizer always sets it; onnxruntime's default
 
 
+def _mean(x):
+    """np.mean(x, axis=-1, keepdims=True) (the same sum and division) without its argument handling."""
+    total = np.add.reduce(x, axis=-1, keepdims=True)
+    total /= x.dtype.type(x.shape[-1]) if x.shape[-1] else x.dtype.type("nan")
+    return total
+
+
 def _layer_norm(x, gamma, beta, epsilon, simplified):
     """(normalized, mean, inv_std) over the last axis, computed in float32 (or float64)."""
-    work = x.astype(np.float64 if x.dtype == np.float64 else np.float32)
+    work = x.astype(np.float64 if x.dtype == np.float64 else np.float32, copy=False)
     if simplified:
         mean = None
-        var = np.mean(work * work, axis=-1, keepdims=True)
+        var = _mean(work * work)
         centered = work
     else:
-        mean = np.mean(work, axis=-1, keepdims=True)
+        mean = _mean(work)
         centered = work - mean
-        var = np.mean(centered * centered, axis=-1, keepdims=True)
-    inv_std = 1 / np.sqrt(var + np.asarray(epsilon, work.dtype))
-    y = centered * inv_std * gamma.astype(work.dtype)
+        var = _mean(centered * centered)
+    var += np.asarray(epsilon, work.dtype)
+    inv_std = 1 / np.sqrt(var)
+    y = centered * inv_std  # (centered is a temporary, or the input itself when simplified)
+    y *= gamma.astype(work.dtype, copy=False)
     if beta is not None:
-        y = y + beta.astype(work.dtype)
-    return y.astype(x.dtype), mean, inv_std
+        y += beta.astype(work.dtype, copy=False)
+    return y.astype(x.dtype, copy=False), mean, inv_std
 
 
 def _wide(x):
@@ -47,10 +57,11 @@ def _wide(x):
 def _skip_norm(input, skip, gamma, beta, bias, epsilon, simplified):
     total = _wide(input) + _wide(skip)
     if bias is not None:
-        total = total + _wide(bias)
+        total += _wide(bias)
     y, mean, inv_std = _layer_norm(total, gamma, beta, epsilon, simplified)
     mean = np.zeros_like(inv_std) if mean is None else mean
-    return y.astype(input.dtype), mean.astype(np.float32), inv_std.astype(np.float32), total.astype(input.dtype)
+    return (y.astype(input.dtype, copy=False), mean.astype(np.float32, copy=False),
+            inv_std.astype(np.float32, copy=False), total.astype(input.dtype, copy=False))
 
 
 @kernel("SkipLayerNormalization", since=1, domain=MS)
