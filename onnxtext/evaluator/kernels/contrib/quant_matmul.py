@@ -63,10 +63,10 @@ def matmul_nbits(A, B, scales, zero_points=None, g_idx=None, bias=None, *, K, N,
                  lambda: np.ascontiguousarray(_nbits_weights(B, scales, zero_points, g_idx, K, N, bits,
                                                              block_size).T), lambda w: w.nbytes,
                  readonly_inputs=True)
-    y = np.matmul(A.astype(np.float32), wt)
+    y = np.matmul(A.astype(np.float32, copy=False), wt)
     if bias is not None:
-        y = y + bias.astype(np.float32)
-    return y.astype(A.dtype)
+        y += bias.astype(np.float32, copy=False)
+    return y.astype(A.dtype, copy=False)
 
 
 @kernel("DynamicQuantizeMatMul", since=1, domain=MS)
