@@ -1,4 +1,5 @@
-"""``onnxtext fmt FILE...``: rewrite onnxtext files in canonical form, in place, keeping their comments.
+"""``onnxtext fmt FILE...``: rewrite onnxtext files in canonical form, in place, keeping their comments, number
+spellings, tensor literal lines and aligned end-of-line comments (docs/fmt.md).
 
 ``--check`` rewrites nothing and lists the files that would change (for CI). ``-`` formats stdin to
 stdout. A directory stands for the .onnxtext/.onnxtxt files under it. A file that does not parse is
