@@ -362,6 +362,7 @@ def _pad(data, pads, mode="constant", value=None, axes=None):
                  for a, (b, e) in enumerate(zip(before, after)))
     data = data[crop]
     widths = [(max(b, 0), max(e, 0)) for b, e in zip(before, after)]
+    check_allocation([d + b + e for d, (b, e) in zip(data.shape, widths)], data.dtype.itemsize, "Pad")
     if mode == "constant":
         fill = np.asarray(value).reshape(-1) if value is not None else np.empty(0)
         fill = fill[0] if fill.size else ("" if data.dtype == object else np.zeros((), data.dtype))
