@@ -171,6 +171,37 @@ SCAN_LOOP = '''g (int64 M, float[1000] x) => (float[M, 1000] y) {
 }
 '''
 LOW_LIMIT = "import onnxtext.evaluator.limits as L\nL.MAX_ALLOCATION_BYTES = 100 << 20\n"
+LOW_RUN_LIMIT = "import onnxtext.evaluator.limits as L\nL.MAX_RUN_ALLOCATION_BYTES = 200 << 20\n"
+# a 4 MB tensor inserted into a sequence in every iteration (the same tensor each time), then concatenated
+SEQUENCE_LOOP = '''g (int64 M, float[1000000] x) => (float[N] y) {
+  empty = SequenceEmpty <dtype = 1> ()
+  grown = Loop <
+    body = body (int64 i, bool c, seq(float[1000000]) s) => (bool c2, seq(float[1000000]) s2) {
+      s2 = SequenceInsert(s, x)
+      c2 = Identity(c)
+    }
+  > (M, "", empty)
+  y = ConcatFromSequence <axis = 0> (grown)
+}
+'''
+# a 10 MB ConstantOfShape in every iteration: each allocation is fine, their sum over the run is not
+ALLOCATING_LOOP = '''g (int64 M, int64[1] n) => (float y) {
+  zero = Constant <value = float[1] {0.0}> ()
+  y = Loop <
+    body = body (int64 i, bool c, float s) => (bool c2, float s2) {
+      big = ConstantOfShape(n)
+      r = ReduceSum <keepdims = 0> (big)
+      s2 = Add(s, r)
+      c2 = Identity(c)
+    }
+  > (M, "", zero)
+}
+'''
+RESIZE = '''g (float[1, 1, 2, 2] x, float[4] scales) => (float y) {
+  y = Resize <mode = "%s"> (x, "", scales)
+}
+'''
+PAD = "g (float[2, 2] x, int64[4] pads) => (float y) {\n  y = Pad <mode = \"%s\"> (x, pads)\n}\n"
 SHAPE_OP = "g (int64[%d] shape) => (float y) {\n  y = %s\n}\n"
 
 THREADS = '''
@@ -273,6 +304,32 @@ PROBES = [
           ("Loop", "timed out")),
     Probe("loop-iteration-limit", COUNT_LOOP, "import onnxtext.evaluator.limits as L\nL.MAX_LOOP_ITERATIONS = 1000\n"
           'run({"M": np.array(10 ** 12), "x": np.array(1.0, np.float32)})', ("more than 1000 iterations",)),
+    Probe("pad-huge", PAD % "constant", 'run({"x": np.ones((2, 2), np.float32), "pads": np.array([0, 10 ** 12, 0, 1])})',
+          ("Pad", "MAX_ALLOCATION_BYTES")),
+    Probe("pad-huge-reflect", PAD % "reflect",
+          'run({"x": np.ones((2, 2), np.float32), "pads": np.array([10 ** 6, 10 ** 6, 10 ** 6, 10 ** 6])})',
+          ("Pad", "MAX_ALLOCATION_BYTES")),
+    Probe("pad-small", PAD % "constant", 'run({"x": np.ones((2, 2), np.float32), "pads": np.array([0, 1, 0, 0])})',
+          ("[[0.0, 1.0, 1.0], [0.0, 1.0, 1.0]]",), status=0),
+    Probe("resize-huge-nearest", RESIZE % "nearest",
+          'run({"x": np.ones((1, 1, 2, 2), np.float32), "scales": np.array([1, 1, 1e6, 1e6], np.float32)})',
+          ("Resize", "MAX_ALLOCATION_BYTES")),
+    Probe("resize-huge-linear", RESIZE % "linear",
+          'run({"x": np.ones((1, 1, 2, 2), np.float32), "scales": np.array([1, 1, 1e6, 1e6], np.float32)})',
+          ("Resize", "MAX_ALLOCATION_BYTES")),
+    Probe("resize-small", RESIZE % "nearest",
+          'run({"x": np.ones((1, 1, 2, 2), np.float32), "scales": np.array([1, 1, 2, 1], np.float32)})',
+          ("[[[[1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]]]",), status=0),
+    Probe("loop-sequence-growth", SEQUENCE_LOOP, LOW_RUN_LIMIT + 'run({"M": np.array(10 ** 6), '
+          '"x": np.ones(10 ** 6, np.float32)})', ("SequenceInsert", "MAX_RUN_ALLOCATION_BYTES")),
+    Probe("concat-from-sequence-huge", SEQUENCE_LOOP, LOW_LIMIT + 'run({"M": np.array(30), '
+          '"x": np.ones(10 ** 6, np.float32)})', ("ConcatFromSequence", "MAX_ALLOCATION_BYTES")),
+    Probe("concat-from-sequence-small", SEQUENCE_LOOP, 'run({"M": np.array(3), "x": np.ones(10 ** 6, np.float32)})',
+          ("(3000000,)",), status=0),
+    Probe("run-allocation-budget", ALLOCATING_LOOP, LOW_RUN_LIMIT + 'run({"M": np.array(10 ** 6), '
+          '"n": np.array([2500000])})', ("ConstantOfShape", "this run has allocated", "MAX_RUN_ALLOCATION_BYTES")),
+    Probe("run-allocation-budget-resets-per-run", ALLOCATING_LOOP, LOW_RUN_LIMIT + 'for _ in range(10):\n'
+          '    run({"M": np.array(15), "n": np.array([2500000])})', ("0.0",), status=0),
     # --- stored tensors whose dims do not fit: refused before decoding allocates
     Probe("initializer-rank-65", "", 'evaluate(initializer_model(dims=[1] * 65, float_data=[1.0]))',
           ("rank 65 is above 64",)),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 
 import numpy as np
 
@@ -48,18 +49,38 @@ def _machine_memory() -> int:
         return 64 << 30
 
 
-#: Bytes one tensor a kernel computes from data may take (ConstantOfShape, Expand, Tile, Range, StringConcat,
-#: a Loop's stacked scan outputs): the machine's physical memory, since a larger tensor cannot be held anyway.
+#: Bytes one tensor a kernel computes from data may take (ConstantOfShape, Expand, Tile, Range, Pad, Resize,
+#: StringConcat, ConcatFromSequence, a Loop's stacked scan outputs): the machine's physical memory, since a
+#: larger tensor cannot be held anyway.
 MAX_ALLOCATION_BYTES = _from_env("ONNXTEXT_MAX_ALLOCATION_BYTES", _machine_memory())
+
+#: Bytes the guarded kernels above (and the tensors inserted into sequences) may allocate in one run, summed
+#: over the run: four times the machine's memory. A run frees what it no longer needs, so the sum may exceed
+#: the memory; far more means a loop whose allocations run away (a tensor doubled every iteration, a
+#: sequence grown without end), which this stops before the per-tensor limit or the iteration limit would.
+MAX_RUN_ALLOCATION_BYTES = _from_env("ONNXTEXT_MAX_RUN_ALLOCATION_BYTES", 4 * _machine_memory())
+
+_run = threading.local()  # .used: bytes charged to the current run on this thread (absent outside runs)
+
+
+def begin_run() -> None:
+    """Start charging guarded allocations to a new run on this thread (the Evaluator calls it per run)."""
+    _run.used = 0
+
+
+def end_run() -> None:
+    """Stop charging: allocations outside runs (plan preparation, constant folding) are not counted."""
+    _run.used = None
 
 #: Iterations of one Loop (the trip count may be larger when the condition ends the loop earlier, as exporters
 #: write it). A run can also be stopped by ``Evaluator.run(..., timeout=)`` or Ctrl-C.
 MAX_LOOP_ITERATIONS = _from_env("ONNXTEXT_MAX_LOOP_ITERATIONS", 10 ** 8)
 
 
-def check_allocation(shape, itemsize: int, what: str) -> None:
+def check_allocation(shape, itemsize: int, what: str, *, charge: bool = True) -> None:
     """Refuse a tensor of ``shape`` (a sequence of ints, or an element count) of ``itemsize`` bytes per
-    element above :data:`MAX_ALLOCATION_BYTES`, or with a negative dimension, before it is allocated."""
+    element above :data:`MAX_ALLOCATION_BYTES`, or with a negative dimension, before it is allocated; and
+    (unless ``charge`` is false) count its bytes against the run's :data:`MAX_RUN_ALLOCATION_BYTES`."""
     dims = [int(shape)] if isinstance(shape, (int, np.integer)) else [int(d) for d in shape]
     if any(d < 0 for d in dims):
         raise EvalError(f"{what}: negative dimension in {dims}")
@@ -69,6 +90,22 @@ def check_allocation(shape, itemsize: int, what: str) -> None:
         raise EvalError(f"{what}: the result would be {shown} = {count} elements ({count * itemsize} bytes), above "
                         f"the evaluator's limit of {MAX_ALLOCATION_BYTES} bytes per tensor (the machine's memory; "
                         f"onnxtext.evaluator.limits.MAX_ALLOCATION_BYTES or ONNXTEXT_MAX_ALLOCATION_BYTES)")
+    if charge:
+        charge_run(count * itemsize, what)
+
+
+def charge_run(nbytes: int, what: str) -> None:
+    """Count ``nbytes`` against the current run's :data:`MAX_RUN_ALLOCATION_BYTES` (nothing outside a run)."""
+    used = getattr(_run, "used", None)
+    if used is None:
+        return
+    used += nbytes
+    _run.used = used
+    if used > MAX_RUN_ALLOCATION_BYTES:
+        raise EvalError(f"{what}: this run has allocated {used} bytes in tensors computed from data, above the "
+                        f"evaluator's limit of {MAX_RUN_ALLOCATION_BYTES} bytes per run (four times the machine's "
+                        f"memory; onnxtext.evaluator.limits.MAX_RUN_ALLOCATION_BYTES or "
+                        f"ONNXTEXT_MAX_RUN_ALLOCATION_BYTES)")
 
 
 def check_loop_iterations(done: int, what: str) -> None:
@@ -86,4 +123,4 @@ def check_tensor_dims(dims, itemsize: int, what: str) -> None:
     dimension, or more bytes than :data:`MAX_ALLOCATION_BYTES`."""
     if len(dims) > MAX_RANK:
         raise EvalError(f"{what}: rank {len(dims)} is above {MAX_RANK}, the most numpy represents")
-    check_allocation(dims, itemsize, what)
+    check_allocation(dims, itemsize, what, charge=False)

@@ -26,6 +26,7 @@ from .graph_checks import refuse_reassigned_values
 from .optimizer import MAX_LEVEL, check_options
 from .plan import (GraphPlan, KernelContext, Preparation, attribute_value, prepare_graph,  # noqa: F401
                    schema_defaults)
+from .limits import begin_run, end_run
 from .registry import normalize_domain
 from .steps import CONTROL, RunControl
 
@@ -229,9 +230,11 @@ class Evaluator:
         # inf/nan results are ONNX semantics, not errors: silence numpy's float warnings once per run
         # so kernels need no errstate of their own (a context manager per node costs ~1 us)
         token = _ignore_float_errors()
+        begin_run()  # the run's allocation budget (limits.MAX_RUN_ALLOCATION_BYTES)
         try:
             plan.execute(env)
         finally:
+            end_run()
             _restore_float_errors(token)
         if chooser is not None:
             chooser.record(threads, time.perf_counter() - start)

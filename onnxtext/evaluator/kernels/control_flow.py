@@ -12,7 +12,7 @@ import numpy as np
 
 from ... import dtypes
 from ...errors import EvalError
-from ..limits import check_allocation, check_loop_iterations
+from ..limits import charge_run, check_allocation, check_loop_iterations
 from ..registry import kernel
 from .scan_vectorized import run_vectorized
 
@@ -62,9 +62,12 @@ def loop(ctx, M, cond, *v_initial, body):
         for k in range(n_scan):
             value = np.asarray(out[1 + n_carried + k])
             scan_bytes[k] += value.nbytes
-            check_allocation(scan_bytes[k], 1, f"Loop scan output {k} after {i + 1} iterations")
+            # the stack so far against the per-tensor limit; the run is charged once, when it is stacked
+            check_allocation(scan_bytes[k], 1, f"Loop scan output {k} after {i + 1} iterations", charge=False)
             scans[k].append(value)
         i += 1
+    for k in range(n_scan):
+        charge_run(scan_bytes[k], f"Loop scan output {k}")
     stacked = [np.stack(s) if s else _empty_scan_output(body.output[1 + n_carried + k])
                for k, s in enumerate(scans)]
     return tuple(carried + stacked)

@@ -4,7 +4,8 @@ Every supported mode is separable: an output value is a weighted sum over a wind
 along each axis independently. So for each resized axis we compute a small table once, ``taps`` (input
 indices, shape ``(out_len, width)``) and ``weights`` (same shape), and apply it with one ``np.take``
 and a weighted sum over the window. The cost is a few vectorized passes over the tensor, independent
-of the mode, with no per-output-pixel Python work.
+of the mode, with no per-output-pixel Python work. The output and each axis's gathered window are checked
+against the evaluator's memory guard (:mod:`..limits`) before they are allocated.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import math
 
 import numpy as np
 
+from ..limits import check_allocation
 from ..registry import kernel
 
 
@@ -95,8 +97,10 @@ def _resample(x, out_shape, scales, mode, coordinate_mode="half_pixel", nearest_
               cubic_coeff_a=-0.75, exclude_outside=0, extrapolation_value=0.0, antialias=0, roi=None):
     """Resize ``x`` to ``out_shape``; ``scales`` (per axis) drive the coordinate transform."""
     out_dtype = x.dtype
+    work_dtype = x.dtype if mode == "nearest" else np.dtype(_work_dtype(x.dtype))
+    check_allocation(out_shape, work_dtype.itemsize, "Resize")  # before anything of that size is allocated
     outside = np.zeros(out_shape, dtype=bool) if coordinate_mode == "tf_crop_and_resize" else None
-    work = x if mode == "nearest" else x.astype(_work_dtype(x.dtype))
+    work = x if mode == "nearest" else x.astype(work_dtype)
     for axis, (in_len, out_len, scale) in enumerate(zip(x.shape, out_shape, scales)):
         if in_len == out_len and scale == 1 and coordinate_mode != "tf_crop_and_resize":
             continue
@@ -115,6 +119,8 @@ def _resample(x, out_shape, scales, mode, coordinate_mode="half_pixel", nearest_
             work = np.take(work, index, axis=axis)
         else:
             taps, weights = _axis_table(coords, in_len, mode, scale, antialias, cubic_coeff_a, exclude_outside)
+            # the window gathered for this axis: out_len x taps wide (antialiased downscaling has wide taps)
+            check_allocation(work.shape[:axis] + taps.shape + work.shape[axis + 1:], work.dtype.itemsize, "Resize")
             gathered = np.take(work, taps, axis=axis)
             shape = [1] * gathered.ndim
             shape[axis], shape[axis + 1] = weights.shape
@@ -178,6 +184,7 @@ def _resize_asymmetric(x, scales, mode):
     scales = [float(s) for s in np.asarray(scales, np.float32).reshape(-1)]
     out_shape = [_floor_size(d, s) for d, s in zip(x.shape, scales)]
     if mode == "nearest":
+        check_allocation(out_shape, x.dtype.itemsize, "Resize")
         out = x
         for axis, (in_len, out_len, s) in enumerate(zip(x.shape, out_shape, scales)):
             coords = np.arange(out_len, dtype=np.float32) / np.float32(s)

@@ -4,6 +4,9 @@ Runtime representation (see the registry docstring): a sequence is a Python ``li
 optional holding a value is that value itself, and an empty optional is ``None``. So an optional
 holding an empty sequence (``[]``) stays distinct from an empty optional (``None``). Kernels return
 new lists and never modify their input sequences, since values may be shared between steps.
+
+Growth is guarded (:mod:`..limits`): SequenceInsert charges each inserted tensor to the run's allocation
+budget, and ConcatFromSequence checks the size of its result before concatenating.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import EvalError
+from ..limits import charge_run, check_allocation
 from ..registry import kernel
 
 
@@ -36,6 +40,9 @@ def sequence_construct(*tensors):
 
 @kernel("SequenceInsert", since=11)
 def sequence_insert(sequence, tensor, position=None):
+    # a sequence grown in a Loop keeps every inserted tensor alive: each one is charged to the run's budget
+    check_allocation(len(sequence) + 1, 8, "SequenceInsert (references)", charge=False)
+    charge_run(getattr(tensor, "nbytes", 0), "SequenceInsert")
     out = list(sequence)
     if position is None:
         out.append(tensor)
@@ -67,6 +74,14 @@ def sequence_length(sequence):
 def concat_from_sequence(sequence, axis, new_axis=0):
     if not sequence:
         raise EvalError("ConcatFromSequence of an empty sequence")
+    first = np.asarray(sequence[0])
+    if new_axis:
+        shape = [len(sequence), *first.shape]
+    else:
+        a = axis % first.ndim if first.ndim else 0
+        shape = [sum(int(np.shape(t)[a]) if np.ndim(t) > a else 1 for t in sequence), *first.shape[:a],
+                 *first.shape[a + 1:]] if first.ndim else [len(sequence)]
+    check_allocation(shape, first.dtype.itemsize, "ConcatFromSequence")  # numpy reports mismatched shapes
     if new_axis:
         return np.stack(sequence, axis=axis)
     return np.concatenate(sequence, axis=axis)
