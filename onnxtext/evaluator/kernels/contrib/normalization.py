@@ -54,24 +54,27 @@ def _wide(x):
     return x if x.dtype in (np.float32, np.float64) else x.astype(np.float32)
 
 
-def _skip_norm(input, skip, gamma, beta, bias, epsilon, simplified):
+def _skip_norm(ctx, input, skip, gamma, beta, bias, epsilon, simplified):
     total = _wide(input) + _wide(skip)
     if bias is not None:
         total += _wide(bias)
     y, mean, inv_std = _layer_norm(total, gamma, beta, epsilon, simplified)
+    y = y.astype(input.dtype, copy=False)
+    if ctx.num_outputs == 1:  # (the usual node: the optional outputs, a float16 copy of the sum, not made)
+        return y
     mean = np.zeros_like(inv_std) if mean is None else mean
-    return (y.astype(input.dtype, copy=False), mean.astype(np.float32, copy=False),
-            inv_std.astype(np.float32, copy=False), total.astype(input.dtype, copy=False))
+    return (y, mean.astype(np.float32, copy=False), inv_std.astype(np.float32, copy=False),
+            total.astype(input.dtype, copy=False))
 
 
-@kernel("SkipLayerNormalization", since=1, domain=MS)
-def skip_layer_normalization(input, skip, gamma, beta=None, bias=None, *, epsilon=_DEFAULT_EPSILON):
-    return _skip_norm(input, skip, gamma, beta, bias, epsilon, simplified=False)
+@kernel("SkipLayerNormalization", since=1, domain=MS, context=True)
+def skip_layer_normalization(ctx, input, skip, gamma, beta=None, bias=None, *, epsilon=_DEFAULT_EPSILON):
+    return _skip_norm(ctx, input, skip, gamma, beta, bias, epsilon, simplified=False)
 
 
-@kernel("SkipSimplifiedLayerNormalization", since=1, domain=MS)
-def skip_simplified_layer_normalization(input, skip, gamma, bias=None, *, epsilon=_DEFAULT_EPSILON):
-    return _skip_norm(input, skip, gamma, None, bias, epsilon, simplified=True)
+@kernel("SkipSimplifiedLayerNormalization", since=1, domain=MS, context=True)
+def skip_simplified_layer_normalization(ctx, input, skip, gamma, bias=None, *, epsilon=_DEFAULT_EPSILON):
+    return _skip_norm(ctx, input, skip, gamma, None, bias, epsilon, simplified=True)
 
 
 def _simplified_layer_normalization(X, scale, *, axis=-1, epsilon=1e-5, stash_type=1):
