@@ -571,3 +571,40 @@ def test_scan_body_vectorized_matches_loop_and_onnxruntime(case, monkeypatch):
         monkeypatch.setattr(scan_vectorized, "VECTORIZED", True)
         for i, (e, a) in enumerate(zip(loop, got)):
             assert_same(e, a, 1e-6, f"output {i} against the loop")
+
+
+def test_loop_invariant_steps_run_once_and_match_onnxruntime():
+    """A Loop body's steps that read only outer values and constants (a Slice of an outer input, an Unsqueeze
+    of an outer constant) run once per Loop (kernels/control_flow._invariant_split); the results equal
+    onnxruntime's and a traced run's, which keeps every step in the loop."""
+    from onnxtext.evaluator.kernels.control_flow import _invariant_split
+
+    body = helper.make_graph(
+        [_N("Unsqueeze", ["zero", "axis0"], ["start"]), _N("Slice", ["x", "start", "end", "axis0"], ["rows"]),
+         _N("Gather", ["rows", "i"], ["row"], axis=0), _N("Mul", ["acc", "decay"], ["kept"]),
+         _N("Add", ["kept", "row"], ["acc2"]), _N("Identity", ["c"], ["c2"]), _N("Mul", ["acc2", "decay"], ["scan"])],
+        "body", [_vi("i", [], I64), _vi("c", [], TP.BOOL), _vi("acc", [3])],
+        [_vi("c2", [], TP.BOOL), _vi("acc2", [3]), _vi("scan", [3])],
+        [onnx.numpy_helper.from_array(np.array([0], np.int64), "axis0"),
+         onnx.numpy_helper.from_array(np.array([4], np.int64), "end"),
+         onnx.numpy_helper.from_array(np.array(0.5, np.float32), "decay")])
+    graph = helper.make_graph(
+        [_N("Loop", ["M", "", "init"], ["final", "scanned"], body=body)], "g",
+        [_vi("M", [], I64), _vi("init", [3]), _vi("x", [5, 3]), _vi("zero", [], I64)],
+        [helper.make_value_info(n, onnx.TypeProto()) for n in ("final", "scanned")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    feeds = {"M": np.array(3), "init": np.ones(3, np.float32), "zero": np.array(1),
+             "x": np.random.default_rng(5).normal(size=(5, 3)).astype(np.float32)}
+    ev = Evaluator(model)
+    got = ev.run(None, feeds)
+    traced = ev.run(None, feeds, trace=lambda step, outputs: None)
+    expected = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    for e, a, t in zip(expected, got, traced):
+        assert_same(e, a, 1e-6)
+        assert_same(t, a, 0)
+    (loop_step,) = ev._plan_for(None).steps
+    (_, body_plan), = loop_step.info.subplans.values()
+    hoisted, kept = _invariant_split(body_plan)
+    assert [s.info.node.op_type for s in hoisted.steps] == ["Unsqueeze", "Slice"]
+    assert [s.info.node.op_type for s in kept.steps] == ["Gather", "Mul", "Add", "Identity", "Mul"]

@@ -2,8 +2,9 @@
 and SequenceMap.
 
 They are context kernels: bodies are prepared once by the runtime (one plan per graph attribute) and
-run through ``ctx.graph_runner(graph)``, which binds the outer-scope values a body reads once per
-node execution rather than once per iteration.
+run through :class:`_BodyRunner`, which binds the outer-scope values a body reads once per node
+execution rather than once per iteration and runs the body's loop-invariant steps once. A Scan body
+that is a pure function of one slice runs once over all slices (:mod:`.scan_vectorized`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,61 @@ import numpy as np
 from ... import dtypes
 from ...errors import EvalError
 from ..limits import charge_run, check_allocation, check_loop_iterations
+from ..plan import GraphPlan, find_schema
 from ..registry import kernel
+from ..steps import CONTROL
+from .derived_cache import derived
 from .scan_vectorized import run_vectorized
+
+
+class _BodyRunner:
+    """Runs a Loop/Scan/SequenceMap body many times: ``runner(inputs) -> outputs``.
+
+    Outer-scope values are bound once per node execution, and the body's loop-invariant steps (those that
+    read only outer values, constants and other invariant results, and are deterministic plain kernels) run
+    once, just before the first iteration, instead of in every iteration: exporters put such steps in loop
+    bodies (torch's Slice of an outer input, Unsqueeze of outer constants). A run with a trace or a timeout
+    keeps every step in the loop, so the trace sees what the model says."""
+
+    __slots__ = ("plan", "base", "pending")
+
+    def __init__(self, ctx, graph):
+        plan = ctx.info.subplan(graph)
+        self.base = plan.bind_outer(ctx.scope)
+        split = None if CONTROL in self.base else _invariant_split(plan)
+        if split is None:
+            self.plan, self.pending = plan, None
+        else:
+            self.pending, self.plan = split
+
+    def __call__(self, inputs) -> list:
+        if self.pending is not None:
+            self.base = dict(self.base)
+            self.pending.execute(self.base)
+            self.pending = None
+        return self.plan.run_bound(self.base, inputs)
+
+
+def _invariant_split(plan):
+    """(plan of the loop-invariant steps, plan of the others) of a body, or None when none is invariant;
+    decided once per body plan."""
+    def split():
+        varying = set(plan.input_names)
+        hoisted, kept = [], []
+        for st in plan.steps:
+            info = st.info
+            schema = find_schema(info.node.op_type, info.domain, info.opset or 0)
+            if (st.context or info.subplans or schema is None or schema.non_deterministic
+                    or any(n in varying for n in st.inputs)):
+                varying.update(st.outputs)
+                kept.append(st)
+            else:
+                hoisted.append(st._replace(free=()))  # run on the shared values: nothing is dropped
+        if not hoisted:
+            return None
+        return (GraphPlan(plan.name, [], [], {}, (), hoisted, plan.keep),
+                GraphPlan(plan.name, plan.input_names, plan.output_names, plan.constants, plan.free, kept, plan.keep))
+    return derived("loop-invariant", (plan,), split)
 
 
 def _truth(cond) -> bool:
@@ -48,7 +102,7 @@ def loop(ctx, M, cond, *v_initial, body):
     n_scan = len(body.output) - 1 - n_carried
     if n_scan < 0:
         raise EvalError(f"Loop body has {len(body.output)} outputs, fewer than 1 + {n_carried} carried values")
-    run_body = ctx.graph_runner(body)
+    run_body = _BodyRunner(ctx, body)
     carried = list(v_initial)
     scans: list[list] = [[] for _ in range(n_scan)]
     i = 0
@@ -130,9 +184,8 @@ def scan(ctx, *inputs, body, num_scan_inputs, scan_input_axes=None, scan_input_d
     out_axes = [a + r if a < 0 and r is not None else a for a, r in zip(out_axes, out_ranks)]
     out_dirs = scan_output_directions or [0] * n_scan_out
     plan = ctx.info.subplan(body)
-    base = plan.bind_outer(ctx.scope)
-    final, outputs = _scan(lambda inputs: plan.run_bound(base, inputs), states, scan_inputs, in_axes, in_dirs,
-                           out_axes, out_dirs, n_scan_out, vectorized=(plan, base))
+    final, outputs = _scan(_BodyRunner(ctx, body), states, scan_inputs, in_axes, in_dirs, out_axes, out_dirs,
+                           n_scan_out, vectorized=(plan, plan.bind_outer(ctx.scope)))
     return tuple(final + outputs)
 
 
@@ -142,7 +195,7 @@ def scan_batched(ctx, sequence_lens, *inputs, body, num_scan_inputs, directions=
     m = num_scan_inputs
     states, scan_inputs = list(inputs[:len(inputs) - m]), list(inputs[len(inputs) - m:])
     n_scan_out = len(body.output) - len(states)
-    run_body = ctx.graph_runner(body)
+    run_body = _BodyRunner(ctx, body)
     batch = (states or scan_inputs)[0].shape[0]
     max_len = scan_inputs[0].shape[1] if scan_inputs else 0
     lens = [max_len] * batch if sequence_lens is None else [int(v) for v in np.asarray(sequence_lens).ravel()]
@@ -166,7 +219,7 @@ def sequence_map(ctx, input_sequence, *additional_inputs, body):
     for extra in additional_inputs:
         if isinstance(extra, list) and len(extra) != n:
             raise EvalError(f"SequenceMap: sequences of lengths {n} and {len(extra)}")
-    run_body = ctx.graph_runner(body)
+    run_body = _BodyRunner(ctx, body)
     results: list[list] = [[] for _ in body.output]
     for i in range(n):
         args = [input_sequence[i]] + [x[i] if isinstance(x, list) else x for x in additional_inputs]
