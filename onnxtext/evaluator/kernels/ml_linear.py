@@ -73,8 +73,9 @@ def linear_regressor(X, *, coefficients=None, intercepts=None, targets, post_tra
     return post_transform_scores(scores, post_transform)
 
 
-def _kernel_matrix(x, vectors, kernel_type, kernel_params):
-    """K(x_n, v_j) for every sample and support vector: [N, V] float64."""
+def _kernel_matrix(x, vectors, kernel_type, kernel_params, vector_norms=None):
+    """K(x_n, v_j) for every sample and support vector: [N, V] float64 (``vector_norms``: the vectors'
+    squared norms, when kept)."""
     gamma, coef0, degree = (list(kernel_params or []) + [0.0, 0.0, 0.0])[:3]
     dot = x @ vectors.T
     if kernel_type == "LINEAR":
@@ -82,22 +83,32 @@ def _kernel_matrix(x, vectors, kernel_type, kernel_params):
     if kernel_type == "POLY":
         return (gamma * dot + coef0) ** int(degree)
     if kernel_type == "RBF":
-        sq = (x * x).sum(axis=1)[:, None] - 2 * dot + (vectors * vectors).sum(axis=1)[None, :]
+        if vector_norms is None:
+            vector_norms = (vectors * vectors).sum(axis=1)
+        sq = (x * x).sum(axis=1)[:, None] - 2 * dot + vector_norms[None, :]
         return np.exp(-gamma * np.maximum(sq, 0))
     if kernel_type == "SIGMOID":
         return np.tanh(gamma * dot + coef0)
     raise ValueError(f"unknown SVM kernel_type {kernel_type!r}")
 
 
+def _support_vectors(support_vectors, n_supports: int):
+    """(vectors [V, F], their squared norms) of an SVM, once per node (:mod:`.derived_cache`)."""
+    def build():
+        vectors = np.asarray(support_vectors, np.float64).reshape(n_supports, -1)
+        return vectors, (vectors * vectors).sum(axis=1)
+    return derived(f"svm-vectors-{n_supports}", (support_vectors,), build)
+
+
 @kernel("SVMRegressor", since=1, domain=ML)
 def svm_regressor(X, *, coefficients=None, support_vectors=None, rho=None, kernel_type, kernel_params=None,
                   n_supports, one_class, post_transform):
     x = as_rows(X).astype(np.float64)
-    coef = np.asarray(coefficients or [], np.float64)
+    coef = derived("svm-coefficients", (coefficients,), lambda: np.asarray(coefficients or [], np.float64))
     bias = rho[0] if rho else 0.0
     if n_supports > 0:
-        vectors = np.asarray(support_vectors, np.float64).reshape(n_supports, -1)
-        score = _kernel_matrix(x, vectors, kernel_type, kernel_params) @ coef[:n_supports] + bias
+        vectors, norms = _support_vectors(support_vectors, n_supports)
+        score = _kernel_matrix(x, vectors, kernel_type, kernel_params, norms) @ coef[:n_supports] + bias
     else:  # linear model: coefficients are one weight per feature
         score = _kernel_matrix(x, coef.reshape(1, -1), kernel_type, kernel_params)[:, 0] + bias
     if one_class:
@@ -156,6 +167,7 @@ class _SVMTables:
 
     labels: np.ndarray
     vectors: np.ndarray      # [V, F] support vectors (or [C, F] weights of a linear SVM)
+    vector_norms: np.ndarray  # [V] their squared norms
     pair_weights: np.ndarray  # [V, P] coefficient of each support vector in each pair's decision
     rho: np.ndarray          # [P] (or [1])
     pair_first: np.ndarray   # [P, k] one-hot of each pair's first class i (pairs (i, j), i < j)
@@ -172,7 +184,8 @@ def _svm_tables(coefficients, support_vectors, vectors_per_class, rho, classlabe
     rho = np.asarray(rho or [0.0], np.float64)
     if not vectors_per_class:
         empty = np.zeros((0, k))
-        return _SVMTables(labels, coef.reshape(-1, n_features), empty, rho, empty, empty,
+        weights = coef.reshape(-1, n_features)
+        return _SVMTables(labels, weights, (weights * weights).sum(axis=1), empty, rho, empty, empty,
                           np.zeros(0, np.int64), np.zeros(0, np.int64))
     counts = np.asarray(vectors_per_class, np.int64)
     total = int(counts.sum())
@@ -189,7 +202,7 @@ def _svm_tables(coefficients, support_vectors, vectors_per_class, rho, classlabe
     pi = np.array([i for i, _ in pairs], np.int64)
     pj = np.array([j for _, j in pairs], np.int64)
     eye = np.eye(k)
-    return _SVMTables(labels, vectors, weights, rho, eye[pi], eye[pj], pi, pj)
+    return _SVMTables(labels, vectors, (vectors * vectors).sum(axis=1), weights, rho, eye[pi], eye[pj], pi, pj)
 
 
 @kernel("SVMClassifier", since=1, domain=ML)
@@ -203,13 +216,13 @@ def svm_classifier(X, *, coefficients=None, support_vectors=None, vectors_per_cl
     k = labels.size
     if not vectors_per_class:
         # Linear SVM: one weight vector per class (or a single one for a binary problem).
-        scores = _kernel_matrix(x, tables.vectors, kernel_type, kernel_params) + tables.rho[0]
+        scores = _kernel_matrix(x, tables.vectors, kernel_type, kernel_params, tables.vector_norms) + tables.rho[0]
         if scores.shape[1] == 1 and k == 2:
             label = np.where(scores[:, 0] > 0, labels[1], labels[0]).astype(labels.dtype)
             return label, _binary_columns(scores[:, 0], post_transform).astype(np.float32)
         return labels[np.argmax(scores, axis=1)], post_transform_scores(scores, post_transform)
 
-    kern = _kernel_matrix(x, tables.vectors, kernel_type, kernel_params)  # [N, total]
+    kern = _kernel_matrix(x, tables.vectors, kernel_type, kernel_params, tables.vector_norms)  # [N, total]
     decisions = kern @ tables.pair_weights + tables.rho[:tables.pair_weights.shape[1]]  # [N, pairs]
     positive = decisions > 0
     votes = positive @ tables.pair_first + ~positive @ tables.pair_second  # [N, k]
