@@ -26,7 +26,7 @@ computes on slice l (``f(x)[l] == f(x[l])``):
 * MatMul: a batched left operand against an unbatched matrix, an unbatched matrix against a batched
   stack of matrices, or two batched stacks of matrices (numpy's matmul broadcasts leading axes).
 
-tests/test_kernels_ml.py compares these bodies with the loop (``VECTORIZED = False``) and with onnxruntime.
+tests/test_kernels_control_flow.py compares these bodies with the loop (``VECTORIZED = False``) and with onnxruntime.
 """
 
 from __future__ import annotations
