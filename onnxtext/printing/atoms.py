@@ -22,6 +22,9 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 KEYWORDS = frozenset(dtypes.NAMES) | {
     "seq", "map", "optional", "sparse_tensor", "opaque", "tensor", "type", "raw", "base64", "hex", "elided",
     "sparse", "true", "false", "training_info", "inf", "infinity", "nan"}
+#: Words that start tensor data: right after a type (``float[2] raw`` could be data) only these need quotes,
+#: so a typed value's name is quoted only for them (tests/test_fmt.py checks every word in every position).
+DATA_WORDS = frozenset({"raw", "base64", "hex", "elided", "sparse", "unchecked"})
 #: ...and every spelling of the special floats (the lexer reads them in any case).
 _QUOTED_WORDS = KEYWORDS | {"".join(chars) for word in ("inf", "nan", "infinity")
                             for chars in itertools.product(*[(c, c.upper()) for c in word])}
@@ -81,6 +84,13 @@ def name(n: str) -> str:
     if isinstance(n, bytes):  # a .onnx file's string field that is not valid UTF-8: show its bytes (\xHH)
         return quote(n)
     return n if n.isidentifier() and n.isascii() and n not in _QUOTED_WORDS else quote(n)
+
+
+def typed_name(n: str) -> str:
+    """A name right after a type (typed inputs, outputs, value_info, initializers): ``float[N] seq``."""
+    if isinstance(n, bytes):
+        return quote(n)
+    return n if n.isidentifier() and n.isascii() and n not in DATA_WORDS else quote(n)
 
 
 def op_part(n: str) -> str:

@@ -152,7 +152,7 @@ class _Bulk:
         """(plain, quoted) for name fields: plain when the fast path can print the name, quoted when it
         prints between quotes (``literals.name``: all but identifiers that are no keyword)."""
         plain, ident, keyword = self._classes(s, n)
-        return plain, ~ident | keyword
+        return plain & ~keyword, ~ident  # keyword-like names (rare) are quoted by position: the reference
 
     def parts(self):
         g, vi = self.g, self._vi_chunk

@@ -45,7 +45,7 @@ from ..errors import OnnxTextError
 # the literal atoms (re-exported: other modules and tests import them from here)
 from .atoms import (_IDENT, _QUOTED_WORDS, _SMALL, KEYWORDS, _dotted, _dtype_name, _float_token,  # noqa: F401
                        _format_floats_exact, _onnx_values, _op_name, float_texts, format_floats, format_values,
-                       name, op_part, quote)
+                       name, op_part, quote, typed_name)
 
 # ---------------------------------------------------------------------------------------------- printer
 class Printer(TensorPrinter, RecordPrinter):
@@ -217,10 +217,10 @@ class Printer(TensorPrinter, RecordPrinter):
 
     def print_value_info(self, v: ValueInfoProto, level: int = 0) -> str:
         ann = self._annotations(v, level, skip=("doc_string", "name", "type"))
-        text = (self.print_type(v.type) + " " if v.HasField("type") else "") + self._name(v.name)
+        text = self.print_type(v.type) + " " + typed_name(v.name) if v.HasField("type") else self._name(v.name)
         if (len(text) + len(self.ind) * level > self.width and v.type.HasField("tensor_type")
                 and len(v.type.tensor_type.shape.dim)):
-            text = self.print_type(v.type, level) + " " + self._name(v.name)  # long dims: one per line
+            text = self.print_type(v.type, level) + " " + typed_name(v.name)  # long dims: one per line
         return ("\n" + self.ind * level).join(ann + [text]) if ann else text
 
     # ------------------------------------------------------------------ types

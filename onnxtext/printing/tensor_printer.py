@@ -19,6 +19,7 @@ from .. import dtypes, tensors
 from ..errors import OnnxTextError
 from . import layout
 from .atoms import _dtype_name, _float_token, _onnx_values, _SMALL, float_texts, format_values, name, quote
+from .atoms import typed_name
 from .records import annotation_fields, repeated_getter
 
 _TENSOR_SKIP = ("doc_string", "name", "dims", "data_type", "raw_data", "external_data", "float_data", "int32_data",
@@ -78,7 +79,7 @@ class TensorPrinter:
         head = dt.name + "[" + ", ".join(map(str, dims)) + "]" if len(dims) else dt.name
         nm = t.name
         if initializer or nm or (t.HasField("name") and not self.onnx_style):  # a set "" name prints as ""
-            head += " " + self._names[nm]
+            head += " " + typed_name(nm)
         if ann or lead is None:
             lead = len(self.ind) * level
         text = head + " = " + self.print_tensor_data(t, level, dt, math.prod(dims), lead + len(head) + 3)
