@@ -124,3 +124,27 @@ def test_half_conv_at_level_1():
     assert [type(st.fn).__name__ for st in ev._plan_for(None, ()).steps][0] == "HalfConv"
     x = np.random.default_rng(2).standard_normal((2, 2, 5, 6)).astype(np.float16)
     np.testing.assert_array_equal(ev.run(None, {"x": x})[0], Evaluator(model, optimize=0).run(None, {"x": x})[0])
+
+
+def test_mixed_float_types_keep_their_types():
+    """Pow's float16 exponent does not make a float32 base float16; a float16 BatchNormalization with
+    float32 statistics (opset 15) is float16 and computed in float32."""
+    text = """<ir_version: 8, opset_import: ["": 17]>
+g (float[2, 3, 4, 4] x, float16[2, 3, 4, 4] h) => (float[2, 3, 4, 4] p, float16[2, 3, 4, 4] b) {
+  e = Constant <value = float16 {2.0}> ()
+  p = Pow(x, e)
+  s = Constant <value = float[3] {1.5, 0.5, 2.0}> ()
+  z = Constant <value = float[3] {0.1, -0.2, 0.3}> ()
+  m = Constant <value = float[3] {0.0, 0.5, -0.5}> ()
+  v = Constant <value = float[3] {1.0, 2.0, 0.5}> ()
+  b = BatchNormalization(h, s, z, m, v)
+}"""
+    model = text_model(text)
+    rng = np.random.default_rng(5)
+    feeds = {"x": rng.standard_normal((2, 3, 4, 4)).astype(np.float32),
+             "h": rng.standard_normal((2, 3, 4, 4)).astype(np.float16)}
+    got = Evaluator(model).run(None, feeds)
+    want = run_onnxruntime(model, feeds)
+    assert got[0].dtype == np.float32 and got[1].dtype == np.float16
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    np.testing.assert_allclose(got[1].astype(np.float32), want[1].astype(np.float32), rtol=2e-3, atol=2e-3)

@@ -30,7 +30,7 @@ from onnx import helper
 
 from ..fused.float16 import ToFloat16, ToFloat32
 from ..registry import lookup
-from ..steps import StepInfo
+from ..steps import UNUSED, StepInfo
 
 MS = "com.microsoft"
 FLOAT32_OPS = frozenset({("", op) for op in (
@@ -43,6 +43,10 @@ FLOAT32_OPS = frozenset({("", op) for op in (
 EXACT_OPS = frozenset({("", op) for op in (
     "Clip", "Concat", "Flatten", "Gather", "Identity", "Max", "Min", "Reshape", "Slice", "Squeeze",
     "Transpose", "Unsqueeze")})
+
+# operators whose output type is that of their first input only (the others may be another float type:
+# Pow's exponent, BatchNormalization's statistics): only that input can make them float16
+FIRST_INPUT_TYPED = frozenset({("", "Pow"), ("", "BatchNormalization")})
 
 _F16 = np.dtype(np.float16)
 SUFFIX = "::float32"
@@ -67,11 +71,14 @@ def apply(steps: list, keep: set, known) -> list:
         info = st[5]
         if (info.domain, info.node.op_type) not in FLOAT32_OPS | EXACT_OPS or not _runs_own_kernel(st):
             continue
-        ins = [n for n in st[1] if n]
+        key = (info.domain, info.node.op_type)
+        if not info.domain and sum(1 for o in st[2] if o and o != UNUSED) != 1:
+            continue  # (MaxPool's indices, BatchNormalization's training statistics: not float16 values)
+        ins = [n for n in (st[1][:1] if key in FIRST_INPUT_TYPED else st[1]) if n]
         half_constant = any(getattr(known.get(n), "dtype", None) == _F16 for n in ins if n in known)
         if half_constant or any(n in computed for n in ins):
             region.append(i)
-            computed.update(o for o in st[2] if o)
+            computed.update(o for o in st[2] if o and o != UNUSED)
     if not region:
         return steps
     members = set(region)
