@@ -312,7 +312,8 @@ def dict_vectorizer(X, *, int64_vocabulary=None, string_vocabulary=None):
 
 @kernel("ZipMap", since=1, domain=ML)
 def zip_map(X, *, classlabels_int64s=None, classlabels_strings=None):
-    labels = list(classlabels_strings) if classlabels_strings else [int(v) for v in classlabels_int64s]
+    labels = derived("zipmap-labels", (classlabels_strings, classlabels_int64s), lambda: tuple(
+        classlabels_strings) if classlabels_strings else tuple(int(v) for v in classlabels_int64s))
     rows = as_rows(X).tolist()
     if rows and len(rows[0]) != len(labels):
         raise ValueError(f"ZipMap: {len(rows[0])} columns but {len(labels)} labels")
