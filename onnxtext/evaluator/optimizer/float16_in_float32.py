@@ -48,6 +48,11 @@ EXACT_OPS = frozenset({("", op) for op in (
 # Pow's exponent, BatchNormalization's statistics): only that input can make them float16
 FIRST_INPUT_TYPED = frozenset({("", "Pow"), ("", "BatchNormalization")})
 
+# inputs that are never float (shapes, indices, masks, ids): read as they are, no conversion step
+INTEGER_INPUTS = {("", "Reshape"): (1,), ("", "Gather"): (1,), ("", "Slice"): (1, 2, 3, 4), ("", "Squeeze"): (1,),
+                  ("", "Unsqueeze"): (1,), (MS, "Attention"): (3, 6), (MS, "EmbedLayerNormalization"): (0, 1, 7, 8),
+                  (MS, "MultiHeadAttention"): (4, 7, 8)}
+
 _F16 = np.dtype(np.float16)
 SUFFIX = "::float32"
 
@@ -91,8 +96,9 @@ def apply(steps: list, keep: set, known) -> list:
             continue
         fn, ins, outs, attrs, free, info, context = st[:7]
         new_ins = []
-        for n in ins:
-            if not n or n in computed:
+        integer = INTEGER_INPUTS.get((info.domain, info.node.op_type), ())
+        for position, n in enumerate(ins):
+            if not n or n in computed or position in integer:
                 new_ins.append(n + SUFFIX if n in outside_readers and n in computed else n)
                 continue
             value = known.get(n) if n in known else None
