@@ -469,16 +469,21 @@ def test_tfidf_vectorizer_count_paths_agree():
         assert small == sorted(_found_cells(rows, pool, n_min, n_max, skip).tolist()), (n_min, n_max, skip)
 
 
-# Tokenizer's matches (kernels/string.find_all_re2) step over the binding's matcher themselves; each
-# line must give what the binding's own finditer gives: (pattern, text)
+# Tokenizer's and RegexFullMatch's matches (kernels/string.py) step over the binding's matcher themselves;
+# each line must give what the binding's own methods give: (pattern, text)
 RE2_FIND_ALL = [(r"\w+", "works well, great value"), (r"\w+", "héllo wörld, ça va"), (r"a*", "baaac"),
                 (r"", "xé€"), (r"\b", "ab cd"), (r"[[:alpha:]]+", "x1yz2 €uro"), (r"(a)(b)?", "abab a"),
                 (r"\s*", "  a  b"), (r"é+|€", "éé€x€")]
 
 
-@pytest.mark.parametrize("pattern, text", RE2_FIND_ALL)
-def test_re2_find_all_matches_the_bindings_finditer(pattern, text):
-    from onnxtext.evaluator.kernels.string import compile_re2, find_all_re2
+@pytest.mark.parametrize("pattern, text", RE2_FIND_ALL + [(r"(,)|;", "a,b;;c,"), (r"(x)?y", "ayxyb"), (r" ", "")])
+def test_re2_helpers_match_the_bindings_own_methods(pattern, text):
+    """find_all_re2, split_re2 and full_match_re2 (Tokenizer, RegexFullMatch) call the binding's matcher
+    directly; each gives what the binding's finditer, split and fullmatch give."""
+    from onnxtext.evaluator.kernels.string import compile_re2, find_all_re2, full_match_re2, split_re2
 
     compiled = compile_re2(pattern)
     assert find_all_re2(compiled, text) == [m.group(0) for m in compiled.finditer(text)]
+    assert split_re2(compiled, text) == compiled.split(text)
+    for candidate in (text, text[:1], ""):
+        assert full_match_re2(compiled)(candidate) == (compiled.fullmatch(candidate) is not None)

@@ -94,37 +94,82 @@ def compile_re2(pattern: str, op: str = "RegexFullMatch"):
 
 @kernel("RegexFullMatch", since=20)
 def regex_full_match(x, pattern=""):
-    compiled = compile_re2(pattern)
+    matches = full_match_re2(compile_re2(pattern))
     x = _strings(x)
-    flat = [compiled.fullmatch(s) is not None for s in x.reshape(-1).tolist()]
+    flat = [matches(s) for s in x.reshape(-1).tolist()]
     return np.array(flat, dtype=bool).reshape(x.shape)
+
+
+def _match_spans(compiled, text: str):
+    """(UTF-8 bytes of ``text``, the byte spans of every group of each successive non-overlapping match),
+    stepping as the binding's ``finditer`` does (after an empty match at the search position, one
+    character on), or None when the binding has no low-level matcher.
+
+    The binding's own ``finditer`` builds a match object and decodes offsets per match, which costs
+    several microseconds each; calling its matcher on the bytes directly does not."""
+    re2 = _re2_module()
+    regexp = getattr(compiled, "_regexp", None)
+    char_bytes = getattr(getattr(re2, "_re2", None), "CharLenToBytes", None)
+    anchor = getattr(re2, "_Anchor", None)
+    if regexp is None or char_bytes is None or anchor is None:
+        return None
+    unanchored = anchor.UNANCHORED
+    data = text.encode("utf-8")
+    end_of_text = len(data)
+    pos = 0
+    matches = []
+    while True:
+        spans = regexp.Match(unanchored, data, pos, end_of_text)
+        start, end = spans[0]
+        if start < 0:
+            return data, matches
+        matches.append(spans)
+        if pos == end_of_text:
+            return data, matches
+        pos = pos + char_bytes(data, pos, 1) if end == pos else end
 
 
 def find_all_re2(compiled, text: str) -> list[str]:
     """The successive non-overlapping matches of an RE2 pattern in ``text``, as strings: what
-    ``[m.group(0) for m in compiled.finditer(text)]`` gives, without building a match object (and
-    decoding offsets) per match, which costs the binding several microseconds each.
-
-    It calls the binding's matcher on the UTF-8 bytes directly and steps as its ``finditer`` does
-    (after an empty match at the search position, one character on); a binding without that
-    matcher takes ``finditer``."""
-    regexp = getattr(compiled, "_regexp", None)
-    char_bytes = getattr(getattr(_re2_module(), "_re2", None), "CharLenToBytes", None)
-    if regexp is None or char_bytes is None:
+    ``[m.group(0) for m in compiled.finditer(text)]`` gives (:func:`_match_spans`)."""
+    found = _match_spans(compiled, text)
+    if found is None:
         return [m.group(0) for m in compiled.finditer(text)]
-    unanchored = _re2_module()._Anchor.UNANCHORED
-    data = text.encode("utf-8")
-    end_of_text = len(data)
-    pos = 0
-    found = []
-    while True:
-        start, end = regexp.Match(unanchored, data, pos, end_of_text)[0]
-        if start < 0:
-            return found
-        found.append(data[start:end].decode("utf-8"))
-        if pos == end_of_text:
-            return found
-        pos = pos + char_bytes(data, pos, 1) if end == pos else end
+    data, matches = found
+    return [data[spans[0][0]:spans[0][1]].decode("utf-8") for spans in matches]
+
+
+def split_re2(compiled, text: str) -> list:
+    """``compiled.split(text)``: the pieces between matches, each match's groups in between (None for a
+    group that did not take part), from :func:`_match_spans`."""
+    found = _match_spans(compiled, text)
+    if found is None:
+        return compiled.split(text)
+    data, matches = found
+    pieces = []
+    end = 0
+    for spans in matches:
+        pieces.append(data[end:spans[0][0]].decode("utf-8"))
+        pieces.extend(None if g[0] < 0 else data[g[0]:g[1]].decode("utf-8") for g in spans[1:])
+        end = spans[0][1]
+    pieces.append(data[end:].decode("utf-8"))
+    return pieces
+
+
+def full_match_re2(compiled):
+    """A function ``text -> bool``: whether the whole of ``text`` matches (``compiled.fullmatch``), by the
+    binding's low-level matcher when it has one."""
+    re2 = _re2_module()
+    regexp = getattr(compiled, "_regexp", None)
+    anchor = getattr(re2, "_Anchor", None)
+    if regexp is None or anchor is None:
+        return lambda text: compiled.fullmatch(text) is not None
+    both = anchor.ANCHOR_BOTH
+
+    def full_match(text: str) -> bool:
+        data = text.encode("utf-8")
+        return regexp.Match(both, data, 0, len(data))[0][0] >= 0
+    return full_match
 
 
 def _re2_module():

@@ -15,7 +15,7 @@ import numpy as np
 
 from ....errors import EvalError
 from ...registry import kernel
-from ..string import compile_re2, find_all_re2
+from ..string import compile_re2, find_all_re2, split_re2
 from . import MS
 
 _START, _END = "\x02", "\x03"
@@ -30,7 +30,7 @@ def _splitter(separators, tokenexp):
     if list(separators) == [""]:
         return list  # characters
     pattern = compile_re2("|".join(f"(?:{s})" for s in separators), "Tokenizer")
-    return lambda s: pattern.split(s)
+    return lambda s: split_re2(pattern, s)
 
 
 @kernel("Tokenizer", since=1, domain=MS)
