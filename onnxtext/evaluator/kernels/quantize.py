@@ -149,6 +149,8 @@ def _range(x: np.ndarray) -> tuple[float, float]:
     """(min, max) of ``x`` widened to include 0 (0, 0 for an empty tensor)."""
     if not x.size:
         return 0.0, 0.0
+    if type(x) is np.ndarray and x.dtype.kind == "f":  # (the reductions without ndarray.min's wrapper)
+        return min(0.0, float(np.minimum.reduce(x, axis=None))), max(0.0, float(np.maximum.reduce(x, axis=None)))
     return min(0.0, float(x.min())), max(0.0, float(x.max()))
 
 
