@@ -185,18 +185,26 @@ def feature_vectorizer(*X, inputdimensions=None):
 
 @kernel("OneHotEncoder", since=1, domain=ML)
 def one_hot_encoder(X, *, cats_int64s=None, cats_strings=None, zeros):
-    if X.dtype == object:
-        cats = _attribute_array(cats_strings, object)
-        values = X
-    else:
-        cats = _attribute_array(cats_int64s, np.int64)
-        values = X.astype(np.int64)
-    pos, found = _lookup(values, cats)
-    if not zeros and not found.all():
-        raise ValueError("OneHotEncoder: input value not among the categories (zeros=0)")
     # row c of the table is category c's one-hot vector, its last row (for values not found) all zeros
-    table = derived("one-hot", (cats,), lambda: np.eye(len(cats) + 1, len(cats), dtype=np.float32))
-    return table[np.where(found, pos, len(cats))]
+    strings = X.dtype == object
+    cats, table, position = derived("one-hot-" + ("strings" if strings else "ints"), (cats_strings, cats_int64s),
+                                    lambda: _one_hot_tables(cats_strings if strings else cats_int64s, strings))
+    n = len(cats)
+    if strings:  # one dict lookup per value
+        pos = np.array([position(v, n) for v in X.ravel().tolist()], np.int64).reshape(X.shape)
+    else:
+        pos, found = _lookup(X.astype(np.int64), cats)
+        pos = np.where(found, pos, n)
+    if not zeros and (pos == n).any():
+        raise ValueError("OneHotEncoder: input value not among the categories (zeros=0)")
+    return table[pos]
+
+
+def _one_hot_tables(categories, strings: bool):
+    """(categories array, one-hot table with a zero last row, category -> position lookup) of an encoder."""
+    cats = _attribute_array(categories, object if strings else np.int64)
+    table = np.eye(len(cats) + 1, len(cats), dtype=np.float32)
+    return cats, table, {c: i for i, c in enumerate(cats.tolist())}.get
 
 
 # --- encoders ----------------------------------------------------------------------------------
