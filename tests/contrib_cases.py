@@ -287,6 +287,8 @@ CASES += [
       tol=(0, 1)),
     C("qlinear_add_broadcast_saturate", "QLinearAdd", [u8(4, 8), *q(0.2, 10), u8(8), *q(0.3, 5), *q(0.01, 0)],
       tol=(0, 1)),
+    C("qlinear_add_b_broadcasts_a", "QLinearAdd", [u8(8), *q(0.02, 3), u8(4, 8), *q(0.03, 100), *q(0.05, 120)],
+      tol=(0, 1)),
     C("qlinear_add_int8", "QLinearAdd", [s8(3, 5), *q(0.02, 0, np.int8), s8(3, 5), *q(0.02, -3, np.int8),
                                           *q(0.04, 2, np.int8)], tol=(0, 1)),
     C("qlinear_mul", "QLinearMul", [u8(2, 6), *q(0.02, 128), u8(2, 6), *q(0.03, 100), *q(0.05, 120)], tol=(0, 1)),

@@ -29,27 +29,46 @@ def _scalar(v, default=0.0):
 
 
 def _requantize(values, zero_point, like):
-    """float32 values (already divided by the output scale) -> the integer type of ``like``."""
+    """float32 values (already divided by the output scale) -> the integer type of ``like``: rounded
+    half to even, zero point added, saturated (in place on ``values`` when it is a float32 array)."""
     info = np.iinfo(like)
-    return np.clip(np.rint(values) + _scalar(zero_point), info.min, info.max).astype(like)
+    if type(values) is not np.ndarray or values.dtype != np.float32 or not values.flags.writeable:
+        values = np.asarray(values, np.float32).copy()
+    np.rint(values, out=values)
+    values += _scalar(zero_point)
+    np.fmax(values, np.float32(info.min), out=values)  # (fmax: NaN saturates to the minimum)
+    np.minimum(values, np.float32(info.max), out=values)
+    return values.astype(like)
 
 
 def _shifted(x, zero_point):
-    return x.astype(np.float32) - _scalar(zero_point)
+    """x - zero_point as a new float32 array (exact for 8-bit values)."""
+    out = x.astype(np.float32)
+    zp = _scalar(zero_point)
+    if zp:
+        out -= zp
+    return out
 
 
 @kernel("QLinearAdd", since=1, domain=MS)
 def qlinear_add(A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale, C_zero_point=None):
     c_scale = _scalar(C_scale)
-    value = (_shifted(A, A_zero_point) * (_scalar(A_scale) / c_scale) +
-             _shifted(B, B_zero_point) * (_scalar(B_scale) / c_scale))
+    a = _shifted(A, A_zero_point)
+    a *= _scalar(A_scale) / c_scale
+    b = _shifted(B, B_zero_point)
+    b *= _scalar(B_scale) / c_scale
+    try:
+        value = np.add(a, b, out=a)
+    except ValueError:  # B broadcasts A to a larger shape
+        value = a + b
     return _requantize(value, C_zero_point, A.dtype)
 
 
 @kernel("QLinearMul", since=1, domain=MS)
 def qlinear_mul(A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale, C_zero_point=None):
     ratio = _scalar(A_scale) * _scalar(B_scale) / _scalar(C_scale)
-    value = _shifted(A, A_zero_point) * _shifted(B, B_zero_point) * ratio
+    value = _shifted(A, A_zero_point) * _shifted(B, B_zero_point)
+    value *= ratio
     return _requantize(value, C_zero_point, A.dtype)
 
 
