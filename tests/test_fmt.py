@@ -1,8 +1,12 @@
-"""``onnxtext fmt``: canonical form, idempotent, same proto, every comment kept next to its element.
+"""``onnxtext fmt``: canonical form, idempotent, same proto, every comment kept next to its element, the
+author's number spellings, tensor literal lines and aligned comments kept.
 
 Add a formatting case by dropping a pair ``NAME.in.onnxtext`` / ``NAME.out.onnxtext`` (the expected output,
-written by hand) in tests/fixtures/fmt/. Every text of examples/, docs/ and tests/fixtures/ is also checked
-for idempotence and proto equality, plain and with comments sprinkled in at random places.
+checked by hand) in tests/fixtures/fmt/. Every text of examples/, docs/ and tests/fixtures/ is also checked
+for idempotence and proto equality, plain and with comments sprinkled in at random places; so are printed
+models of the backend corpus and the real-model corpus, with comments sprinkled in and numbers respelled.
+Keyword-like names: every word the grammar spells, in every name position, is quoted by the printer exactly
+when the bare word would not read back (known exceptions in tests/fixtures/fmt/quoted_names.known).
 """
 
 import glob
