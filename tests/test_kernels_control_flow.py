@@ -66,6 +66,10 @@ SCAN_CASES = [
     ("running_sum_is_not_vectorized", [_N("Add", ["s", "x"], ["s_out"]), _N("Mul", ["s_out", "two"], ["y"])],
      [_vi("s", [6])], [_vi("x", [6])], [_vi("s_out", [6]), _vi("y", [6])], {},
      [np.zeros(6, np.float32), _SAMPLES], {"two": np.array(2, np.float32)}, 13, False),
+    # the scanned slice and an outer constant as scan outputs
+    ("pass_through_outputs", [_N("Identity", ["x"], ["same"]), _N("Identity", ["w"], ["const"])], [],
+     [_vi("x", [2])], [_vi("same", [2]), _vi("const", [2])], dict(scan_input_directions=[1]),
+     [np.arange(8, dtype=np.float32).reshape(4, 2)], {"w": np.array([5, 6], np.float32)}, 13, True),
     # Softmax has no batching rule here
     ("no_rule_runs_the_loop", [_N("Softmax", ["x"], ["y"], axis=-1)], [], [_vi("x", [6])], [_vi("y", [6])], {},
      [_SAMPLES], {}, 13, False),
@@ -139,3 +143,13 @@ def test_loop_invariant_steps_run_once_and_match_onnxruntime():
     hoisted, kept = _invariant_split(body_plan)
     assert [s.info.node.op_type for s in hoisted.steps] == ["Unsqueeze", "Slice"]
     assert [s.info.node.op_type for s in kept.steps] == ["Gather", "Mul", "Add", "Identity", "Mul"]
+
+
+def test_scan_output_that_is_the_scanned_input_is_a_copy():
+    """A body output that is its scanned input itself (onnxruntime returns garbage for it, so the loop is the
+    oracle here) stacks to a new array, never a view of the caller's feed."""
+    model, feed = _scan_model([], [], [_vi("x", [2])], [_vi("x", [2])], dict(scan_input_directions=[1]),
+                              [np.arange(8, dtype=np.float32).reshape(4, 2)], {}, 13)
+    (got,) = Evaluator(model).run(None, feed)
+    np.testing.assert_array_equal(got, feed["in0"][::-1])
+    assert not np.shares_memory(got, feed["in0"])

@@ -108,7 +108,9 @@ def run_vectorized(plan, base: dict, states: list, scan_inputs: list, in_axes, i
     outputs = []
     for name in plan.output_names[n_states:]:
         value = np.asarray(env[name])
-        if name not in batched:  # the same value in every iteration
+        if name in plan.input_names[n_states:]:  # a scanned input passed through: a copy, as the loop stacks
+            value = value.copy()
+        elif name not in batched:  # the same value in every iteration
             _check_size((length,) + value.shape)
             value = np.broadcast_to(value, (length,) + value.shape).copy()
         outputs.append(value)
