@@ -201,6 +201,8 @@ RESIZE = '''g (float[1, 1, 2, 2] x, float[4] scales) => (float y) {
   y = Resize <mode = "%s"> (x, "", scales)
 }
 '''
+TFIDF = ('g (int64[2] x) => (float y) {\n  y = TfIdfVectorizer <max_gram_length = 1, max_skip_count = 0, '
+         'min_gram_length = 1, mode = "TF", ngram_counts = [0], ngram_indexes = [1000000000000], pool_int64s = [1]> (x)\n}\n')
 PAD = "g (float[2, 2] x, int64[4] pads) => (float y) {\n  y = Pad <mode = \"%s\"> (x, pads)\n}\n"
 SHAPE_OP = "g (int64[%d] shape) => (float y) {\n  y = %s\n}\n"
 
@@ -330,6 +332,13 @@ PROBES = [
           '"n": np.array([2500000])})', ("ConstantOfShape", "this run has allocated", "MAX_RUN_ALLOCATION_BYTES")),
     Probe("run-allocation-budget-resets-per-run", ALLOCATING_LOOP, LOW_RUN_LIMIT + 'for _ in range(10):\n'
           '    run({"M": np.array(15), "n": np.array([2500000])})', ("0.0",), status=0),
+    Probe("tfidf-huge-output-index", TFIDF, 'run({"x": np.array([1, 2])})', ("TfIdfVectorizer", "MAX_ALLOCATION_BYTES")),
+    Probe("string-split-padded-rows", "g (string[N] x) => (string y, int64 n) {\n  y, n = StringSplit(x)\n}\n",
+          LOW_LIMIT + 'run({"x": np.array(["a"] * 2000 + [" ".join(["b"] * 10000)], object)})',
+          ("StringSplit", "MAX_ALLOCATION_BYTES")),
+    Probe("tokenizer-padded-rows", TOKENIZER % "\\\\w+",
+          LOW_LIMIT + 'run({"x": np.array(["a"] * 2000 + [" ".join(["b"] * 10000)], object)})',
+          ("Tokenizer", "MAX_ALLOCATION_BYTES")),
     # --- stored tensors whose dims do not fit: refused before decoding allocates
     Probe("initializer-rank-65", "", 'evaluate(initializer_model(dims=[1] * 65, float_data=[1.0]))',
           ("rank 65 is above 64",)),

@@ -66,6 +66,7 @@ def string_split(x, delimiter=None, maxsplit=None):
     parts = [s.split(sep, limit) for s in x.reshape(-1).tolist()]
     counts = np.array([len(p) for p in parts], dtype=np.int64).reshape(x.shape)
     width = int(counts.max()) if counts.size else 0
+    check_allocation((len(parts), width), 8, "StringSplit")  # every row padded to the longest
     out = np.full((len(parts), width), "", dtype=object)
     for i, p in enumerate(parts):
         out[i, :len(p)] = p

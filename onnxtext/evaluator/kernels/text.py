@@ -8,6 +8,7 @@ node (:mod:`.derived_cache`).
 
 import numpy as np
 
+from ..limits import check_allocation
 from ..registry import kernel
 from .derived_cache import derived
 
@@ -123,6 +124,7 @@ def tfidf_vectorizer(X, *, mode, min_gram_length, max_gram_length, max_skip_coun
                          np.int64)
     else:
         cells = _found_cells(rows, pool, min_gram_length, max_gram_length, max_skip_count)
+    check_allocation((batch, pool.width), 4, "TfIdfVectorizer")  # the output width comes from ngram_indexes
     counts = np.bincount(cells, minlength=batch * pool.size).reshape(batch, pool.size).astype(np.float32)
     if mode == "TF":
         scores = counts

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ....errors import EvalError
+from ...limits import check_allocation
 from ...registry import kernel
 from ..string import compile_re2, find_all_re2, split_re2
 from . import MS
@@ -47,6 +48,7 @@ def tokenizer(X, *, mark, mincharnum, pad_value, separators=None, tokenexp=None)
             tokens = [_START] + tokens + [_END]
         rows.append(tokens)
     width = max((len(r) for r in rows), default=0)
+    check_allocation((len(rows), width), 8, "Tokenizer")  # every row padded to the longest
     out = np.empty((len(rows), width), dtype=object)
     out[...] = [tokens + [pad_value] * (width - len(tokens)) for tokens in rows]
     return out.reshape(X.shape + (width,))
