@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Coverage-guided fuzzing of the parser with atheris (issue 23), and the checks it applies to each input.
 
 :func:`check` is the fuzz target's body and is shared with ``tests/test_fuzz_findings.py``, which replays the
@@ -22,7 +23,10 @@ Commands (``python tools/fuzz_parser.py ...``; docs/fuzzing.md):
 * ``dict``: print the libFuzzer dictionary of the grammar's keywords and punctuation (``-dict=``);
 * ``fuzz [libFuzzer options] [corpus dirs]``: run atheris (known findings, tests/data/fuzz/known_failures.txt,
   are recognised by their signature and skipped so that the run looks for new ones; without ``-dict=`` the
-  dictionary is generated from the grammar as it is);
+  dictionary is generated from the grammar as it is; ``FUZZ_PARSER_FINDINGS=DIR`` also writes each new
+  finding there, with a ``.why`` file, before libFuzzer reports it; with ``FUZZ_PARSER_KEEP_GOING=1`` too,
+  the run goes on after a finding, keeping the first input of each signature, and stops only for a hang or
+  memory growth);
 * ``check FILE...``: run the checks on files and print each finding.
 """
 
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import ast
 import glob
+import hashlib
 import os
 import re
 import sys
@@ -410,11 +415,24 @@ def _fuzz(argv: list[str]) -> None:
     known = known_signatures()
     print(f"fuzz_parser: {len(known)} known finding signatures skipped", file=sys.stderr)
 
+    saved = os.environ.get("FUZZ_PARSER_FINDINGS")  # a copy of each new finding, written before raising
+    keep_going = os.environ.get("FUZZ_PARSER_KEEP_GOING") == "1" and saved  # save each new kind once, go on
+
     def target(data: bytes) -> None:
         try:
             check(data)
         except Finding as f:
             if f.signature not in known:
+                if saved:
+                    name = os.path.join(saved, "finding-" + hashlib.sha1(data).hexdigest())
+                    with open(name, "wb") as out:
+                        out.write(data)
+                    with open(name + ".why", "w", encoding="utf-8") as out:
+                        out.write(f"{f}\nsignature {f.signature}\n")
+                    if keep_going:
+                        print(f"fuzz_parser: NEW FINDING {name}: {f}"[:400], file=sys.stderr)
+                        known.add(f.signature)
+                        return
                 raise
 
     if not any(a.startswith("-dict=") for a in argv):  # the grammar's words as they are now
@@ -431,6 +449,8 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 0
     command, rest = argv[0], argv[1:]
+    if command.startswith("-"):  # libFuzzer runs this file again for -merge=1 and -fork: options only
+        command, rest = "fuzz", argv
     if command == "seeds":
         os.makedirs(rest[0], exist_ok=True)
         seeds = seed_texts()
