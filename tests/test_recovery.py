@@ -138,3 +138,54 @@ def test_recovery_survives_random_damage(path):
             assert "Traceback" not in e.format()
 
     run()
+
+
+# ------------------------------------------------------------------------------------------ skimming clean statements
+# After resynchronising in a list of node statements, recovery lets the fast scanner pass over the clean statements
+# that follow (syntax/fastparse.skim_statements) instead of feeding each token to the automaton. The errors found
+# must be those found without it: every RECOVERY text, and texts with errors far apart among many clean statements.
+def _far_apart(typos: dict, n: int = 60, subgraph: bool = False) -> str:
+    lines = [f"  t{i} = Relu(x)\n" for i in range(n)]
+    for i, bad in typos.items():
+        lines[i] = bad
+    body = "".join(lines)
+    if subgraph:
+        body = ("  y = If(c) <then_branch = t () => (float[N] a) {\n" + body.replace("  t", "    t")
+                + "    a = Neg(x)\n  }, else_branch = e () => (float[N] b) {\n    b = Neg(x)\n  }>\n")
+    return G.replace("(float[N] x)", "(float[N] x, bool c)") + body + "  z = Neg(x)\n}\n"
+
+
+SKIM = [
+    _far_apart({8: "  t8 = Relu(x x)\n", 30: "  t30 = Relu(x $)\n", 55: "  t55 = Relu(x,, x x)\n"}),
+    _far_apart({1: "  t1 = Relu((x)\n", 40: "  t40 = Relu(x x)\n"}),
+    _far_apart({8: "  t8 = Relu(x x)\n", 30: "  t30 = = Relu(x)\n"}, subgraph=True),
+    _far_apart({59: "  t59 = Relu(x x)\n"}),
+    *(c[1] for c in RECOVERY),
+]
+
+
+@pytest.mark.parametrize("text", SKIM)
+def test_skimming_finds_the_same_errors(text, monkeypatch):
+    def errors():
+        try:
+            onnxtext.parse(text)
+        except onnxtext.ParseError as e:
+            return [(x.line, x.column, x.message) for x in e.errors]
+        return []
+
+    skimmed = errors()
+    from onnxtext.syntax import fastparse
+
+    monkeypatch.setattr(fastparse, "skim_statements", lambda text, pos: pos)
+    assert skimmed == errors()
+
+
+def test_far_apart_errors_are_all_found():
+    text = SKIM[0]
+    with pytest.raises(onnxtext.ParseError) as info:
+        onnxtext.parse(text)
+    lines = text.split("\n")
+    # the offending token of each typo: the second name of 'x x' (',,' is an empty item, which is allowed), '$'
+    where = [(9 + 1, lines[9].index("x x") + 3), (31 + 1, lines[31].index("$") + 1),
+             (56 + 1, lines[56].index("x x") + 3)]
+    assert [(e.line, e.column) for e in info.value.errors] == where

@@ -43,7 +43,10 @@ _IDS = f"((?:{_NAME})?(?:{_W},{_W}(?:{_NAME})?)*)"
 _ID_TOKEN = re.compile(f"{_NAME}|,|[ \t\f\r\n]+", re.S)
 # runs of plain characters are matched possessively (++): they cannot hold a quote or bracket, so nothing
 # after them could want them back, and a long attribute list costs one step per run, not per character
-_SIMPLE_ATTRS = f"<((?:[^<>{{}}()\"\\[\\]#/]++|{_STRING}|\\[(?:[^<>{{}}()\"\\[\\]#/]++|{_STRING})*\\])*)>"
+# (a tensor literal of plain numbers, as in `Constant <value = int64[1] = raw {0}>`, is one more kind of run: such
+# lists are read by the scanner's attr_list once per distinct text, fastparse._Scanner.attrs_of)
+_SIMPLE_ATTRS = (f"<((?:[^<>{{}}()\"\\[\\]#/]++|{_STRING}|\\[(?:[^<>{{}}()\"\\[\\]#/]++|{_STRING})*\\]"
+                 f"|\\{{[^<>{{}}()\"\\[\\]#/]*+\\}})*)>")
 
 # One plain node statement: [label] outputs = domain.Op:overload <attrs> (inputs) <attrs>
 _NODE_RE = re.compile(
@@ -133,26 +136,29 @@ def _name(tok: str) -> str:
 
 def _ids(text: str) -> list:
     """An id_list's names: Builder.id_list applied to the items (None for a missing item)."""
-    if not text:
-        return []
-    # no escapes and no comma inside a quoted name: split on commas (the common case, fast)
-    if "\\" not in text and not any("," in q for q in text.split('"')[1::2]):
+    if '"' not in text:  # plain names (the common case, fast): no quotes, so no escapes and no quoted commas
         if "," not in text:
-            return [text[1:-1] if text[0] == '"' else text]
-        items = []
-        for x in text.split(","):
-            x = x.strip(" \t\f\r\n")
-            items.append((x[1:-1] if x[0] == '"' else x) if x else None)
-    else:
-        items, cur = [], None
-        for m in _ID_TOKEN.finditer(text):
-            tok = m.group()
-            if tok == ",":
-                items.append(cur)
-                cur = None
-            elif tok[0] not in " \t\f\r\n":
-                cur = _quoted(tok) if tok[0] == '"' else tok
-        items.append(cur)
+            return [text] if text else []
+        items = [x.strip(" \t\f\r\n") or None for x in text.split(",")]
+        return items if None not in items else _B.id_list(items)
+    if "\\" not in text:
+        if text[0] == '"' and text.find('"', 1) == len(text) - 1:
+            return [text[1:-1]]  # one quoted name (a comma in it is part of it)
+        if "," not in "".join(text.split('"')[1::2]):  # no comma inside a quoted name: split on commas
+            items = []
+            for x in text.split(","):
+                x = x.strip(" \t\f\r\n")
+                items.append((x[1:-1] if x[0] == '"' else x) if x else None)
+            return items if None not in items else _B.id_list(items)
+    items, cur = [], None
+    for m in _ID_TOKEN.finditer(text):
+        tok = m.group()
+        if tok == ",":
+            items.append(cur)
+            cur = None
+        elif tok[0] not in " \t\f\r\n":
+            cur = _quoted(tok) if tok[0] == '"' else tok
+    items.append(cur)
     return _B.id_list(items)
 
 

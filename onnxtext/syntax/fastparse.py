@@ -23,7 +23,7 @@ than guess. ``tests/test_fastparse.py`` proves the two paths equal on the whole 
 
 from __future__ import annotations
 
-from onnx import NodeProto
+from onnx import GraphProto, NodeProto
 
 from . import builder as _b
 from .fastlex import (FailedAt, Fallback, _ANNOT_RE, _B, _DTYPE_RE, _IDENT_RE, _NAME_RE, _NODE_RE, _NUMBER_RE, _attrs, _ids,
@@ -59,21 +59,41 @@ def scan(text: str, start: str):
         return None
 
 
+def skim_statements(text: str, pos: int) -> int:
+    """Where error recovery (:mod:`.recovery`) can resume parsing after resynchronising at ``pos`` in a list
+    of node statements: the start of the last statement the fast scanner reads from ``pos`` on before one it
+    cannot read or the end of the list, or ``pos``. The statements before it are complete (syntax errors, if
+    any, are further on), so the LALR automaton can go on from there in the state it has at ``pos``."""
+    scanner = _Scanner(text)
+    scanner.pos = pos
+    try:
+        scanner.node_list(GraphProto().node, top=True, opened=True)
+        starts = scanner.starts  # the list ended: its last statement is complete
+    except Exception:  # noqa: BLE001 - the last statement started is the one that cannot be read
+        starts = scanner.starts[:-1]
+    return starts[-1] if starts else pos
+
+
 class _Scanner(ValueScanner):
     """The whole scanner: :class:`ValueScanner` plus node statements, graphs, functions and models."""
 
+    def __init__(self, text: str):
+        super().__init__(text)
+        self._attr_lists: dict = {}  # attribute list text -> AttributeProtos (attrs_of)
+
     # ------------------------------------------------------------------ nodes
-    def node_list(self, into, top: bool = False) -> None:
+    def node_list(self, into, top: bool = False, opened: bool = False) -> None:
         """Node statements up to the closing brace, added to the repeated field ``into``. A statement this
         scanner does not fully understand is parsed alone by the Lark grammar (:mod:`.statement`).
 
         ``top``: the main graph's or a function's list: a statement that cannot be read at all raises
         :class:`FailedAt` there, and a list read completely adds the span of its middle statements to
         ``self.skips``."""
-        self.lit("{")
+        if not opened:
+            self.lit("{")
         s, match, add = self.s, _NODE_RE.match, into.add
         pos = self.pos
-        starts = [] if top else None  # where each statement starts
+        starts = self.starts = [] if top else None  # where each statement starts
         while True:
             m = match(s, pos)
             start, count = pos, len(into)
@@ -125,25 +145,45 @@ class _Scanner(ValueScanner):
     def node(self, m, add) -> NodeProto:
         """Add the NodeProto of a matched statement, exactly as Builder.node makes it."""
         label, label_name, outs, op, overload, attrs1, ins, attrs2 = m.groups()
+        kw = {"input": _ids(ins), "output": _ids(outs)}  # only the fields that are set: add() is faster
         if "." in op:
             parts = [_name(x) for x in _NAME_RE.findall(op)]
-            domain, op_type = ".".join(parts[:-1]), parts[-1]
+            kw["domain"], op_type = ".".join(parts[:-1]), parts[-1]
         else:  # no prefix: the domain field stays unset, as Builder.node leaves it
-            domain, op_type = None, (_quoted(op) if op[0] == '"' else op)
+            op_type = _quoted(op) if op[0] == '"' else op
+        kw["op_type"] = op_type
         if attrs1 is not None or attrs2 is not None:
             if attrs1 is not None and attrs2 is not None:
                 raise Fallback  # the builder's error: Lark reports it
-            attrs = _attrs(attrs1 if attrs1 is not None else attrs2, domain, op_type)
-        else:
-            attrs = ()
-        if label is None:
-            n = add(input=_ids(ins), output=_ids(outs), op_type=op_type, domain=domain, attribute=attrs)
-        else:
-            n = add(input=_ids(ins), output=_ids(outs), op_type=op_type, domain=domain, attribute=attrs,
-                    name="" if label_name is None else _name(label_name))
+            group = 6 if attrs1 is not None else 8
+            try:
+                kw["attribute"] = _attrs(m.group(group), kw.get("domain"), op_type)
+            except Fallback:
+                kw["attribute"] = self.attrs_of(m.start(group) - 1, m.end(group) + 1)
+        if label is not None:
+            kw["name"] = "" if label_name is None else _name(label_name)
+        n = add(**kw)
         if overload is not None:
             n.overload = _name(overload)
         return n
+
+    def attrs_of(self, begin: int, end: int) -> list:
+        """The AttributeProtos of the attribute list ``self.s[begin:end]`` (``<...>``) that the one-regex reading
+        cannot split (tensor literals), read by :meth:`attr_list` once per distinct text (exported models repeat
+        ``Constant <value = int64[1] = raw {0}>`` hundreds of times); the list is copied by ``add``."""
+        key = self.s[begin:end]
+        attrs = self._attr_lists.get(key)
+        if attrs is None:
+            pending = _b._type_named_attributes()
+            before = len(pending)
+            self.pos = begin
+            attrs = self.attr_list()
+            if self.pos != end or len(pending) != before:  # type names: Builder.node's decision (node_general)
+                for a in attrs:
+                    pending.pop(id(a), None)
+                raise Fallback
+            self._attr_lists[key] = attrs
+        return attrs
 
     def id_list(self, close: str) -> list:
         items = []

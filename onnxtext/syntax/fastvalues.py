@@ -34,6 +34,9 @@ class _Emitter:
         self.add_init(**e)
 
 
+_SKIP_START = frozenset(" \t\f\r\n#/")  # the characters a WS or COMMENT token starts with
+
+
 def skip_middle(starts: list) -> list:
     """The span from the second item to the last one of a list whose items start at ``starts``: left out, the
     list's tokens still take the LALR automaton where all of them do (the first item makes it a non-empty list,
@@ -57,8 +60,11 @@ class ValueScanner:
 
     # ------------------------------------------------------------------ tokens
     def ws(self) -> int:
-        self.pos = _SKIP.match(self.s, self.pos).end()
-        return self.pos
+        p = self.pos
+        if self.s[p:p + 1] not in _SKIP_START:  # most tokens follow another at once: no regex call
+            return p
+        self.pos = p = _SKIP.match(self.s, p).end()
+        return p
 
     def peek(self, ch: str) -> bool:
         return self.s.startswith(ch, self.ws())
@@ -327,34 +333,46 @@ class ValueScanner:
         return out
 
     def _entries(self, out, close: str, small_tensors: bool, starts) -> None:
-        s, match, types = self.s, _ENTRY_RE.match, self._types
+        s, match, types, small = self.s, _ENTRY_RE.match, self._types, self.small_tensor
+        add_init = out.add_init if small_tensors else None
         while True:
             if starts is not None:
                 starts.append(self.pos)
             m = match(s, self.pos)
-            if m is not None and m.group(4) in (",", close):
-                key, name, data = m.group(1, 2, 3)
+            if m is not None:
+                key, name, data, after = m.groups()
                 tp = types.get(key)
-                if tp is not None and name not in _KEYWORDS:
-                    name = _name(name)
+                if (after == "," or after == close) and tp is not None and name not in _KEYWORDS:
+                    if name[0] == '"':
+                        name = _quoted(name)
                     if data is None:
                         out.append(_b.ValueEntry(None, tp, name, None))
                     else:
-                        kw = self.small_tensor(key, name, data) if small_tensors else None
-                        out.append(kw if kw is not None else
-                                   _b.ValueEntry(None, tp, name, _b.TensorData("typed", self.values(data))))
+                        kw = small(key, name, data) if small_tensors else None
+                        if kw is not None:
+                            add_init(**kw)
+                        else:
+                            out.append(_b.ValueEntry(None, tp, name, _b.TensorData("typed", self.values(data))))
                     self.pos = m.end()
-                    if m.group(4) == close:
-                        return
-                    if self.opt(close):
+                    if after == close:
                         return
                     continue
+            if self.opt(close):  # after a trailing comma
+                return
             out.append(self.value_entry())
             if not self.sep(close):
                 return
 
     def values(self, data: str) -> list:
         """The literals of a ``{...}`` body (numbers and true/false only); Fallback on anything else."""
+        if "," not in data:  # one literal (most small tensors), or none
+            x = data.strip(" \t\f\r\n")
+            if not x:
+                return []
+            v = self._literals.get(x)
+            if v is None:
+                v = self._literals[x] = (x == "true") if x in ("true", "false") else _number(x)
+            return [v]
         pieces = [x.strip(" \t\f\r\n") for x in data.split(",")]
         if pieces[-1] == "":
             pieces.pop()  # trailing comma (or an empty body)
