@@ -86,3 +86,71 @@ def test_every_new_style_rule_has_a_fixture():
     for rule in ("shape_arithmetic", "gelu", "layer_norm", "rms_norm", "attention", "matmul_add", "transpose_chain",
                  "reshape_chain"):
         assert rule in covered, rule
+
+
+# --------------------------------------------------------------------- subgraphs and the enclosing constants
+# An If branch or a Loop body computing from the model's weights (silero-vad's LSTM weights sliced and
+# concatenated inside an If): the weights are constants of the main graph, so the body folds what it
+# computes from them once, at preparation; values fed or computed at run time stay the body's inputs.
+SUBGRAPH_READS_WEIGHTS = """<ir_version: 8, opset_import: ["": 17]>
+g (bool flag, float[2, 3] x, float[3] fed) => (float[2, 3] y, float[2, 3] z) <float[6] w = {1, 2, 3, 4, 5, 6}> {
+  one = Constant <value = int64[1] {1}> ()
+  four = Constant <value = int64[1] {4}> ()
+  axis = Constant <value = int64[1] {0}> ()
+  y = If (flag) <
+    then_branch = t () => (float[2, 3] ty) {
+      part = Slice(w, one, four, axis)
+      ty = Add(x, part)
+    },
+    else_branch = e () => (float[2, 3] ey) {
+      back = Neg(w)
+      cut = Slice(back, one, four, axis)
+      ey = Mul(x, cut)
+    }
+  >
+  trips = Constant <value = int64 {3}> ()
+  z = Loop (trips, "", x) <
+    body = b (int64 i, bool c, float[2, 3] acc) => (bool c2, float[2, 3] acc2) {
+      c2 = Identity(c)
+      part2 = Slice(w, one, four, axis)
+      scaled = Mul(fed, part2)
+      acc2 = Add(acc, scaled)
+    }
+  >
+}"""
+
+
+def _subgraph_steps(ev):
+    """op types of the steps of every subgraph plan of the main plan, by graph name."""
+    found = {}
+    for st in ev._plan_for(None, ()).steps:
+        for graph, plan in st.info.subplans.values():
+            found[graph.name] = [s.node.op_type for s in plan.steps]
+    return found
+
+
+def test_subgraphs_fold_what_they_compute_from_the_enclosing_constants():
+    model = text_model(SUBGRAPH_READS_WEIGHTS)
+    optimized, reference = Evaluator(model), Evaluator(model, optimize=0)
+    assert _subgraph_steps(optimized) == {"t": ["Add"], "e": ["Mul"], "b": ["Identity", "Mul", "Add"]}
+    assert _subgraph_steps(reference) == {"t": ["Slice", "Add"], "e": ["Neg", "Slice", "Mul"],
+                                          "b": ["Identity", "Slice", "Mul", "Add"]}
+    rng = np.random.default_rng(0)
+    for flag in (True, False):
+        feeds = {"flag": np.array(flag), "x": rng.standard_normal((2, 3)).astype(np.float32),
+                 "fed": rng.standard_normal(3).astype(np.float32)}
+        got = optimized.run(None, feeds)
+        assert_close(got, reference.run(None, feeds), 1e-6, 1e-6, f"flag={flag} vs optimize=0:")
+        assert_close(got, run_onnxruntime(model, feeds), 1e-6, 1e-6, f"flag={flag} vs onnxruntime:")
+
+
+def test_an_initializer_a_feed_may_replace_is_not_folded_into_subgraphs():
+    # w listed as a graph input too: a default the caller may feed, so the branches read it at run time
+    model = text_model(SUBGRAPH_READS_WEIGHTS.replace("float[3] fed)", "float[3] fed, float[6] w)"))
+    ev = Evaluator(model)
+    feeds = {"flag": np.array(True), "x": np.ones((2, 3), np.float32), "fed": np.ones(3, np.float32)}
+    assert _subgraph_steps(ev)["t"] == ["Add"]  # the usual call, which does not feed w, folds it
+    w = np.float32([10, 20, 30, 40, 50, 60])
+    y, z = ev.run(None, {**feeds, "w": w})  # feeding it takes a plan that does not
+    assert y.tolist() == [[21, 31, 41]] * 2
+    assert z.tolist() == [[61, 91, 121]] * 2  # x + 3 trips of fed * w[1:4]

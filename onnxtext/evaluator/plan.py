@@ -212,9 +212,10 @@ class GraphPlan:
 
 
 class Preparation:
-    """What preparing a graph needs: the evaluator, the opsets in force, and function attributes."""
+    """What preparing a graph needs: the evaluator, the opsets in force, function attributes, and the
+    true constants of the enclosing graphs (``outer``: for a subgraph, see :meth:`scoped`)."""
 
-    __slots__ = ("evaluator", "opsets", "func_attrs", "local_functions", "level", "disable")
+    __slots__ = ("evaluator", "opsets", "func_attrs", "local_functions", "level", "disable", "outer")
 
     def __init__(self, evaluator, opsets: dict, func_attrs: dict | None = None, local_functions=None):
         self.evaluator = evaluator
@@ -224,9 +225,37 @@ class Preparation:
         # the optimizer's level and disabled rules (see .optimizer), set by the Evaluator
         self.level = getattr(evaluator, "optimize", MAX_LEVEL)
         self.disable = getattr(evaluator, "disabled_rules", frozenset())
+        self.outer: OuterConstants | None = None
 
     def child(self) -> Preparation:
         return self
+
+    def scoped(self, constants: Constants) -> Preparation:
+        """This preparation for the nodes of a graph whose true constants are ``constants`` (a live
+        view: values folded later are in it too), so that its subgraphs take them as constants."""
+        p = Preparation.__new__(Preparation)
+        for name in Preparation.__slots__:
+            setattr(p, name, getattr(self, name))
+        p.outer = OuterConstants(constants, self.outer)
+        return p
+
+
+class OuterConstants:
+    """The true constants of a graph and of the graphs enclosing it, innermost first."""
+
+    __slots__ = ("constants", "parent")
+
+    def __init__(self, constants: Constants, parent: OuterConstants | None):
+        self.constants, self.parent = constants, parent
+
+    def find(self, name):
+        """``(True, value)`` when ``name`` is a constant of an enclosing graph, else ``(False, None)``."""
+        scope = self
+        while scope is not None:
+            if name in scope.constants:
+                return True, scope.constants.get(name)
+            scope = scope.parent
+        return False, None
 
 
 def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=None, overridden=None,
@@ -266,6 +295,11 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
     produced_later = {o for _, n in nodes for o in n.output}
     folding = prep.level > 0 and "constant_folding" not in prep.disable
     origin: dict[str, StepInfo] = {}  # output name -> the node computing it (steps name the last node they cover)
+    # a subgraph reading a true constant of an enclosing graph (If/Loop/Scan bodies slicing the model's
+    # weights, silero-vad's LSTM) holds it as a constant of its own, so what it computes from it is folded
+    outer = prep.outer if folding else None
+    if folding:
+        prep = prep.scoped(Constants(constants, const_names))
 
     raw_steps = []  # (step tuple, used names)
     for index, node in nodes:
@@ -281,7 +315,12 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
                     raise EvalError(f"{info.describe()} uses {n!r} before the node that computes it "
                                     "(nodes must be in topological order)")
                 defined.add(n)
-                free_names.append(n)
+                found, value = outer.find(n) if outer is not None else (False, None)
+                if found:
+                    constants[n] = value
+                    const_names.add(n)
+                else:
+                    free_names.append(n)
         outs = tuple(o if o else UNUSED for o in node.output) or (UNUSED,)
         step = (fn, tuple(node.input), outs, attrs, (), info, context)
         if folding and _foldable(info, used, const_names):
@@ -312,7 +351,9 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
         fn, ins, outs, attrs, _, info, context = step
         steps.append(Step(fn, ins, outs, attrs, tuple(free), info, context, origin.get(outs[0], info)))
     needed = set(last_use) | keep_set
-    constants = {k: v for k, v in constants.items() if k in needed or k in input_names}
+    for k in [k for k in constants if k not in needed and k not in input_names]:
+        del constants[k]  # (in place: subgraphs prepared later see the same constants through prep.outer)
+        const_names.discard(k)
     for n in output_names:
         if n and n not in defined and n not in free_names:
             free_names.append(n)
