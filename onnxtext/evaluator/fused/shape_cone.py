@@ -19,8 +19,8 @@ class ShapeCone:
         self.cache: dict = {}
 
     def __call__(self, *values):
-        try:
-            key = tuple(v.shape for v in values)
+        try:  # (one source, the usual cone: its shape is the key, no tuple built)
+            key = values[0].shape if len(values) == 1 else tuple(v.shape for v in values)
         except AttributeError:  # not tensors (Shape of a sequence fails in its kernel, with its message)
             return self.compute(*values)
         out = self.cache.get(key)
