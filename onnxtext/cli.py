@@ -62,8 +62,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if args.command is None and not argv else 2
     from .errors import OnnxTextError
 
+    from .io import warnings_on_stderr
+
     try:
-        return int(args._module.run(args) or 0)
+        with warnings_on_stderr(f"onnxtext {args.command}"):
+            return int(args._module.run(args) or 0)
     except BrokenPipeError:  # the reader went away (``onnxtext run ... | head``): not an error
         return _quiet_after_broken_pipe()
     except OnnxTextError as e:

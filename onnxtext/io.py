@@ -7,8 +7,10 @@ half-written file or clobbers an existing one.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import sys
 import tempfile
 
 from .errors import ModelFileError, OnnxTextError
@@ -127,7 +129,7 @@ def read_model_source(path, progress=None, max_bytes: int | None = None):
 
 
 def _read_source(path: str, progress, max_bytes):
-    """``(text or ModelProto, whether a binary may hold external data)``."""
+    """``(text or ModelProto, whether a binary may hold external data, size of the file in bytes)``."""
     data = read_text_or_bytes(path, progress, max_bytes)
     if not data[:4096].strip() and not data.strip():  # strip() copies: only when the start is blank
         raise ModelFileError(f"{path}: empty file, not an ONNX model")
@@ -135,7 +137,7 @@ def _read_source(path: str, progress, max_bytes):
         if progress is not None:
             progress.stage("parsing", None)
         try:
-            return data.decode("utf-8", errors="strict"), False
+            return data.decode("utf-8", errors="strict"), False, len(data)
         except UnicodeDecodeError as e:
             line = data.count(b"\n", 0, e.start) + 1
             column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
@@ -145,7 +147,7 @@ def _read_source(path: str, progress, max_bytes):
         progress.stage("decoding", None)
     # TensorProto field 14 (data_location), varint 1 (EXTERNAL): a scan of the bytes is ~100x cheaper than
     # walking every attribute of the decoded model, and rules out external data in most models
-    return load_binary(data, path), b"\x70\x01" in data
+    return load_binary(data, path), b"\x70\x01" in data, len(data)
 
 
 def load(path, *, kind: str = "model", load_external_data: bool = True, progress=None,
@@ -159,8 +161,11 @@ def load(path, *, kind: str = "model", load_external_data: bool = True, progress
     ``max_bytes``: the model file size cap (default :func:`max_file_bytes`).
     """
     path = os.fspath(path)
-    source, maybe_binary_external = _read_source(path, progress, max_bytes)
+    source, maybe_binary_external, size = _read_source(path, progress, max_bytes)
     is_text = isinstance(source, str)
+    # fields onnx.proto does not describe: kept (printed as @unknown), and the user is told (a text holds
+    # them only where it says @unknown / unknown:)
+    may_hold_unknown = not is_text or "unknown" in source
     if is_text:
         from .syntax.parser import parse, parse_model
 
@@ -172,6 +177,10 @@ def load(path, *, kind: str = "model", load_external_data: bool = True, progress
     else:
         model = source
         maybe_external = load_external_data and maybe_binary_external
+    if may_hold_unknown:
+        from .wireformat import warn_unknown
+
+        warn_unknown(model, path, size)
     if maybe_external:
         from .errors import ExternalDataError
         from .external import resolve
@@ -187,6 +196,28 @@ def _may_reference_external_data(text: str) -> bool:
     """False only when no tensor in the text can have data_location EXTERNAL."""
     # external data is `= [` pairs `]` (or `= []`), or an @data_location EXTERNAL annotation
     return _PAIRS_DATA.search(text) is not None or "EXTERNAL" in text
+
+
+@contextlib.contextmanager
+def warnings_on_stderr(prefix: str):
+    """Inside the block, onnxtext's own warnings (:class:`onnxtext.wireformat.UnknownFieldsWarning`) print as one
+    ``PREFIX: warning: message`` line on stderr, each once; other warnings as Python shows them."""
+    import warnings
+
+    from .wireformat import UnknownFieldsWarning
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, UnknownFieldsWarning):
+            print(f"{prefix}: warning: {message}", file=sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("once", UnknownFieldsWarning)
+        warnings.showwarning = show
+        yield
 
 
 def model_dir(path) -> str:

@@ -34,7 +34,7 @@ DATA_TYPES: tuple[str, ...] = dtypes.NAMES
 #: ``opaque(...)``, ``type()`` and the untyped ``tensor``.
 TYPE_CONSTRUCTORS: tuple[str, ...] = ("seq", "map", "optional", "sparse_tensor", "opaque", "tensor", "type")
 #: Words that open a section or a tensor data block.
-SECTION_WORDS: tuple[str, ...] = ("training_info", "raw", "base64", "hex", "sparse", "elided")
+SECTION_WORDS: tuple[str, ...] = ("training_info", "raw", "base64", "hex", "sparse", "elided", "unchecked")
 #: Boolean literals.
 CONSTANTS: tuple[str, ...] = ("true", "false")
 #: Keys of the ``<...>`` header of a model or a function (the builder accepts exactly these).
@@ -82,7 +82,7 @@ class OnnxTextLexer(RegexLexer):
             (r"tensor(?![A-Za-z0-9_.:(])", Keyword.Type),
             (words(CONSTANTS, suffix=_END), Keyword.Constant),
             (r"training_info(?=\s*\{)", Keyword),
-            (r"(?:raw|elided)(?=\s*\{)", Keyword),
+            (r"(?:raw|elided|unchecked)(?=\s*\{)", Keyword),
             (r'(?:base64|hex)(?=\s*")', Keyword),
             (r"sparse(?=\s*\()", Keyword),
             (rf"(?:{_KEYS})(?=\s*:)", Keyword),

@@ -34,7 +34,7 @@
   '("seq" "map" "optional" "sparse_tensor" "opaque" "tensor" "type")
   "Words that build a type.")
 (defconst onnxtext-section-words
-  '("training_info" "raw" "base64" "hex" "sparse" "elided")
+  '("training_info" "raw" "base64" "hex" "sparse" "elided" "unchecked")
   "Section and tensor data keywords.")
 (defconst onnxtext-constants
   '("true" "false")

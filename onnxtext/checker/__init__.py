@@ -106,7 +106,7 @@ def infer_types(model) -> dict:
 
 def _load_rules():
     from . import devices, functions, graph, ir_version, model, operators, shapes, tensors, training  # noqa: F401
-    from . import recursion  # noqa: F401
+    from . import recursion, unknown_fields  # noqa: F401
 
 
 def check(model_or_text_or_path, *, filename: str | None = None, base_dir: str | None = None,

@@ -77,6 +77,30 @@ def data_size(ctx, t, path, _):
                      f"{got[1]} {got[2]}, it has {got[0]}")
 
 
+def _code_range(dt) -> tuple[int, int]:
+    """The int32_data values that stand for elements of ``dt`` (a type narrower than 32 bits)."""
+    if dt.packed:
+        return 0, 255  # one byte of packed elements
+    if dt.name == "bool":
+        return 0, 1
+    if dt.kind == "int" and dt.name.startswith("int"):
+        return -(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1
+    return 0, (1 << dt.bits) - 1  # unsigned integers, and bit patterns of narrow floats
+
+
+@rule("tensor.codes", "tensor", _TENSOR + " (int32_data of a narrower type holds its values or bit patterns, "
+      "in range)")
+def stored_codes(ctx, t, path, _):
+    dt = _dtype(t)
+    if dt is None or dt.field != "int32_data" or dt.bits >= 32 or not len(t.int32_data):
+        return
+    lo, hi = _code_range(dt)
+    bad = [v for v in t.int32_data if not lo <= v <= hi]
+    if bad:
+        yield path, (f"{dt.name} tensor {_name(t)} stores {len(bad)} int32_data value{'s' if len(bad) != 1 else ''} "
+                     f"outside {lo} ... {hi} (first: {bad[0]}): readers keep only the low bits")
+
+
 @rule("tensor.external", "tensor", _EXTERNAL + " (location present and relative inside the model directory, no "
       "value fields, offset/length non-negative integers)")
 def external_data(ctx, t, path, _):

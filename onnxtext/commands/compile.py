@@ -9,6 +9,9 @@ checked and embedded), so OUT stands alone. With ``--external-data PATH`` every 
 ``--external-threshold`` bytes is streamed to PATH (a file, or an existing directory for one file per
 tensor) and OUT refers to it: the way to write models above protobuf's 2 GiB limit. ``--external-files auto``
 keeps the input's side files: OUT refers to them (or to copies next to OUT).
+
+A binary whose messages nest deeper than protobuf's decoding limit of 100 (about 32 nested If/Loop/Scan bodies)
+is refused, since nothing could read it back; ``--allow-deep`` writes it anyway (docs/limits.md).
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ def add_arguments(p):
     p.add_argument("--no-check", action="store_true", help="write the model without checking it first")
     p.add_argument("--check", action="store_true", help=argparse.SUPPRESS)  # the default; kept for old scripts
     p.add_argument("--no-warnings", action="store_true", help="do not print warnings")
+    p.add_argument("--allow-deep", action="store_true",
+                   help="write a binary whose messages nest deeper than protobuf's decoding limit of 100 (no reader "
+                   "with protobuf's defaults can read it back; refused without this flag)")
     add_level_arguments(p)
     add_external_arguments(p, "output model")
     p.add_argument("--external-files", choices=("embed", "auto", "copy", "keep"), default="embed",
@@ -40,7 +46,8 @@ def add_arguments(p):
 
 def run(args) -> int:
     from ..errors import OnnxTextError
-    from ..io import load, model_dir, save
+    from ..io import TEXT_EXTENSIONS, load, model_dir, save
+    from ..protodepth import too_deep_to_decode
     from ..progress import from_args
 
     with from_args(args) as progress:
@@ -53,6 +60,10 @@ def run(args) -> int:
             progress.stage("checking", None)
             if not report(args, model):
                 return 1
+        if not args.allow_deep and not args.output.endswith(TEXT_EXTENSIONS):
+            error = too_deep_to_decode(model, args.output)
+            if error:
+                raise OnnxTextError(error)
         save(model, args.output, external_data=args.external_data, threshold=args.external_threshold,
              base_dir=model_dir(args.input), progress=progress, keep_model=False,
              source=args.input, external_files="auto" if embed else args.external_files)

@@ -20,7 +20,7 @@ from ..errors import OnnxTextError
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 #: Words the grammar treats as keywords somewhere: names spelled like them are quoted.
 KEYWORDS = frozenset(dtypes.NAMES) | {
-    "seq", "map", "optional", "sparse_tensor", "opaque", "tensor", "type", "raw", "base64", "hex", "elided",
+    "seq", "map", "optional", "sparse_tensor", "opaque", "tensor", "type", "raw", "base64", "hex", "elided", "unchecked",
     "sparse", "true", "false", "training_info", "inf", "infinity", "nan"}
 #: Words that start tensor data: right after a type (``float[2] raw`` could be data) only these need quotes,
 #: so a typed value's name is quoted only for them (tests/test_fmt.py checks every word in every position).

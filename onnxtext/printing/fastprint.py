@@ -195,7 +195,7 @@ class _Bulk:
             hit = memo.get(key, _MISSING)
             if hit is _MISSING:
                 try:
-                    hit = pool.add(printer.print_type(TypeProto.FromString(key)) + " ")
+                    hit = pool.add(printer.print_plain_type(TypeProto.FromString(key)) + " ")
                 except Exception:  # noqa: BLE001 - the reference method meets it again, in the reference order
                     hit = None
                 memo[key] = hit
@@ -421,7 +421,7 @@ class _Bulk:
         nv = val_n // size
         if printer.max_inline is not None:
             ok &= ~raw | (count <= printer.max_inline)
-        ok &= ~raw | (nv == count)
+        ok &= nv == count  # typed values too: a count that does not fit the dims prints unchecked (reference)
         plain, quoted = self._names(name_s, name_n)
         ok &= plain
 

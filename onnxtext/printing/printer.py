@@ -42,6 +42,7 @@ from .tensor_printer import TensorPrinter
 from ..schemas import element_type_attributes
 from ..vocabulary import ATTR_TYPE_NAMES
 from ..errors import OnnxTextError
+from ..wireformat import has_unknown, unknown_messages
 # the literal atoms (re-exported: other modules and tests import them from here)
 from .atoms import (_IDENT, _QUOTED_WORDS, _SMALL, KEYWORDS, _dotted, _dtype_name, _float_token,  # noqa: F401
                        _format_floats_exact, _onnx_values, _op_name, float_texts, format_floats, format_values,
@@ -100,9 +101,10 @@ class Printer(TensorPrinter, RecordPrinter):
             return one
         return layout.filled(open_, items, close, lead, self.ind * (level + 1), self.width)
 
-    def _annotations(self, msg, level: int, skip=("doc_string",), doc=True, spec=None) -> list[str]:
+    def _annotations(self, msg, level: int, skip=("doc_string",), doc=True, spec=None, nested=()) -> list[str]:
         """``/// doc`` lines and ``@field value`` lines for fields the main syntax does not show
-        (``spec``: the precomputed ``_annotation_fields`` of hot callers)."""
+        (``spec``: the precomputed ``annotation_fields`` of hot callers), then ``@unknown [...]`` for unknown
+        fields of ``msg`` and of the messages inside its ``nested`` fields (:meth:`unknown_lines`)."""
         has_doc, fields = spec or annotation_fields(type(msg), skip)
         out = []
         if doc and has_doc and msg.HasField("doc_string"):  # an explicit "" prints as a bare ///
@@ -110,7 +112,7 @@ class Printer(TensorPrinter, RecordPrinter):
         for fd, field, repeated in fields:
             if (len(getattr(msg, field)) if repeated else msg.HasField(field)):
                 out.append(self._annotation(msg, fd, level))
-        return out
+        return out + self.unknown_lines(msg, nested, level)
 
     def _annotation(self, msg, fd, level: int) -> str:
         """``@field value`` (in brief mode, metadata values are hidden and counted)."""
@@ -150,6 +152,9 @@ class Printer(TensorPrinter, RecordPrinter):
             if (fd.is_repeated and len(getattr(m, key))) or (not fd.is_repeated and m.HasField(key)):
                 header.append(f"{key}: " + self.print_datum(m, fd, level + 1))
         pre = self.print_doc(m.doc_string) if doc_as_comment else []
+        if not m.HasField("graph"):
+            pre.append("@graph unset")  # the syntax always has a graph
+        pre += self.unknown_lines(m, ("training_info",), level)
         if header or pre:
             parts.append("\n".join(pre + [self._list("<", header, ">", level, force_multiline=True)]))
         parts.append(self.print_graph(m.graph, level))
@@ -167,14 +172,14 @@ class Printer(TensorPrinter, RecordPrinter):
                 lines.append(f"{pad}{key}: " + self.print_graph(getattr(t, key), level + 1))
         for key in ("initialization_binding", "update_binding"):
             if len(getattr(t, key)):
-                lines.append(f"{pad}{key}: " + self.print_pairs(getattr(t, key), level + 1))
+                lines.append(f"{pad}{key}: " + self.print_pairs(getattr(t, key), level + 1, hoisted=True))
         lines.append(self.ind * level + "}")
         return "\n".join(lines)
 
     # ------------------------------------------------------------------ graph
     def print_graph(self, g: GraphProto, level: int = 0) -> str:
         ann = self._annotations(g, level, skip=("doc_string", "node", "name", "initializer", "sparse_initializer",
-                                                "input", "output", "value_info"))
+                                                "input", "output", "value_info")) + _unset(g, "name")
         fast = fastprint.graph_parts(self, g, level)  # None: the reference methods below
         if fast:
             ins, outs, values = fast[0], fast[1], fast[2] + fast[3]
@@ -216,7 +221,7 @@ class Printer(TensorPrinter, RecordPrinter):
         return self._names[n]
 
     def print_value_info(self, v: ValueInfoProto, level: int = 0) -> str:
-        ann = self._annotations(v, level, skip=("doc_string", "name", "type"))
+        ann = self._annotations(v, level, skip=("doc_string", "name", "type"), nested=("type",)) + _unset(v, "name")
         text = self.print_type(v.type) + " " + typed_name(v.name) if v.HasField("type") else self._name(v.name)
         if (len(text) + len(self.ind) * level > self.width and v.type.HasField("tensor_type")
                 and len(v.type.tensor_type.shape.dim)):
@@ -237,9 +242,9 @@ class Printer(TensorPrinter, RecordPrinter):
         den = ":" + quote(tp.denotation) if tp.HasField("denotation") else ""
         if which == "tensor_type":
             tt = tp.tensor_type
-            if not tt.HasField("elem_type") or tt.elem_type == 0:
+            if not tt.HasField("elem_type"):  # `tensor`, `tensor[2, N]`, `tensor[]` (a rank-0 shape)
                 if tt.HasField("shape"):
-                    raise OnnxTextError("a tensor type with a shape but no element type cannot be printed")
+                    return "tensor[" + ", ".join(self._dims(tt)) + "]" + den
                 return "tensor" + den
             return _dtype_name(tt.elem_type) + self.print_shape(tt) + den
         if which == "sequence_type":
@@ -258,6 +263,13 @@ class Printer(TensorPrinter, RecordPrinter):
                 return f"opaque({_dotted(o.domain)}, {name(o.name)})" + den
             return (f"opaque({_dotted(o.name)})" if o.name else "opaque()") + den
         return "type()" + den
+
+    def print_plain_type(self, tp: TypeProto) -> str:
+        """:meth:`print_type` of a type holding no unknown fields (fastprint's value infos: a type with some
+        raises, and its value prints through :meth:`print_value_info`, which writes them as ``@unknown``)."""
+        for path, _ in unknown_messages(tp):
+            raise OnnxTextError(f"unknown fields in {path or 'the type'}: print the value_info")
+        return self.print_type(tp)
 
     def print_shape(self, tt) -> str:
         if not tt.HasField("shape"):
@@ -282,8 +294,9 @@ class Printer(TensorPrinter, RecordPrinter):
         # The hottest method on big graphs: each proto field read is a C call, so each is read once, and
         # lists are joined through map() over C-level callables (no per-element Python frames).
         ann = None
-        if any(map(len, _NODE_EXTRA_REPEATED(n))) or any(map(n.HasField, _NODE_EXTRA_SINGULAR)):
-            ann = self._annotations(n, level, spec=_NODE_SPEC)
+        if any(map(len, _NODE_EXTRA_REPEATED(n))) or any(map(n.HasField, _NODE_EXTRA_SINGULAR)) or \
+                has_unknown(n) or not n.op_type:
+            ann = self._annotations(n, level, spec=_NODE_SPEC) + _unset(n, "op_type")
         names = self._ids.__getitem__
         nm = n.name
         outs = ", ".join(map(names, n.output))
@@ -350,15 +363,27 @@ class Printer(TensorPrinter, RecordPrinter):
 
     def print_attribute(self, a: AttributeProto, level: int = 0, type_names: frozenset = frozenset()) -> str:
         """``name = value``; attributes named in ``type_names`` (the node's operator documents them as element
-        types, :func:`onnxtext.schemas.element_type_attributes`) print an INT value as a type name."""
+        types, :func:`onnxtext.schemas.element_type_attributes`) print an INT value as a type name.
+
+        Fields the value syntax does not show print as ``@field`` annotations: an attribute without a type
+        (or UNDEFINED) prints the value it holds and ``@type unset``; a value field left unset prints its
+        default and ``@f unset``."""
         ann = self.print_doc(a.doc_string) if a.doc_string or a.HasField("doc_string") else []
         t = a.type
         fields = a.ListFields()
-        if len(fields) > 3 or (len(fields) == 3 and not ann):  # fields the value syntax does not show
-            shown = _ATTR_SHOWN_REF if a.ref_attr_name else _ATTR_SHOWN.get(t, _ATTR_SHOWN_REF)
+        ref = bool(a.ref_attr_name)
+        kind = t if ref or t in _ATTR_SHOWN else _held_kind(a)
+        if len(fields) - len(ann[:1]) != (3 if t or not ref else 2) or kind != t or not a.HasField("name"):
+            shown = _ATTR_SHOWN_REF if ref else _ATTR_SHOWN[kind]
             ann = ann + [f"@{fd.name} " + self.print_datum(a, fd, level) for fd, _ in fields
                          if fd.name not in shown]
-        if a.ref_attr_name:
+            if kind != t:
+                ann.append("@type " + ("UNDEFINED" if a.HasField("type") else "unset"))
+            if not ref and kind in _SINGLE_FIELD and not a.HasField(_SINGLE_FIELD[kind]):
+                ann.append(f"@{_SINGLE_FIELD[kind]} unset")
+            ann += _unset(a, "name")
+        ann += self.unknown_lines(a, _ATTR_TYPE_FIELDS if a.HasField("tp") or len(a.type_protos) else (), level)
+        if ref:
             typ = f": {ATTR_TYPE_NAMES[t]}" if t else ""
             return ("\n" + self.ind * level).join(ann + [f"{op_part(a.name)}{typ} = @{a.ref_attr_name}" if _IDENT.match(a.ref_attr_name)
                                     else f"{op_part(a.name)}{typ} = @ {quote(a.ref_attr_name)}"])
@@ -367,18 +392,19 @@ class Printer(TensorPrinter, RecordPrinter):
             if t == AttributeProto.INT and a.i in _TYPE_NAME_OF:
                 value, annotate = _TYPE_NAME_OF[a.i], False
             else:  # a bare `float` type_proto would read back as the INT: say what it is
-                value, annotate = self.print_attribute_value(a, level, lead)
-                annotate = annotate or t == AttributeProto.TYPE_PROTO
+                value, annotate = self.print_attribute_value(a, level, lead, kind)
+                annotate = annotate or kind == AttributeProto.TYPE_PROTO
         else:
-            value, annotate = self.print_attribute_value(a, level, lead)
-        typ = f": {ATTR_TYPE_NAMES[t]}" if annotate else ""
+            value, annotate = self.print_attribute_value(a, level, lead, kind)
+        typ = f": {ATTR_TYPE_NAMES[kind]}" if annotate else ""
         # After a doc comment the lexer cannot tell a keyword-like name from the keyword: quote it.
         return ("\n" + self.ind * level).join(ann + [f"{name(a.name) if ann else op_part(a.name)}{typ} = {value}"])
 
-    def print_attribute_value(self, a: AttributeProto, level: int, lead: int | None = None):
-        """The value text, and whether it needs a ``: type`` annotation (empty lists); ``lead``: its column."""
+    def print_attribute_value(self, a: AttributeProto, level: int, lead: int | None = None, kind: int | None = None):
+        """The value text, and whether it needs a ``: type`` annotation (empty lists); ``lead``: its column;
+        ``kind``: the attribute type to print (default: its ``type``)."""
         A = AttributeProto
-        t = a.type
+        t = a.type if kind is None else kind
         if t == A.FLOAT:
             text = format_floats(np.array([a.f], np.float32), dtypes.BY_NAME["float"])[0]
             return text, "0x" in text  # a hex bit pattern (NaN payload) is a float only when declared
@@ -426,6 +452,7 @@ class Printer(TensorPrinter, RecordPrinter):
             if (fd.is_repeated and len(getattr(f, key))) or (not fd.is_repeated and f.HasField(key)):
                 header.append(f"{key}: " + self.print_datum(f, fd, level + 1))
         lines = self.print_doc(f.doc_string) if doc_as_comment else []
+        lines += self.unknown_lines(f, (), level) + _unset(f, "name")
         if header:
             lines.append(self._list("<", header, ">", level))
         attrs = [op_part(a) for a in f.attribute] + [self.print_attribute(a, level + 1) for a in f.attribute_proto]
@@ -454,7 +481,25 @@ _ATTR_SHOWN = {t: frozenset({"name", "type", "doc_string", f}) for t, f in (
     (AttributeProto.FLOATS, "floats"), (AttributeProto.INTS, "ints"), (AttributeProto.STRINGS, "strings"),
     (AttributeProto.TENSORS, "tensors"), (AttributeProto.GRAPHS, "graphs"),
     (AttributeProto.SPARSE_TENSORS, "sparse_tensors"), (AttributeProto.TYPE_PROTOS, "type_protos"))}
+_SINGLE_FIELD = {t: f for t, f in ((AttributeProto.FLOAT, "f"), (AttributeProto.INT, "i"), (AttributeProto.STRING, "s"),
+                                    (AttributeProto.TENSOR, "t"), (AttributeProto.GRAPH, "g"),
+                                    (AttributeProto.SPARSE_TENSOR, "sparse_tensor"), (AttributeProto.TYPE_PROTO, "tp"))}
 _NODE_EXTRA_REPEATED = repeated_getter(_NODE_SPEC)
+
+
+def _held_kind(a: AttributeProto) -> int:
+    """The kind of value an attribute without a (known) type holds: its first value field that is set
+    (INT when none is)."""
+    for kind, fields in _ATTR_SHOWN.items():
+        field = max(fields - {"name", "type", "doc_string"})
+        value = getattr(a, field)
+        if (len(value) if field in _LIST_FIELDS else a.HasField(field)):
+            return kind
+    return AttributeProto.INT
+
+
+_ATTR_TYPE_FIELDS = ("tp", "type_protos")  # the attribute's messages without annotations of their own
+_LIST_FIELDS = frozenset({"floats", "ints", "strings", "tensors", "graphs", "sparse_tensors", "type_protos"})
 _NODE_EXTRA_SINGULAR = tuple(f for _, f, repeated in _NODE_SPEC[1] if not repeated) + ("doc_string",)
 
 
@@ -473,6 +518,11 @@ class _IdCache(dict):
     def __missing__(self, n: str) -> str:
         r = self[n] = quote(n) if isinstance(n, bytes) else op_part(n)
         return r
+
+
+def _unset(msg, field: str) -> list[str]:
+    """``@field unset`` for a field the syntax always writes (a name) when the message leaves it unset."""
+    return [] if msg.HasField(field) else [f"@{field} unset"]
 
 
 def _block(lines: list[str], body: str, pad: str, value_list: bool) -> str:

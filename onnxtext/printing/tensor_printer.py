@@ -10,6 +10,7 @@ from __future__ import annotations
 import binascii
 import hashlib
 import math
+import operator
 import warnings
 
 import numpy as np
@@ -18,7 +19,9 @@ from onnx import SparseTensorProto, TensorProto
 from .. import dtypes, tensors
 from ..errors import OnnxTextError
 from . import layout
-from .atoms import _dtype_name, _float_token, _onnx_values, _SMALL, float_texts, format_values, name, quote
+from ..wireformat import has_unknown
+from .atoms import (_dtype_name, _float_token, _onnx_values, _SMALL, float_texts, format_floats, format_values,
+                    name, quote)
 from .atoms import typed_name
 from .records import annotation_fields, repeated_getter
 
@@ -32,6 +35,51 @@ _TENSOR_SPEC = annotation_fields(TensorProto, _TENSOR_SKIP)
 _TENSOR_EXTRA_REPEATED = repeated_getter(_TENSOR_SPEC)
 # singular fields that make tensor_annotations print something (data_location: when it is not implied)
 _TENSOR_PRESENCE = tuple(f for _, f, repeated in _TENSOR_SPEC[1] if not repeated) + ("data_location", "doc_string")
+
+
+_TYPED_FIELDS = ("float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")
+_TYPED_GETTER = operator.attrgetter(*_TYPED_FIELDS)
+_FLOAT_FIELDS = {"float_data": dtypes.BY_NAME["float"], "double_data": dtypes.BY_NAME["double"]}
+
+
+def stored_as_written(t: TensorProto, dt, dims, raw: bytes | None) -> bool:
+    """Whether the usual forms (``{...}``, ``raw {...}``, a block, external pairs) give back exactly the data
+    fields of ``t`` (``dt``: its element type or None, ``raw``: its raw_data or None): one field of the type,
+    holding what the dims ask for. Otherwise the printer writes ``unchecked {...}``."""
+    if dt is None or any(d < 0 for d in dims):
+        return False
+    counts = tuple(map(len, _TYPED_GETTER(t)))
+    if len(t.external_data) or t.data_location == TensorProto.EXTERNAL:
+        return raw is None and not any(counts) and t.HasField("data_location") and all(
+            len(e.ListFields()) == 2 and not has_unknown(e) for e in t.external_data)
+    count = math.prod(dims)
+    if raw is not None:
+        return not any(counts) and dt.kind != "string" and len(raw) == -(-count * dt.bits // 8)
+    field = _TYPED_FIELDS.index(dt.field)
+    if any(n for i, n in enumerate(counts) if i != field):
+        return False
+    if dt.kind == "string" or dt.name in _PLAIN_TYPED:
+        return counts[field] == count
+    values = getattr(t, dt.field)  # narrow types: stored codes must be the ones their values re-encode to
+    try:
+        arr = tensors.decode_typed(t, dt, count)
+    except ValueError:
+        return False
+    if arr.size != count:
+        return False
+    again = TensorProto()
+    tensors.set_typed(again, arr, dt)
+    return np.array_equal(np.asarray(getattr(again, dt.field)), np.asarray(values))
+
+
+def _literals_keep(raw: bytes, dt, count: int) -> bool:
+    """Whether decimal literals give back ``raw`` byte for byte: bools stored as 0/1, sub-byte types with zero
+    padding bits (other bytes print as a block)."""
+    if dt.name == "bool":
+        return not raw.translate(None, b"\x00\x01")
+    if dt.packed and count * dt.bits % 8:
+        return raw[-1] >> (count * dt.bits % 8) == 0
+    return True
 
 
 class TensorPrinter:
@@ -52,10 +100,12 @@ class TensorPrinter:
                 + ")")
 
     # ------------------------------------------------------------------ tensors
-    def tensor_annotations(self, t: TensorProto, level: int) -> list[str]:
+    def tensor_annotations(self, t: TensorProto, level: int, unchecked: bool = False) -> list[str]:
         out = self._annotations(t, level, spec=_TENSOR_SPEC)
-        # external data sets data_location (the builder does too); an explicit DEFAULT is printed
-        if t.HasField("data_location") and not (len(t.external_data) and t.data_location == TensorProto.EXTERNAL):
+        # external data sets data_location (the builder does too); an explicit DEFAULT is printed; unchecked
+        # data sets nothing
+        if t.HasField("data_location") and (unchecked or not (len(t.external_data)
+                                                             and t.data_location == TensorProto.EXTERNAL)):
             out.append(f"@data_location {TensorProto.DataLocation.Name(t.data_location)}")
         return out
 
@@ -69,29 +119,63 @@ class TensorPrinter:
 
     def _tensor_constant(self, t: TensorProto, level: int, initializer: bool, lead: int | None = None) -> str:
         # hot on graphs with many small constants: each proto field is read once
-        ann = None
-        if any(map(len, _TENSOR_EXTRA_REPEATED(t))) or any(map(t.HasField, _TENSOR_PRESENCE)):
-            ann = self.tensor_annotations(t, level)
         enum, dims = t.data_type, t.dims
         dt = dtypes.BY_ENUM.get(enum)
-        if dt is None:
+        raw = t.raw_data if t.HasField("raw_data") else None  # one access: each one copies the bytes
+        unchecked = not self.onnx_style and not stored_as_written(t, dt, dims, raw)
+        ann = None
+        if any(map(len, _TENSOR_EXTRA_REPEATED(t))) or any(map(t.HasField, _TENSOR_PRESENCE)) or \
+                has_unknown(t) or unchecked or (initializer and not t.HasField("name")):
+            ann = self.tensor_annotations(t, level, unchecked)
+            if initializer and not t.HasField("name"):
+                ann.append("@name unset")  # an initializer always prints a name
+        if dt is None and self.onnx_style:
             raise OnnxTextError(f"unknown element type {enum}")
-        head = dt.name + "[" + ", ".join(map(str, dims)) + "]" if len(dims) else dt.name
+        typ = dt.name if dt is not None else "tensor"  # no element type: `tensor` (unchecked data)
+        head = typ + "[" + ", ".join(map(str, dims)) + "]" if len(dims) else typ
         nm = t.name
         if initializer or nm or (t.HasField("name") and not self.onnx_style):  # a set "" name prints as ""
             head += " " + typed_name(nm)
         if ann or lead is None:
             lead = len(self.ind) * level
-        text = head + " = " + self.print_tensor_data(t, level, dt, math.prod(dims), lead + len(head) + 3)
+        if unchecked:
+            data = self.print_unchecked(t, level, dt, raw, lead + len(head) + 3)
+        else:
+            data = self.print_tensor_data(t, level, dt, math.prod(dims), lead + len(head) + 3, raw)
+        text = head + " = " + data
         return ("\n" + self.ind * level).join(ann + [text]) if ann else text
 
+    def print_unchecked(self, t: TensorProto, level: int, dt, raw: bytes | None, lead: int) -> str:
+        """``unchecked {float_data: [...], raw_data: base64 "..."}``: the data fields as they are stored, for a
+        tensor whose data the usual syntax cannot carry (it does not fit the element type and shape, sits in
+        several fields, or has no element type). The parser sets them unchecked; ``check`` reports them."""
+        items = []
+        if dt is None and t.HasField("data_type"):
+            items.append(f"data_type: {t.data_type}")
+        for field, values in zip(_TYPED_FIELDS, _TYPED_GETTER(t)):
+            if not len(values):
+                continue
+            if field in ("float_data", "double_data"):
+                texts = format_floats(np.array(values, _FLOAT_FIELDS[field].np), _FLOAT_FIELDS[field])
+            elif field == "string_data":
+                texts = [quote(v) for v in values]
+            else:
+                texts = [str(v) for v in values]
+            items.append(f"{field}: " + self._wrapped_values("[", texts, "]", level + 1, lead + len(field) + 13))
+        if raw is not None:
+            items.append("raw_data: " + self.print_block(raw, t, level + 1, lead + 21))
+        if len(t.external_data):
+            items.append("external_data: " + self.print_pairs(t.external_data, level + 1))
+        return "unchecked " + self._list("{", items, "}", level, lead=lead + 10)
+
     def print_tensor_data(self, t: TensorProto, level: int, dt=None, count: int | None = None,
-                          lead: int | None = None) -> str:
+                          lead: int | None = None, raw: bytes | None = None) -> str:
         """The data part of a tensor constant: ``{...}`` (typed fields), ``raw {...}`` or a ``base64`` block
         (raw_data; the block above ``max_inline`` elements or when the bytes do not fit the shape).
         ``dt`` and ``count``: the element type and count when the caller has them; ``lead``: the column
         where the data starts. Long literals break into lines of a fixed number of elements (whole rows of
-        the last dimension when one fits), blocks into lines of a fixed number of bytes."""
+        the last dimension when one fits), blocks into lines of a fixed number of bytes. ``raw``: the
+        raw_data bytes when the caller has read them."""
         if len(t.external_data) or t.data_location == TensorProto.EXTERNAL:
             return self.print_pairs(t.external_data, level, lead)
         if dt is None:
@@ -106,9 +190,10 @@ class TensorPrinter:
         row = dims[-1] if len(dims) > 1 else 0
         if self.onnx_style and dt.kind != "string":
             return self._wrapped_values("{", _onnx_values(tensors.to_array(t), dt), "}", level, lead, row)
-        if dt.kind != "string" and t.HasField("raw_data"):
-            raw = t.raw_data  # one access: each one copies the bytes
-            if len(raw) != -(-count * dt.bits // 8) or (self.max_inline is not None and count > self.max_inline):
+        if dt.kind != "string" and (raw is not None or t.HasField("raw_data")):
+            raw = t.raw_data if raw is None else raw  # one access: each one copies the bytes
+            if len(raw) != -(-count * dt.bits // 8) or (self.max_inline is not None and count > self.max_inline) \
+                    or not _literals_keep(raw, dt, count):
                 return self.print_block(raw, t, level, lead)
             arr = tensors.to_array(t)
             return self._wrapped_values("raw {", format_values(arr, dt), "}", level, lead, row)

@@ -26,7 +26,7 @@ from .. import dtypes
 from ..schemas import element_type_attributes
 from ..vocabulary import FUNCTION_HEADER, MODEL_HEADER
 from .field_values import (ATTR_TYPE_NAMES, Pair, Pairs, Record, Ref, _ATTR_TYPES, _as_float, _kind_of,  # noqa: F401
-                           _set_list_attr, _set_single_attr, apply_annotations, assign)
+                           _set_list_attr, _set_single_attr, apply_annotations, assign, build_unchecked)
 from .literal_data import (Bits, TensorData, _err, _pos, _text, build_sparse, build_tensor,  # noqa: F401
                            decode_base64, decode_hex, literals_to_array, unescape)
 
@@ -173,7 +173,7 @@ class Builder(Transformer):
         return tp
 
     def seq_type(self, c):
-        _check_type_depth(c[0])
+        _check_type_depth(c[0], self._last_type)
         tp = TypeProto()
         tp.sequence_type.elem_type.CopyFrom(c[0])
         return self._with_denotation(tp, c[1])
@@ -181,12 +181,12 @@ class Builder(Transformer):
     def map_type(self, c):
         tp = TypeProto()
         tp.map_type.key_type = dtypes.BY_NAME[str(c[0])].enum
-        _check_type_depth(c[1])
+        _check_type_depth(c[1], (None, c[0]))
         tp.map_type.value_type.CopyFrom(c[1])
         return self._with_denotation(tp, c[2])
 
     def optional_type(self, c):
-        _check_type_depth(c[0])
+        _check_type_depth(c[0], self._last_type)
         tp = TypeProto()
         tp.optional_type.elem_type.CopyFrom(c[0])
         return self._with_denotation(tp, c[1])
@@ -218,12 +218,19 @@ class Builder(Transformer):
         return self._with_denotation(tp, den)
 
     def untyped_tensor(self, c):
+        # `tensor`: no element type, no shape; `tensor[2, N]`: a shape without element type; `tensor[]`: a
+        # rank-0 shape without element type (a scalar's shape, which `float` writes without brackets)
         tp = TypeProto()
         tp.tensor_type.SetInParent()
-        return self._with_denotation(tp, c[0])
+        if c[0] is not None:
+            tp.tensor_type.shape.SetInParent()
+            tp.tensor_type.shape.dim.extend(c[0])
+        self._last_type = (tp, None)  # no token: a deep seq(...) around it reports no position
+        return self._with_denotation(tp, c[1])
 
     def empty_type(self, c):
         tp = TypeProto()
+        self._last_type = (tp, None)
         return self._with_denotation(tp, c[0])
 
     # ------------------------------------------------------------------ tensor data
@@ -242,6 +249,15 @@ class Builder(Transformer):
     def external_data(self, c):
         return TensorData("external", c[0] if c else Pairs())
 
+    def unchecked_data(self, c):
+        return TensorData("unchecked", c[0])
+
+    def base64_bytes(self, c):
+        return decode_base64(c[0]).values
+
+    def hex_bytes(self, c):
+        return decode_hex(c[0]).values
+
     def elided_data(self, c):
         return TensorData("elided", c[1], c[0])  # extra: the `elided` token, for the error's position
 
@@ -253,7 +269,13 @@ class Builder(Transformer):
         last, dtype_token = self._last_type
         # an unnamed constant (in an attribute) reports its errors at its type (a str, no position, in fastparse)
         # the name is set only when written (`float[2] "" = ...` sets it empty): field presence is kept
-        t = build_tensor(tp, name, data, name or (dtype_token if last is tp else None))
+        t = _tensor(tp, name, data, name or (dtype_token if last is tp else None))
+        apply_annotations(t, ann)
+        return t
+
+    def untyped_constant(self, c):
+        ann, shape, name, data = c
+        t = _tensor(self.untyped_tensor([shape, None]), name, data, name)
         apply_annotations(t, ann)
         return t
 
@@ -368,7 +390,7 @@ class Builder(Transformer):
             if e.data is not None:
                 if e.type is None:
                     raise _err(f"initializer {e.name} needs a type", e.name)
-                g.initializer.append(build_tensor(e.type, e.name, e.data, e.name))
+                g.initializer.append(_tensor(e.type, e.name, e.data, e.name))
         for e in outputs:
             if e.data is not None:
                 raise _err(f"graph output {e.name} cannot have a value", e.name)
@@ -487,7 +509,10 @@ def _type_named_attributes() -> dict:
 MAX_TYPE_NESTING = 100
 
 
-def _check_type_depth(inner: TypeProto) -> None:
+def _check_type_depth(inner: TypeProto, last_type) -> None:
+    """Refuse a type nested deeper than MAX_TYPE_NESTING. The error points at the innermost element type (the
+    DTYPE token of the last ``tensor_type`` reduced, ``last_type``, when that type is the innermost one: the
+    transformer's children carry no position of the seq/optional keywords)."""
     depth, tp = 1, inner
     while depth <= MAX_TYPE_NESTING:
         kind = tp.WhichOneof("value")
@@ -500,8 +525,14 @@ def _check_type_depth(inner: TypeProto) -> None:
         else:
             return
         depth += 1
+    while tp.WhichOneof("value") in ("sequence_type", "optional_type", "map_type"):
+        kind = tp.WhichOneof("value")
+        tp = tp.map_type.value_type if kind == "map_type" else getattr(tp, kind).elem_type
+    innermost, token = last_type
+    at = token if innermost is None or innermost == tp else None
     raise _err(f"types nested more than {MAX_TYPE_NESTING} deep (seq, optional, map): onnx itself reads about 48 "
-               f"(protobuf's limit of 100 message levels); onnxtext.syntax.builder.MAX_TYPE_NESTING sets the limit")
+               f"(protobuf's limit of 100 message levels); onnxtext.syntax.builder.MAX_TYPE_NESTING sets the limit",
+               at)
 
 
 def _is_type_name(tp: TypeProto) -> bool:
@@ -517,6 +548,13 @@ def _element_type_to_int(a: AttributeProto) -> None:
     a.ClearField("tp")
     a.type = AttributeProto.INT
     a.i = elem
+
+
+def _tensor(tp: TypeProto, name, data: TensorData, where):
+    """A TensorProto from its declared type, name and data (``unchecked {...}``: the fields as written)."""
+    if data.kind == "unchecked":
+        return build_unchecked(tp, name, data.values, where)
+    return build_tensor(tp, name, data, where)
 
 
 def _vi(name, tp) -> ValueInfoProto:
@@ -545,7 +583,7 @@ def _graph_value_entry(g: GraphProto, e: ValueEntry) -> None:
         apply_annotations(s, e.annotations)
         g.sparse_initializer.append(s)
         return
-    t = build_tensor(e.type, e.name, e.data, e.name)
+    t = _tensor(e.type, e.name, e.data, e.name)
     apply_annotations(t, e.annotations)
     g.initializer.append(t)
 

@@ -2,7 +2,8 @@
 
 * :func:`assign` sets any message field from a generic datum (header entries, ``@field value`` annotations,
   ``{field: value}`` records, ``["key": value]`` pairs); :func:`apply_annotations` applies the annotations
-  and ``///`` doc lines written before a message.
+  and ``///`` doc lines written before a message, ``@field unset`` (:func:`unset`) and ``@unknown [...]``
+  (:func:`merge_unknown`: fields onnx.proto does not describe, kept as protobuf's unknown fields).
 * :func:`_set_single_attr` / :func:`_set_list_attr` fill an AttributeProto from a value or a list, checking
   it against a declared type (``name: ints = [...]``); :class:`Ref` is an ``@name`` reference.
 
@@ -14,8 +15,9 @@ from __future__ import annotations
 import numpy as np
 from onnx import AttributeProto, GraphProto, SparseTensorProto, TensorProto, TypeProto
 
+from .. import dtypes, wireformat
 from ..vocabulary import ATTR_TYPE_NAMES, ATTR_TYPES as _ATTR_TYPES  # noqa: F401
-from .literal_data import Bits, _err, _text
+from .literal_data import Bits, _err, _text, literals_to_array
 
 
 class Record(list):
@@ -76,8 +78,14 @@ def _fill(sub, value) -> bool:
     """Set message ``sub`` from a ``{field: value}`` record or a message of its type; False for others."""
     if isinstance(value, Record):
         sub.SetInParent()
+        unknown = []
         for k, v in value:
-            assign(sub, k, v)
+            if k == UNKNOWN:
+                unknown.append((k, v))
+            else:
+                assign(sub, k, v)
+        for k, v in unknown:
+            merge_unknown(sub, v, k)
         return True
     if isinstance(value, type(sub)):
         sub.CopyFrom(value)
@@ -162,9 +170,102 @@ def apply_annotations(msg, annotations) -> None:
         if "doc_string" not in msg.DESCRIPTOR.fields_by_name:
             raise _err(f"{msg.DESCRIPTOR.name} has no doc_string; remove the /// comment")
         msg.doc_string = "\n".join(doc)
+    unknown = []
     for a in annotations:
-        if a[0] == "set":
+        if a[0] != "set":
+            continue
+        if a[1] == UNKNOWN:
+            unknown.append(a)
+        elif type(a[2]) is str and a[2] == UNSET:  # the bare word, not a string literal (bytes)
+            unset(msg, a[1])
+        else:
             assign(msg, a[1], a[2], a[1])
+    for a in unknown:  # after the known fields (protobuf writes unknown ones last anyway)
+        merge_unknown(msg, a[2], a[1])
+
+
+#: ``@field unset``: a field the syntax always writes (a name, a graph) is not set
+UNSET = "unset"
+#: ``@unknown [...]`` (``unknown:`` in a record): fields onnx.proto does not describe, see onnxtext.wireformat
+UNKNOWN = "unknown"
+
+
+def unset(msg, field) -> None:
+    """``@field unset``: clear a singular field the main syntax always sets."""
+    fd = msg.DESCRIPTOR.fields_by_name.get(str(field))
+    if fd is None:
+        raise _err(f"{msg.DESCRIPTOR.name} has no field {str(field)!r}", field,
+                   hint="known fields: " + ", ".join(sorted(msg.DESCRIPTOR.fields_by_name)))
+    if fd.is_repeated:
+        raise _err(f"{str(field)!r} is a list: an empty list is written [] (unset applies to single fields)", field)
+    msg.ClearField(fd.name)
+
+
+_ENTRY_KEYS = ("at", "number", "raw") + tuple(wireformat.WIRE_TYPES)
+
+
+def merge_unknown(msg, entries, at=None) -> None:
+    """``@unknown [{number: 9, varint: 1}, {at: "type.tensor_type", number: 3, bytes: "x"}, {raw: hex "..."}]``:
+    append each entry's wire bytes to the unknown fields of ``msg`` (or of the message at the entry's ``at``
+    path inside it). An entry that protobuf would read as a known field is an error: write it in the syntax."""
+    if not isinstance(entries, list) or not all(isinstance(e, Record) for e in entries):
+        raise _err("@unknown expects a list of {number: N, varint|fixed32|fixed64|bytes|group: value} records", at)
+    data: dict[str, tuple] = {}  # path -> (message, bytes so far), in order
+    for entry in entries:
+        fields = {}
+        for k, v in entry:
+            if str(k) not in _ENTRY_KEYS or str(k) in fields:
+                raise _err(f"an @unknown entry has fields at, number and one of {', '.join(_ENTRY_KEYS[2:])} "
+                           f"(once each), not {str(k)!r}", k)
+            fields[str(k)] = (k, v)
+        kinds = [k for k in fields if k not in ("at", "number")]
+        if len(kinds) != 1 or (kinds[0] == "raw") == ("number" in fields):
+            raise _err("an @unknown entry is {number: N, <wire type>: value} or {raw: bytes}", at)
+        wire = kinds[0]
+        token, value = fields[wire]
+        number = fields["number"][1] if "number" in fields else None
+        if wire in ("raw", "bytes", "group") and not isinstance(value, bytes):
+            raise _err(f"{wire} takes a string, hex or base64 value", token)
+        try:
+            encoded = wireformat.encode_field(wire, number, value)
+        except (ValueError, TypeError) as e:
+            raise _err(f"@unknown entry: {e}", token) from None
+        path = fields["at"][1] if "at" in fields else b""
+        key = _text(path, "at") if isinstance(path, bytes) else None
+        if key is None:
+            raise _err("at takes a quoted path such as \"type.tensor_type\"", fields["at"][0])
+        target = data[key][0] if key in data else _message_at(msg, key, fields.get("at", (at,))[0])
+        data[key] = (target, (data[key][1] if key in data else b"") + encoded)
+    for key, (target, raw) in data.items():
+        probe = type(target)()
+        try:
+            probe.MergeFromString(raw)
+        except Exception as e:  # noqa: BLE001 - protobuf's DecodeError or RuntimeError, by implementation
+            raise _err(f"@unknown entries are not valid protobuf wire data ({e})", at) from None
+        if probe.ListFields():
+            known = ", ".join(fd.name for fd, _ in probe.ListFields())
+            raise _err(f"@unknown entries hold {known}, a known field of {target.DESCRIPTOR.name}: write it in the "
+                       "syntax instead", at)
+        target.MergeFromString(raw)
+
+
+def _message_at(msg, path: str, at):
+    """The message at ``path`` (``type.tensor_type.shape.dim[0]``) inside ``msg``."""
+    target = msg
+    for part in path.split(".") if path else ():
+        field, _, index = part.partition("[")
+        fd = target.DESCRIPTOR.fields_by_name.get(field)
+        if fd is None or fd.message_type is None or bool(index) != fd.is_repeated:
+            raise _err(f"@unknown path {path!r}: {target.DESCRIPTOR.name} has no message field {part!r}", at)
+        if index:
+            items = getattr(target, field)
+            i = int(index.rstrip("]")) if index.rstrip("]").isdigit() else -1
+            if not 0 <= i < len(items):
+                raise _err(f"@unknown path {path!r}: {field} has no element {index.rstrip(']')}", at)
+            target = items[i]
+        else:
+            target = getattr(target, field)
+    return target
 
 
 # ---------------------------------------------------------------------------------------------- attribute values
@@ -259,3 +360,46 @@ def _set_list_attr(a: AttributeProto, values, declared, name):
             target.add().CopyFrom(v)
     else:
         target.extend(values)
+
+
+# ---------------------------------------------------------------------------------------------- unchecked tensors
+#: the fields ``unchecked {...}`` may set: the data fields as they are stored, and an undefined data_type
+_UNCHECKED_FIELDS = ("data_type", "float_data", "int32_data", "string_data", "int64_data", "raw_data", "double_data",
+                     "uint64_data", "external_data")
+
+
+def build_unchecked(type_proto: TypeProto, name, record, where=None) -> TensorProto:
+    """``float[3] w = unchecked {raw_data: hex "0000803f"}``: a TensorProto whose data fields are set as written,
+    not checked against its element type and shape (a damaged or hostile model keeps its bytes; ``check``
+    reports the mismatch). The head may be ``tensor[dims]`` (no element type); ``data_type`` in the record
+    sets an undefined one."""
+    if not type_proto.HasField("tensor_type"):
+        raise _err("a tensor constant needs a tensor type such as float[2,3]", where)
+    tt = type_proto.tensor_type
+    t = TensorProto()
+    if tt.HasField("elem_type"):
+        t.data_type = tt.elem_type
+    for d in tt.shape.dim:
+        if not d.HasField("dim_value"):
+            raise _err(f"tensor dimensions are numbers, not {d.dim_param or '?'}", where)
+        t.dims.append(d.dim_value)
+    if name is not None:
+        t.name = name
+    if not isinstance(record, Record):
+        raise _err("unchecked expects a {field: value} record", where)
+    for key, value in record:
+        field = str(key)
+        if field not in _UNCHECKED_FIELDS:
+            raise _err(f"unchecked data has no field {field!r}", key, hint="fields: " + ", ".join(_UNCHECKED_FIELDS))
+        if field in ("float_data", "double_data"):
+            if not isinstance(value, list):
+                raise _err(f"{field} expects a list of numbers", key)
+            # floats as in a tensor literal: decimals, or hex bit patterns (NaN payloads)
+            arr = literals_to_array(value, dtypes.BY_NAME["float" if field == "float_data" else "double"], key)
+            getattr(t, field).extend(arr.tolist())
+        else:
+            try:
+                assign(t, key, value, key)
+            except ValueError as e:  # a value out of the field's range
+                raise _err(f"{field}: {e}", key) from None
+    return t

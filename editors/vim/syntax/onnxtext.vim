@@ -27,7 +27,7 @@ syn keyword onnxtextType uint64 complex64 complex128 bfloat16 float8e4m3fn float
 syn keyword onnxtextType float8e5m2fnuz uint4 int4 float4e2m1 float8e8m0 uint2 int2 float6e2m3
 syn keyword onnxtextType float6e3m2
 syn keyword onnxtextTypeCtor seq map optional sparse_tensor opaque tensor type
-syn keyword onnxtextSection training_info raw base64 hex sparse elided
+syn keyword onnxtextSection training_info raw base64 hex sparse elided unchecked
 syn keyword onnxtextBoolean true false
 syn match onnxtextHeaderKey "\<\%(configuration\|doc_string\|domain\|ir_version\|metadata_props\|model_version\|opset_import\|overload\|producer_name\|producer_version\|initialization\|algorithm\|initialization_binding\|update_binding\)\>\ze\s*:"
 syn match onnxtextAttrType contained "\%(\%(\h\w*\|\"[^\"]*\"\)\s*:\s*\)\@<=\<\%(float\|floats\|graph\|graphs\|int\|ints\|sparse_tensor\|sparse_tensors\|string\|strings\|tensor\|tensors\|type_proto\|type_protos\)\>\ze\s*="
