@@ -91,9 +91,9 @@ def fast_weights(W, R, B, P, W_scale, W_zero_point, R_scale, R_zero_point, attrs
     return _FastWeights(W, W_scale, W_zero_point, R, R_scale, R_zero_point, B, attrs["hidden_size"])
 
 
-def _shifted_weight(w, zero_point):
-    """(w - zero point as float32 [dirs, in, out], its largest magnitude); zero points per direction or
-    per (direction, column)."""
+def _shifted(w, zero_point):
+    """(w - zero point as float32, its largest magnitude); w is [dirs, in, out] with zero points per
+    direction or per (direction, column)."""
     dirs = w.shape[0]
     shifted = w.astype(np.float32)
     if zero_point is not None:
@@ -102,58 +102,68 @@ def _shifted_weight(w, zero_point):
 
 
 class _FastWeights:
-    """The quantized weights in the fast loop's layout: zero points subtracted, the scales per column
-    (sigmoid gate columns halved, see rnn_cells), biases summed and scaled."""
+    """The quantized weights in the fast loop's layout: zero points subtracted, W as it is [dirs, input,
+    4H] for X @ W, R transposed to [dirs, 4H, H] for R^T @ h (gates as rows, see rnn_cells), the
+    scales per gate (sigmoid gates halved), biases summed and scaled."""
 
     def __init__(self, W, W_scale, W_zero_point, R, R_scale, R_zero_point, B, hidden):
         dirs = W.shape[0]
         gate_scale = rnn_cells.sigmoid_scale("LSTM", hidden, np.float32)
-        self.w_shifted, self.w_bound = _shifted_weight(W, W_zero_point)
-        self.r_shifted, self.r_bound = _shifted_weight(R, R_zero_point)
-        self.w_columns = np.asarray(W_scale, np.float32).reshape(dirs, 1, -1) * gate_scale  # [dirs, 1, 4H]
-        self.r_columns = np.asarray(R_scale, np.float32).reshape(dirs, 1, -1) * gate_scale
+        self.w_shifted, self.w_bound = _shifted(W, W_zero_point)  # [dirs, input, 4H]
+        r_shifted, self.r_bound = _shifted(R, R_zero_point)
+        self.r_rows = np.ascontiguousarray(np.swapaxes(r_shifted, 1, 2))  # [dirs, 4H, H]
+        scales = np.asarray(W_scale, np.float32).reshape(dirs, -1) * gate_scale
+        self.w_scales = scales[:, None, :]  # [dirs, 1, 4H]: per column of X @ W
+        self.r_scales = (np.asarray(R_scale, np.float32).reshape(dirs, -1) * gate_scale)[:, :, None]  # per row
         if B is None:
             bias = np.zeros((dirs, 4 * hidden), np.float32)
         else:
             B = np.asarray(B, np.float32)
             bias = B[:, : 4 * hidden] + B[:, 4 * hidden:]
         self.cells = rnn_cells.Prepared.external(bias * gate_scale, hidden)
-        self.nbytes = self.w_shifted.nbytes + self.r_shifted.nbytes
+        self.nbytes = self.w_shifted.nbytes + self.r_rows.nbytes
 
     def run(self, X, initial_states, reverse):
         steps, batch, inputs = X.shape
         x_shifted, x_scale = dynamic_quantize_uint8(X.reshape(1, steps * batch, inputs))
         acc = integer_product(x_shifted, self.w_shifted, 255.0, self.w_bound)
-        projected = np.multiply(acc, x_scale * self.w_columns, dtype=np.float32)  # [dirs, T*B, 4H]
-        if len(reverse) == 1:  # the loop works on [batch, hidden] states: drop the direction axis
-            recurrence = _quantized_recurrence(self.r_shifted[0], self.r_bound, self.r_columns[0])
-        else:
-            recurrence = _quantized_recurrence(self.r_shifted, self.r_bound, self.r_columns)
+        projected = np.multiply(acc, x_scale * self.w_scales, dtype=np.float32)  # [dirs, T*B, 4H]
+        recurrence = _quantized_recurrence(self.r_rows, self.r_bound, self.r_scales)
         return rnn_cells.run("LSTM", X, self.cells, initial_states, reverse, projected=projected,
                              recurrence=recurrence)
 
 
-def _quantized_recurrence(r_shifted, r_bound, r_columns):
-    """``recurrence(h, out)`` for rnn_cells: out = h @ R^T with h quantized per direction as onnxruntime
-    quantizes it (uint8, range of the direction's whole [batch, hidden] state including 0).
+def _quantized_recurrence(r_rows, r_bound, r_scales):
+    """``recurrence(h, out)`` for rnn_cells: out = R h with the [dirs*hidden, batch] state h quantized per
+    direction as onnxruntime quantizes it (uint8, range of the direction's whole state including 0);
+    out is the gate buffer, gate-major across directions ([4, dirs, hidden, batch] as rows).
 
     Written out in place of :func:`..quantize.dynamic_quantize_uint8` for every direction at once, with
     the same float32 arithmetic. Two of its steps drop out: the lower clamp of the codes (the zero point
     is round(-low / scale), so the smallest value's code is exactly 0) and the all-zero special case (a
     zero range gets the smallest normal scale instead of 1: every code is 0 either way)."""
+    dirs, rows, hidden = r_rows.shape
+    minimum, maximum, subtract, divide, rint, add, multiply = (
+        np.minimum, np.maximum, np.subtract, np.divide, np.rint, np.add, np.multiply)
+    low_reduce, high_reduce = np.minimum.reduce, np.maximum.reduce
+
     def recurrence(h, out):
-        low = np.minimum.reduce(h, axis=(-2, -1), keepdims=True, initial=0.0)
-        high = np.maximum.reduce(h, axis=(-2, -1), keepdims=True, initial=0.0)
-        scale = np.subtract(high, low)
-        np.divide(scale, _F255, out=scale)
-        np.maximum(scale, _TINY, out=scale)
-        zero_point = np.divide(low, scale)
-        np.rint(zero_point, out=zero_point)  # minus the zero point
-        codes = np.divide(h, scale)
-        np.rint(codes, out=codes)
-        np.minimum(codes, np.add(zero_point, _F255), out=codes)  # codes - zero point <= 255 - zero point
-        acc = integer_product(codes, r_shifted, 255.0, r_bound)
-        np.multiply(acc.astype(np.float32, copy=False), np.multiply(scale, r_columns), out=out)
+        batch = h.shape[-1]
+        h = h.reshape(dirs, hidden, batch)
+        low = low_reduce(h, axis=(1, 2), keepdims=True, initial=0.0)
+        high = high_reduce(h, axis=(1, 2), keepdims=True, initial=0.0)
+        scale = subtract(high, low)
+        divide(scale, _F255, scale)
+        maximum(scale, _TINY, out=scale)
+        zero_point = divide(low, scale)
+        rint(zero_point, zero_point)  # minus the zero point
+        codes = divide(h, scale)
+        rint(codes, codes)
+        minimum(codes, add(zero_point, _F255), out=codes)  # codes - zero point <= 255 - zero point
+        acc = integer_product(r_rows, codes, r_bound, 255.0)  # [dirs, 4H, batch]
+        multiply(acc.astype(np.float32, copy=False).reshape(dirs, 4, hidden, batch).transpose(1, 0, 2, 3),
+                 multiply(scale, r_scales).reshape(dirs, 4, hidden, 1).transpose(1, 0, 2, 3),
+                 out.reshape(4, dirs, hidden, batch))
     return recurrence
 
 
