@@ -141,14 +141,25 @@ def _quantized_recurrence(r_rows, r_bound, r_scales):
     Written out in place of :func:`..quantize.dynamic_quantize_uint8` for every direction at once, with
     the same float32 arithmetic. Two of its steps drop out: the lower clamp of the codes (the zero point
     is round(-low / scale), so the smallest value's code is exactly 0) and the all-zero special case (a
-    zero range gets the smallest normal scale instead of 1: every code is 0 either way)."""
+    zero range gets the smallest normal scale instead of 1: every code is 0 either way). The loop
+    passes the same state and gate buffers at every step: their views are made once per batch size."""
     dirs, rows, hidden = r_rows.shape
-    minimum, maximum, subtract, divide, rint, add, multiply = (
-        np.minimum, np.maximum, np.subtract, np.divide, np.rint, np.add, np.multiply)
+    minimum, maximum, subtract, divide, rint, add, multiply, matmul = (
+        np.minimum, np.maximum, np.subtract, np.divide, np.rint, np.add, np.multiply, np.matmul)
     low_reduce, high_reduce = np.minimum.reduce, np.maximum.reduce
+    # codes - zero point are within [-255, 255]: one float32 product is exact when every partial sum is
+    exact = hidden * 255.0 * r_bound < 2 ** 24
+    r_scales = r_scales.reshape(dirs, 4, hidden, 1).transpose(1, 0, 2, 3)  # per gate row, gate-major
+    views = {}
 
     def recurrence(h, out):
         batch = h.shape[-1]
+        view = views.get(batch)
+        if view is None or view[0] is not out:
+            acc = np.empty((dirs, rows, batch), np.float32)
+            view = views[batch] = (out, out.reshape(4, dirs, hidden, batch), acc,
+                                   acc.reshape(dirs, 4, hidden, batch).transpose(1, 0, 2, 3))
+        _, out4, acc, acc4 = view
         h = h.reshape(dirs, hidden, batch)
         low = low_reduce(h, axis=(1, 2), keepdims=True, initial=0.0)
         high = high_reduce(h, axis=(1, 2), keepdims=True, initial=0.0)
@@ -160,10 +171,11 @@ def _quantized_recurrence(r_rows, r_bound, r_scales):
         codes = divide(h, scale)
         rint(codes, codes)
         minimum(codes, add(zero_point, _F255), out=codes)  # codes - zero point <= 255 - zero point
-        acc = integer_product(r_rows, codes, r_bound, 255.0)  # [dirs, 4H, batch]
-        multiply(acc.astype(np.float32, copy=False).reshape(dirs, 4, hidden, batch).transpose(1, 0, 2, 3),
-                 multiply(scale, r_scales).reshape(dirs, 4, hidden, 1).transpose(1, 0, 2, 3),
-                 out.reshape(4, dirs, hidden, batch))
+        if exact:
+            matmul(r_rows, codes, acc)
+        else:
+            acc[...] = integer_product(r_rows, codes, r_bound, 255.0)
+        multiply(acc4, multiply(scale.reshape(1, dirs, 1, 1), r_scales), out4)
     return recurrence
 
 
