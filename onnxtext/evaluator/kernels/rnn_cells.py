@@ -189,7 +189,10 @@ def run(op, X, prep: Prepared, initial_states, reverse: list, linear_before_rese
     xp = step_order_projection(projected, prep.bias, steps, batch, hidden, reverse)
     hs = np.empty((steps + 1, dirs * hidden, batch), dtype)  # transposed states, step order
     h0 = initial_states[0]
-    hs[0] = 0 if h0 is None else np.swapaxes(h0, 1, 2).reshape(dirs * hidden, batch)
+    if h0 is None:
+        hs[0] = 0
+    else:
+        hs[0].reshape(dirs, hidden, batch)[...] = h0.swapaxes(1, 2)
     block = dirs * hidden
     r, product = prep.r, None
     if recurrence is not None:
@@ -199,10 +202,11 @@ def run(op, X, prep: Prepared, initial_states, reverse: list, linear_before_rese
     finals = []
     if op == "LSTM":
         c0 = initial_states[1]
-        c = np.zeros((block, batch), dtype) if c0 is None else np.array(
-            np.swapaxes(c0, 1, 2).reshape(block, batch), dtype)
+        c = np.zeros((block, batch), dtype)
+        if c0 is not None:
+            c.reshape(dirs, hidden, batch)[...] = c0.swapaxes(1, 2)
         _lstm_loop(xp, hs, r, product, c, block, prep.scaled)
-        finals = [np.ascontiguousarray(np.swapaxes(c.reshape(dirs, hidden, batch), 1, 2))]
+        finals = [np.ascontiguousarray(c.reshape(dirs, hidden, batch).swapaxes(1, 2))]
     elif op == "GRU" and linear_before_reset:
         _gru_linear_loop(xp, hs, r, product, prep.gate_bias, block, prep.scaled)
     elif op == "GRU":
@@ -215,8 +219,8 @@ def run(op, X, prep: Prepared, initial_states, reverse: list, linear_before_rese
     states = hs.reshape(steps + 1, dirs, hidden, batch)
     y = np.empty((steps, dirs, batch, hidden), dtype)
     for d in range(dirs):
-        np.copyto(y[:, d], np.swapaxes(states[:0:-1, d] if reverse[d] else states[1:, d], 1, 2))
-    return (y, np.ascontiguousarray(np.swapaxes(states[steps], 1, 2)), *finals)
+        np.copyto(y[:, d], (states[:0:-1, d] if reverse[d] else states[1:, d]).swapaxes(1, 2))
+    return (y, np.ascontiguousarray(states[steps].swapaxes(1, 2)), *finals)
 
 
 def _rnn_loop(xp, hs, r, product):
