@@ -41,11 +41,8 @@ def dynamic_quantize_lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, i
     if lens is not None and np.all(lens >= X.shape[0]):
         lens = None
     if lens is None and X.dtype == np.float32 and _fast_attributes(clip, input_forget, P, activations, W.shape[0]):
-        if prepared is None:
-            # W, R and B by identity (read-only initializers); the scales and zero points, a few numbers
-            # that an initializer stored in float_data/int32_data decodes writeable, by value
-            small = "-".join(np.asarray(a).tobytes().hex() for a in (W_scale, W_zero_point, R_scale, R_zero_point))
-            prepared = derived(f"dq-lstm-fast-{hidden_size}-{small}", (W, R, B),
+        if prepared is None:  # kept between runs for read-only weights (initializers)
+            prepared = derived(f"dq-lstm-fast-{hidden_size}", sources + (B,),
                                lambda: _FastWeights(W, W_scale, W_zero_point, R, R_scale, R_zero_point, B,
                                                     hidden_size), lambda p: p.nbytes, readonly_inputs=True)
         return prepared.run(X, [initial_h, initial_c], rnn_cells.REVERSE[direction])
