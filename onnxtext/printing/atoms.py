@@ -93,6 +93,23 @@ def typed_name(n: str) -> str:
     return n if n.isidentifier() and n.isascii() and n not in DATA_WORDS else quote(n)
 
 
+#: Words that start a type: where a type could stand instead of a name (an untyped value, a function's
+#: input or output) only these need quotes.
+TYPE_WORDS = frozenset(dtypes.NAMES) | {"seq", "map", "optional", "sparse_tensor", "opaque", "tensor", "type"}
+
+
+def untyped_name(n: str) -> str:
+    """A name where a type could stand instead (``<seq_len>``, a function's ``(raw, nan)``)."""
+    if isinstance(n, bytes):
+        return quote(n)
+    return n if n.isidentifier() and n.isascii() and n not in TYPE_WORDS else quote(n)
+
+
+def bare_name(n: str) -> str:
+    """A name where only a name can stand (a shape's dim_param): quoted only when it is no identifier."""
+    return quote(n) if isinstance(n, bytes) else op_part(n)
+
+
 def op_part(n: str) -> str:
     """An operator or domain part: after '=' only names are possible, so keywords need no quotes."""
     return n if _IDENT.match(n) else quote(n)

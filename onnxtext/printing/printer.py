@@ -46,7 +46,7 @@ from ..wireformat import has_unknown, unknown_messages
 # the literal atoms (re-exported: other modules and tests import them from here)
 from .atoms import (_IDENT, _QUOTED_WORDS, _SMALL, KEYWORDS, _dotted, _dtype_name, _float_token,  # noqa: F401
                        _format_floats_exact, _onnx_values, _op_name, float_texts, format_floats, format_values,
-                       name, op_part, quote, typed_name)
+                       name, op_part, quote, typed_name, untyped_name, bare_name)
 
 # ---------------------------------------------------------------------------------------------- printer
 class Printer(TensorPrinter, RecordPrinter):
@@ -222,7 +222,7 @@ class Printer(TensorPrinter, RecordPrinter):
 
     def print_value_info(self, v: ValueInfoProto, level: int = 0) -> str:
         ann = self._annotations(v, level, skip=("doc_string", "name", "type"), nested=("type",)) + _unset(v, "name")
-        text = self.print_type(v.type) + " " + typed_name(v.name) if v.HasField("type") else self._name(v.name)
+        text = self.print_type(v.type) + " " + typed_name(v.name) if v.HasField("type") else untyped_name(v.name)
         if (len(text) + len(self.ind) * level > self.width and v.type.HasField("tensor_type")
                 and len(v.type.tensor_type.shape.dim)):
             text = self.print_type(v.type, level) + " " + typed_name(v.name)  # long dims: one per line
@@ -283,7 +283,7 @@ class Printer(TensorPrinter, RecordPrinter):
         dims = []
         for d in tt.shape.dim:
             w = d.WhichOneof("value")
-            s = str(d.dim_value) if w == "dim_value" else name(d.dim_param) if w == "dim_param" else "?"
+            s = str(d.dim_value) if w == "dim_value" else bare_name(d.dim_param) if w == "dim_param" else "?"
             if d.HasField("denotation"):
                 s += ":" + quote(d.denotation)
             dims.append(s)
@@ -459,7 +459,8 @@ class Printer(TensorPrinter, RecordPrinter):
         sig = name(f.name)
         if attrs:
             sig += " " + self._list("<", attrs, ">", level)
-        sig = self._signature(sig + " ", [name(i) for i in f.input], [name(o) for o in f.output], level)
+        sig = self._signature(sig + " ", [untyped_name(i) for i in f.input], [untyped_name(o) for o in f.output],
+                              level)
         lines.append(sig)
         values = [self.print_value_info(v, level + 1) for v in f.value_info]
         if values:
