@@ -146,11 +146,11 @@ def dynamic_quantize_linear(x):
 
 
 def _range(x: np.ndarray) -> tuple[float, float]:
-    """(min, max) of ``x`` widened to include 0 (0, 0 for an empty tensor)."""
+    """(min, max) of ``x`` widened to include 0 (0, 0 for an empty tensor), NaN ignored."""
     if not x.size:
         return 0.0, 0.0
-    if type(x) is np.ndarray and x.dtype.kind == "f":  # (the reductions without ndarray.min's wrapper)
-        return min(0.0, float(np.minimum.reduce(x, axis=None))), max(0.0, float(np.maximum.reduce(x, axis=None)))
+    if type(x) is np.ndarray and x.dtype.kind == "f":  # NaN ignored, as onnxruntime (its code is then 0)
+        return min(0.0, float(np.fmin.reduce(x, axis=None))), max(0.0, float(np.fmax.reduce(x, axis=None)))
     return min(0.0, float(x.min())), max(0.0, float(x.max()))
 
 
@@ -167,7 +167,7 @@ def _quantized_codes(x, scale, zero_point, shift=0.0):
     offset = zero_point - shift
     if offset:
         q += np.float32(offset)
-    np.maximum(q, np.float32(-shift), out=q)
+    np.fmax(q, np.float32(-shift), out=q)  # (fmax: NaN becomes the lowest code, as QuantizeLinear's)
     np.minimum(q, np.float32(255.0 - shift), out=q)
     return q
 
