@@ -116,7 +116,7 @@ def _recurrent(op, X, W, R, B, seq_lens, initial_states, P, *, hidden_size, dire
     reverse_flags = rnn_cells.REVERSE[direction]
     if product is None and lens is None and _fast_attributes(op, clip, activations, input_forget, P, num_directions):
         prep = prepared or rnn_cells.prepared(op, W, R, B, hidden, linear_before_reset)
-        outs = rnn_cells.run(op, X, prep, initial_states, reverse_flags, linear_before_reset)
+        outs = rnn_cells.run(op, X, prep, initial_states, reverse_flags)
     else:
         outs = _general(op, X, W, R, B, lens, initial_states, P, hidden, clip, activations, activation_alpha,
                         activation_beta, linear_before_reset, input_forget, product, reverse_flags)

@@ -170,8 +170,7 @@ def step_order_projection(projected: np.ndarray, bias: np.ndarray, steps: int, b
     return out.reshape(steps, gates * dirs * hidden, batch)
 
 
-def run(op, X, prep: Prepared, initial_states, reverse: list, linear_before_reset=0,
-        projected=None, recurrence=None):
+def run(op, X, prep: Prepared, initial_states, reverse: list, projected=None, recurrence=None):
     """Y [T, dirs, B, H] and the final states ([dirs, B, H] each) for layout-0 inputs.
 
     ``projected``: the input projections X @ W^T (scaled as the prepared weights) as [dirs, T*B, G],
@@ -207,13 +206,11 @@ def run(op, X, prep: Prepared, initial_states, reverse: list, linear_before_rese
             c.reshape(dirs, hidden, batch)[...] = c0.swapaxes(1, 2)
         _lstm_loop(xp, hs, r, product, c, block, prep.scaled)
         finals = [np.ascontiguousarray(c.reshape(dirs, hidden, batch).swapaxes(1, 2))]
-    elif op == "GRU" and linear_before_reset:
-        _gru_linear_loop(xp, hs, r, product, prep.gate_bias, block, prep.scaled)
     elif op == "GRU":
         r_gate, gate_product = prep.r_gate, None
-        if r is None:
+        if prep.gate_bias is None and r is None:
             r_gate, gate_product = None, _per_direction(prep.r_gate_stacked, dirs, hidden)
-        _gru_loop(xp, hs, r, product, r_gate, gate_product, block, prep.scaled)
+        _gru_loop(xp, hs, r, product, r_gate, gate_product, prep.gate_bias, block, prep.scaled)
     else:
         _rnn_loop(xp, hs, r, product)
     states = hs.reshape(steps + 1, dirs, hidden, batch)
@@ -261,14 +258,19 @@ def _lstm_loop(xp, hs, r, product, c, block, scaled):
         multiply(go, tmp, hs[k + 1])
 
 
-def _gru_linear_loop(xp, hs, r, product, gate_bias, block, scaled):
-    """linear_before_reset: h~ = tanh(Wh x + Wbh + r * (Rh h + Rbh))."""
+def _gru_loop(xp, hs, r, product, r_gate, gate_product, gate_bias, block, scaled):
+    """h~ = tanh(Wh x + Rh (r * h) + Wbh + Rbh), or with linear_before_reset (``gate_bias`` given: Rbh)
+    tanh(Wh x + Wbh + r * (Rh h + Rbh)), where one product gives the three gates' recurrent terms."""
     add, multiply, tanh, matmul = _add, _multiply, _tanh, _matmul
-    g = np.empty(xp.shape[1:], xp.dtype)
+    linear = gate_bias is not None
+    batch = xp.shape[-1]
+    g = np.empty(((3 if linear else 2) * block, batch), xp.dtype)
     half = g.dtype.type(0.5)
-    zr, z, rg, gh = g[: 2 * block], g[:block], g[block: 2 * block], g[2 * block:]
+    zr, z, rg = g[: 2 * block], g[:block], g[block: 2 * block]
+    gh = g[2 * block:] if linear else np.empty(z.shape, xp.dtype)
+    rh = np.empty(z.shape, xp.dtype)
     xzr, xh = xp[:, : 2 * block], xp[:, 2 * block:]
-    tmp = np.empty(gh.shape, xp.dtype)
+    tmp = np.empty(z.shape, xp.dtype)
     for k in range(xp.shape[0]):
         h = hs[k]
         if r is not None:
@@ -281,40 +283,15 @@ def _gru_linear_loop(xp, hs, r, product, gate_bias, block, scaled):
         tanh(zr, zr)
         multiply(zr, half, zr)
         add(zr, half, zr)
-        add(gh, gate_bias, gh)
-        multiply(rg, gh, gh)
-        add(gh, xh[k], gh)
-        tanh(gh, gh)
-        _blend(z, gh, h, tmp, hs[k + 1])
-
-
-def _gru_loop(xp, hs, r, product, r_gate, gate_product, block, scaled):
-    """h~ = tanh(Wh x + Rh (r * h) + Wbh + Rbh)."""
-    add, multiply, tanh, matmul = _add, _multiply, _tanh, _matmul
-    zr = np.empty((2 * block, xp.shape[-1]), xp.dtype)
-    half = zr.dtype.type(0.5)
-    z, rg = zr[:block], zr[block:]
-    xzr, xh = xp[:, : 2 * block], xp[:, 2 * block:]
-    gh = np.empty(z.shape, xp.dtype)
-    rh = np.empty(z.shape, xp.dtype)
-    tmp = np.empty(z.shape, xp.dtype)
-    for k in range(xp.shape[0]):
-        h = hs[k]
-        if r is not None:
-            matmul(r, h, zr)
+        if linear:
+            add(gh, gate_bias, gh)
+            multiply(rg, gh, gh)
         else:
-            product(h, zr)
-        if not scaled:
-            multiply(zr, half, zr)
-        add(zr, xzr[k], zr)
-        tanh(zr, zr)
-        multiply(zr, half, zr)
-        add(zr, half, zr)
-        multiply(rg, h, rh)
-        if r_gate is not None:
-            matmul(r_gate, rh, gh)
-        else:
-            gate_product(rh, gh)
+            multiply(rg, h, rh)
+            if r_gate is not None:
+                matmul(r_gate, rh, gh)
+            else:
+                gate_product(rh, gh)
         add(gh, xh[k], gh)
         tanh(gh, gh)
         _blend(z, gh, h, tmp, hs[k + 1])
