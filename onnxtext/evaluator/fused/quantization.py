@@ -1,4 +1,6 @@
-"""Run-time objects of the quantization rules: :class:`FakeQuantize` (rule ``qdq_pair``).
+"""Run-time objects of the quantization rules: :class:`FakeQuantize` (rule ``qdq_pair``),
+:class:`PreparedQLinearConv` (rule ``qlinear_conv``), :class:`IntegerMatMulToFloat` (rule
+``integer_matmul_to_float``). Each computes exactly the values of the nodes it replaces.
 
 A QuantizeLinear whose only reader is a DequantizeLinear with the same per-tensor parameters is
 "fake quantization", the way onnxruntime's QDQ quantizer marks a float value as quantized: the pair
