@@ -81,8 +81,11 @@ def _truth(cond) -> bool:
 # ---------------------------------------------------------------------------------------------- If
 @kernel("If", since=1, context=True)
 def if_(ctx, cond, then_branch, else_branch):
-    outputs = ctx.run_graph(then_branch if _truth(cond) else else_branch, [])
-    return tuple(outputs)
+    # a branch has no inputs: run it on its freshly bound values directly (no second copy)
+    plan = ctx.info.subplan(then_branch if _truth(cond) else else_branch)
+    env = plan.bind_outer(ctx.scope)
+    plan.execute(env)
+    return tuple(env[n] for n in plan.output_names)
 
 
 # ---------------------------------------------------------------------------------------------- Loop

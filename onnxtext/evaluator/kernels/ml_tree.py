@@ -46,6 +46,7 @@ class Forest:
     _derived: dict = field(default_factory=dict, repr=False, compare=False)  # walk tables, leaf values
     labels: np.ndarray | None = None  # a classifier's class labels
     one_voted_class: bool = False  # a classifier whose leaves all vote for one class
+    nonnegative_weights: bool = True  # a classifier's leaf weights are all >= 0 (probabilities, not margins)
 
     def _walk_tables(self):
         """(compare ufunc, children [2M]: false then true child of each node, depth) for the single-mode
@@ -253,6 +254,7 @@ def _classifier_forest(a: dict) -> Forest:
     forest = _legacy_forest(a, "class")
     forest.labels = class_labels(a.get("classlabels_strings"), a.get("classlabels_int64s"))
     forest.one_voted_class = np.unique(forest.leaf_target).size == 1
+    forest.nonnegative_weights = bool(np.all(forest.leaf_weight >= 0))
     return forest
 
 
@@ -269,7 +271,7 @@ def _binary_scores(scores, forest, base, labels, transform):
     """
     voted = int(forest.leaf_target[0]) if forest.leaf_target.size else 1
     s = scores[:, voted]
-    probabilities = bool(np.all(forest.leaf_weight >= 0))
+    probabilities = forest.nonnegative_weights
     if voted == 0 and base is not None and len(base):
         s = s + float(np.asarray(base).ravel()[0])
     label = np.where(s > (0.5 if probabilities else 0.0), labels[1], labels[0]).astype(labels.dtype)
