@@ -44,7 +44,8 @@ def _rules() -> tuple[Rule, ...]:
                    layer_norm, matmul_add,
                    prepared_conv, prepared_recurrent, qdq_pair, qlinear_conv, relu_after_max_pool, residual_into_conv,
                    rms_norm, shape_arithmetic, shuffle_into_conv)
-    from . import attention_operands, clamped_pointwise, pool_after_pointwise_map, pool_before_pointwise_conv
+    from . import (attention_operands, clamped_pointwise, gemm_constant, pool_after_pointwise_map,
+                   pool_before_pointwise_conv)
 
     def module_rule(m):
         return Rule(m.NAME, m.LEVEL, m.apply, m.__doc__)
@@ -55,7 +56,7 @@ def _rules() -> tuple[Rule, ...]:
     return (
         module_rule(shape_arithmetic),
         module_rule(float16_in_float32),
-        *(pattern_rule(m) for m in (gelu, layer_norm, rms_norm, attention, matmul_add, qdq_pair,
+        *(pattern_rule(m) for m in (gelu, layer_norm, rms_norm, attention, matmul_add, gemm_constant, qdq_pair,
                                     integer_matmul_to_float)),
         *(Rule(r.name, r.level, r.apply, r.doc) for r in (layout_chains.TRANSPOSE_RULE, layout_chains.RESHAPE_RULE)),
         module_rule(attention_operands),
