@@ -255,13 +255,15 @@ def format_text(text: str, *, filename: str | None = None, width: int = 100) -> 
     if canonical == text:
         return text
     start = _KINDS[type(proto).__name__]
-    source = SpanMap.from_text(text, start)
+    source = SpanMap.from_text(text, start, located=True)
     kept = canonical
     if source.data:
-        kept = keep_author_choices(source, canonical, SpanMap.from_text(canonical, start), width)
+        kept = keep_author_choices(source, canonical, SpanMap.from_text(canonical, start, located=True), width)
     for base in dict.fromkeys((kept, canonical)):  # the author's spellings, else (a bug) the canonical ones
-        result = _place(_Source(text, source.roots, source.comments), source.comments, base, SpanMap.from_text(base, start).roots) \
-            if source.comments else base
+        result = base
+        if source.comments:
+            placed = SpanMap.from_text(base, start, located=True)
+            result = _place(_Source(text, source.roots, source.comments), source.comments, base, placed.roots)
         if same(result):
             return result
     raise OnnxTextError(f"{filename or '<text>'}: formatting would change the model (a bug in onnxtext; "

@@ -364,7 +364,8 @@ def test_changed_content_gets_the_canonical_form(changed, kept, canonical):
     from onnxtext.syntax.trivia import keep_author_choices
 
     text = onnxtext.to_text(onnxtext.parse(changed))
-    result = keep_author_choices(SpanMap.from_text(_SOURCE, "graph"), text, SpanMap.from_text(text, "graph"), 100)
+    source, canonical_spans = (SpanMap.from_text(t, "graph", located=True) for t in (_SOURCE, text))
+    result = keep_author_choices(source, text, canonical_spans, 100)
     assert same_proto(result, text)
     for part in kept + canonical:
         assert part in result, (part, result)

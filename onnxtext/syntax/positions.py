@@ -1,11 +1,12 @@
 """Source positions: the one walk of a text's parse tree that maps proto paths to where they are written.
 
-How it works: the text is parsed a second time with the same grammar but without the Builder transformer, by
-a Lark parser that records positions on every tree (``propagate_positions``) and reports the ``#`` / ``//``
-comments its lexer skips. The tree has exactly the shape of the proto the builder made: a ``graph`` tree
-holds the input list, output list, ``<...>`` value list and node list in order; the i-th ``node`` tree of a
-node list is ``node[i]`` of that graph; an ``attr`` tree whose value is a ``graph`` is the attribute's ``g``;
-the i-th ``function`` after the main graph is ``functions[i]``. One walk (:class:`_Walker`) gives:
+How it works: the text is parsed a second time with the same grammar but without the Builder transformer
+(:func:`plain_tree`, a lark tree of tokens; or, for ``fmt``, :func:`located_parse`, whose parser also records
+every tree's span, ``propagate_positions``, and reports the ``#`` / ``//`` comments its lexer skips). The tree
+has exactly the shape of the proto the builder made: a ``graph`` tree holds the input list, output list,
+``<...>`` value list and node list in order; the i-th ``node`` tree of a node list is ``node[i]`` of that
+graph; an ``attr`` tree whose value is a ``graph`` is the attribute's ``g``; the i-th ``function`` after the
+main graph is ``functions[i]``. One walk (:class:`_Walker`) gives:
 
 * :attr:`SpanMap.table`: checker path (``graph.node[3].attribute[body].g.node[0].input[1]``) -> (line,
   column) of the element's first token, for diagnostics (``check``, the language server, ``run``'s errors,
@@ -13,14 +14,15 @@ the i-th ``function`` after the main graph is ``functions[i]``. One walk (:class
   (:meth:`SpanMap.locate`: ``...node[3].attribute[alpha].t`` -> the attribute);
 * :attr:`SpanMap.roots`: a tree of :class:`Element` (path, parent, character offsets of start, head and end)
   for every element a comment can belong to, containers included (a graph's ``<...>`` value list, its
-  ``{...}`` node block, a node's attribute list, the lines of a multi-line tensor literal), for ``fmt``;
+  ``{...}`` node block, a node's attribute list, the lines of a multi-line tensor literal), for ``fmt``
+  (located trees only);
 * :attr:`SpanMap.data`: path -> the tree of each written tensor literal and attribute value (the author's
   number spellings and line breaks, which ``fmt`` keeps: :mod:`onnxtext.syntax.trivia`);
 * :attr:`SpanMap.literals`: the bare integer tokens of typed ``{...}`` literals (the checker's bit-pattern
   rule) and :attr:`SpanMap.comments`: the comment tokens.
 
 The cost is one extra parse of the text, paid only by the tools that need positions; the last text's tree
-is kept (:func:`located_parse`), so the language server's index and the checker share one parse.
+is kept (:func:`plain_tree`), so the language server's index and the checker share one parse.
 """
 
 from __future__ import annotations
@@ -64,10 +66,18 @@ class SpanMap:
         self.comments: list = comments or []
 
     @classmethod
-    def from_text(cls, text: str, start: str | None = None) -> SpanMap:
+    def from_text(cls, text: str, start: str | None = None, located: bool = False) -> SpanMap:
         """The positions of ``text`` (``start``: its kind, else the first that parses); empty when it does
-        not parse."""
-        tree, start, comments = located_parse(text, start)
+        not parse. The table alone by default (from :func:`plain_tree`'s parse, shared with the language
+        server); ``located``: also the element tree and the comments (a parse that records every tree's
+        span, about 1.4x slower), for ``fmt``."""
+        if located:
+            tree, start, comments = located_parse(text, start)
+        else:
+            tree, found = plain_tree(text)
+            start, comments = (found if start in (None, found) else None), []
+            if start is None:
+                tree = None
         if tree is None:
             return cls()
         w = _Walker()
@@ -122,8 +132,8 @@ def located_parse(text: str, start: str | None = None):
     """(lark tree with positions, start symbol, comment tokens in text order) of ``text``, or
     (None, None, []) when it does not parse (as ``start``, or as any kind of text when ``start`` is None).
 
-    The last result is kept (callers must not modify the tree): the language server indexes the very text it
-    then checks, and ``fmt`` locates the canonical text once for its spellings and once for its comments."""
+    The last result is kept (callers must not modify the tree): ``fmt`` locates the canonical text once for
+    its spellings and once for its comments."""
     for s in (start,) if start else ("model", "graph", "function", "node"):
         _sink.comments = []
         try:
@@ -138,10 +148,21 @@ def located_parse(text: str, start: str | None = None):
     return None, None, []
 
 
+@functools.lru_cache(maxsize=1)
 def plain_tree(text: str):
-    """(lark tree, start symbol) of ``text``, or (None, None) when it parses as no kind of text (shared with
-    :meth:`SpanMap.from_text`: one parse of a text serves both)."""
-    return located_parse(text)[:2]
+    """(plain lark tree, start symbol) of ``text``, or (None, None) when it parses as no kind of text.
+
+    The last text's tree is kept: the language server indexes the very text it then checks, and the two
+    share this parse (callers must not modify the tree).
+    """
+    from .grammar import get_parser
+
+    for start in ("model", "graph", "function", "node"):
+        try:
+            return get_parser().parse(text, start=start), start
+        except Exception:  # noqa: BLE001 - not this kind of text; try the next start symbol
+            continue
+    return None, None
 
 
 def first_token(t):
@@ -265,11 +286,13 @@ class _Walker:
                 self.function(item, f"functions[{fi}]", m)
                 fi += 1
             elif item.data == "training_info":
-                te = self.add(f"training_info[{ti}]", item, m)
+                tpath = f"training_info[{ti}]"
+                te = self.add(tpath, item, m)
                 for f in item.children:
-                    fe = self.add(f"{te.path}.{f.children[0]}", f, te)
+                    fpath = f"{tpath}.{f.children[0]}"
+                    fe = self.add(fpath, f, te)
                     if f.data == "training_graph":
-                        self.graph(f.children[1], fe.path, fe)
+                        self.graph(f.children[1], fpath, fe)
                 ti += 1
 
     def header_items(self, key, datum):
