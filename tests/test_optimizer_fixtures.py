@@ -154,3 +154,21 @@ def test_an_initializer_a_feed_may_replace_is_not_folded_into_subgraphs():
     y, z = ev.run(None, {**feeds, "w": w})  # feeding it takes a plan that does not
     assert y.tolist() == [[21, 31, 41]] * 2
     assert z.tolist() == [[61, 91, 121]] * 2  # x + 3 trips of fed * w[1:4]
+
+
+def test_heads_attention_falls_back_to_the_original_steps():
+    """Operands of another type than the scale constants (float64 here, float32 constants) take the
+    original steps, which compute what the nodes compute one by one."""
+    from onnxtext.evaluator.fused.attention import HeadsAttention
+
+    model = text_model((Path(__file__).parent / "fixtures" / "optimizer" / "attention_operands.onnxtext").read_text())
+    (step,) = [st for st in Evaluator(model)._plan_for(None, ()).steps if type(st.fn) is HeadsAttention]
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((2, 5, 2, 4)) for _ in range(3))  # the heads already split by the Reshapes
+    mask = np.zeros((2, 1, 1, 5))
+    got = step.fn(q, k, v, mask)
+    scores = (q.transpose(0, 2, 1, 3) * np.float32(0.70710677)) @ (k.transpose(0, 2, 3, 1) * np.float32(0.70710677))
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, (p @ v.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3), rtol=1e-12)
