@@ -130,23 +130,24 @@ class Forest:
         """Aggregated leaf values per target, base values added: [N, n_targets] float64."""
         leaves = self.leaves(as_rows(X))
         n_trees = self.roots.size
-        node_values, has_value = self._leaf_values(n_targets, aggregate)
-        per_tree = node_values[leaves]  # [N, T, targets]
+        node_values, has_value = self._leaf_values(n_targets, aggregate)  # [targets, nodes]
+        # [targets, N, T]: the trees are the last, contiguous axis, which numpy reduces fastest
+        per_tree = np.take(node_values, leaves, axis=1)
         if aggregate in ("SUM", "AVERAGE"):
-            out = per_tree.sum(axis=1)
+            out = per_tree.sum(axis=-1).T
             if aggregate == "AVERAGE":
                 out = out / n_trees
         else:
-            out = (per_tree.min(axis=1) if aggregate == "MIN" else per_tree.max(axis=1))
+            out = (per_tree.min(axis=-1) if aggregate == "MIN" else per_tree.max(axis=-1)).T
             # A target no reached leaf contributes to scores 0.
-            out = np.where(has_value[leaves].any(axis=1), out, 0.0)
+            out = np.where(np.take(has_value, leaves, axis=1).any(axis=-1).T, out, 0.0)
         if base_values is not None and len(base_values):
             out = out + np.asarray(base_values, np.float64)
         return out
 
     def _leaf_values(self, n_targets: int, aggregate: str):
-        """Per node and target: the combined weight of that leaf (several entries may share a target),
-        and whether any entry gives it one; built once per (targets, aggregate)."""
+        """Per target and node ([targets, nodes]): the combined weight of that leaf (several entries may
+        share a target), and whether any entry gives it one; built once per (targets, aggregate)."""
         key = ("values", n_targets, aggregate)
         if key not in self._derived:
             combine = {"SUM": np.add, "AVERAGE": np.add, "MIN": np.minimum, "MAX": np.maximum}[aggregate]
@@ -155,7 +156,7 @@ class Forest:
             combine.at(node_values, (self.leaf_node, self.leaf_target), self.leaf_weight)
             has_value = np.zeros((self.mode.size, n_targets), bool)
             has_value[self.leaf_node, self.leaf_target] = True
-            self._derived[key] = (node_values, has_value)
+            self._derived[key] = (np.ascontiguousarray(node_values.T), np.ascontiguousarray(has_value.T))
         return self._derived[key]
 
 
