@@ -110,15 +110,17 @@ def _same_positions_with_lf(text: str) -> None:
     from onnxtext import ParseError
 
     def positions(t):
+        """[the parse's own error, then every error in text order (recovery's too)]."""
         try:
             _entry("model")(t)
         except ParseError as e:
-            return [(x.line, x.column, x.message.replace("\\r", "\\n")) for x in e.errors]
+            return [(x.line, x.column, x.message.replace("\\r", "\\n")) for x in (e, *e.errors)]
         return []
 
     cr, lf = positions(text), positions(_LONE_CR.sub("\n", text))
     if cr != lf:  # the first error comes from the parse, the others from the recovery: two families
         which = "the first error" if cr[:1] != lf[:1] else "further errors"
+        cr, lf = cr[1:], lf[1:]
         raise Finding("position", f"model: errors at {cr} with lone CRs but at {lf} with LF",
                       ParseError_(f"lone CR and LF give {which} other positions"))
 
