@@ -141,8 +141,8 @@ class Forest:
             out = (per_tree.min(axis=-1) if aggregate == "MIN" else per_tree.max(axis=-1)).T
             # A target no reached leaf contributes to scores 0.
             out = np.where(np.take(has_value, leaves, axis=1).any(axis=-1).T, out, 0.0)
-        if base_values is not None and len(base_values):
-            out = out + np.asarray(base_values, np.float64)
+        if base_values is not None:
+            out = out + base_values
         return out
 
     def _leaf_values(self, n_targets: int, aggregate: str):
@@ -224,8 +224,13 @@ def _legacy_forest(a: dict, prefix: str) -> Forest:
 
 
 def _base_values(a):
-    b = a.get("base_values_as_tensor")
-    return np.asarray(b, np.float64).ravel() if b is not None else a.get("base_values")
+    """The base values as a float64 array (None when absent or empty), once per node."""
+    tensor, values = a.get("base_values_as_tensor"), a.get("base_values")
+
+    def build():
+        b = np.asarray(tensor if tensor is not None else values if values is not None else [], np.float64).ravel()
+        return b if b.size else None
+    return derived("tree-base-values", (tensor, values), build)
 
 
 @kernel("TreeEnsembleRegressor", since=1, domain=ML)
@@ -246,7 +251,7 @@ def tree_ensemble_classifier(X, **a):
     if forest.one_voted_class and len(labels) == 2:
         return _binary_scores(scores, forest, base, labels, transform)
     if base is not None and len(base):
-        scores = scores + np.asarray(base, np.float64)
+        scores = scores + base
     label = labels[np.argmax(scores, axis=1)]
     return label, post_transform(scores, transform).astype(np.float32)
 
