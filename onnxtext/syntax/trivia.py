@@ -92,6 +92,7 @@ def _element_type(type_tree):
 
 
 def _attribute_type(tokens):
+    """The type an attribute's numbers are stored in: INT(S) as int64, FLOAT(S) as float32 (None: mixed)."""
     from .. import dtypes
 
     kinds = {t.type for t in tokens}
