@@ -211,8 +211,8 @@ def _one_hot_tables(categories, strings: bool):
 
 @kernel("CategoryMapper", since=1, domain=ML)
 def category_mapper(X, *, cats_int64s, cats_strings, default_int64, default_string):
-    ints = np.array(cats_int64s, np.int64)
-    strings = np.array(cats_strings, dtype=object)
+    ints = _attribute_array(cats_int64s, np.int64)
+    strings = _attribute_array(cats_strings, object)
     if X.dtype == object:  # strings -> integers
         pos, found = _lookup(X, strings)
         return np.where(found, ints[pos] if ints.size else default_int64, default_int64).astype(np.int64)
@@ -223,7 +223,7 @@ def category_mapper(X, *, cats_int64s, cats_strings, default_int64, default_stri
 
 @kernel("LabelEncoder", since=1, domain=ML)
 def label_encoder_1(X, *, classes_strings=None, default_int64, default_string):
-    classes = np.array(classes_strings or [], dtype=object)
+    classes = _attribute_array(classes_strings, object)
     if X.dtype == object:  # string -> its index in classes_strings
         pos, found = _lookup(X, classes)
         return np.where(found, pos, default_int64).astype(np.int64)
@@ -244,7 +244,7 @@ def _first_set(attrs: dict, names_and_dtypes):
     for name, dtype in names_and_dtypes:
         v = attrs.get(name)
         if v is not None:
-            return np.asarray(v) if dtype is None else np.array(v, dtype=dtype)
+            return np.asarray(v) if dtype is None else _attribute_array(v, dtype)
     raise ValueError(f"LabelEncoder: none of {[n for n, _ in names_and_dtypes]} is set")
 
 
