@@ -23,7 +23,7 @@ than guess. ``tests/test_fastparse.py`` proves the two paths equal on the whole 
 
 from __future__ import annotations
 
-from onnx import GraphProto, NodeProto
+from onnx import FunctionProto, GraphProto, ModelProto, NodeProto
 
 from . import builder as _b
 from .fastlex import (FailedAt, Fallback, _ANNOT_RE, _B, _DTYPE_RE, _IDENT_RE, _NAME_RE, _NODE_RE, _NUMBER_RE, _attrs, _ids,
@@ -330,7 +330,11 @@ class _Scanner(ValueScanner):
         self.lit("=>")
         outs = self.fn_io()
         values = self.value_list("<", ">", top=True) if self.peek("<") else None
-        f = _B.function([ann, header, name, attrs, ins, outs, values, []])
+        try:
+            f = _B.function([ann, header, name, attrs, ins, outs, values, []])
+        except Exception:  # noqa: BLE001 - Lark checks the function when it reduces it, after its statements:
+            self.node_list(FunctionProto().node, top=True)  # a syntax error in them is the first error
+            raise
         self.node_list(f.node, top=True)
         return f
 
@@ -340,7 +344,16 @@ class _Scanner(ValueScanner):
         if header is None and ann is not None:
             raise Fallback  # annotations of the model or of the graph: the grammar decides, not us
         # Builder.model copies the graph it is given: give it the skeleton, fill its copy in place
-        m = self.graph(wrap=lambda g: _B.model([ann, header, g]), top=True)
+        refused = []
+
+        def wrap(g):
+            try:
+                return _B.model([ann, header, g])
+            except Exception as e:  # noqa: BLE001 - Lark checks the header when it reduces the model, at the very
+                refused.append(e)  # end: a syntax error anywhere after it is the first error
+                return ModelProto(graph=g)
+
+        m = self.graph(wrap=wrap, top=True)
         while self.ws() < len(self.s):
             start = self.pos
             try:
@@ -349,4 +362,6 @@ class _Scanner(ValueScanner):
                 raise
             except Exception:  # noqa: BLE001 - training_info, a form left to Lark, or the text's error
                 raise FailedAt(start, list(self.skips)) from None
+        if refused:
+            raise refused[0]
         return m

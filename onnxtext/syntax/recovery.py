@@ -52,7 +52,7 @@ def attach(error: ParseError, text: str, start: str, lark_error=None) -> ParseEr
     """
     resume = None
     ps = getattr(getattr(lark_error, "interactive_parser", None), "parser_state", None)
-    if ps is not None:  # the Builder's parser has the plain parser's tables (same grammar, same options)
+    if ps is not None:  # a state of the Builder's parser, whose tables collect() uses
         resume = (list(ps.state_stack), list(ps.value_stack), lark_error)
     error.set_further(lambda: further_errors(error, text, start, resume=resume))
     return error
@@ -85,12 +85,16 @@ def collect(text: str, start: str, filename: str | None = None, limit: int = MAX
     import lark
     from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 
+    from .builder import Builder
     from .fastparse import skim_statements
     from .grammar import get_parser
     from .parser import _convert, fix_position
     from .hints import improve
 
-    lk = get_parser()
+    # the Builder's parser (its callbacks switched off below): a resumed stack holds state numbers of its tables,
+    # and the plain parser's tables, built or read from the shared cache at another moment (another process may
+    # have rewritten it, e.g. for another grammar), can number the states differently
+    lk = get_parser(Builder(), key="build")
     ip = lk.parse_interactive(text, start)
     conf = copy(ip.parser_state.parse_conf)
     conf.callbacks = {}  # only the automaton: no trees, no Builder
