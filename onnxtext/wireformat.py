@@ -60,12 +60,20 @@ def unknown_bytes(msg) -> bytes:
     return full[len(head):]
 
 
+def _message_fields(msg):
+    """(descriptor, value) of the set message-typed fields of ``msg``; a tensor's are read one by one, since
+    ListFields would copy its raw_data."""
+    if msg.DESCRIPTOR.name == "TensorProto":
+        fds = msg.DESCRIPTOR.fields_by_name
+        out = [(fds["external_data"], msg.external_data)] if len(msg.external_data) else []
+        return out + ([(fds["segment"], msg.segment)] if msg.HasField("segment") else [])
+    return [(fd, value) for fd, value in msg.ListFields() if fd.message_type is not None]
+
+
 def _walk_has(msg) -> bool:
     if has_unknown(msg):
         return True
-    for fd, value in msg.ListFields():
-        if fd.message_type is None:
-            continue
+    for fd, value in _message_fields(msg):
         if fd.is_repeated:
             if any(_walk_has(v) for v in value):
                 return True
@@ -95,9 +103,7 @@ def unknown_messages(msg, path: str = ""):
     writes them (``graph.node[3].attribute[0]``)."""
     if has_unknown(msg):
         yield path, msg
-    for fd, value in msg.ListFields():
-        if fd.message_type is None:
-            continue
+    for fd, value in _message_fields(msg):
         sub = f"{path}.{fd.name}" if path else fd.name
         if fd.is_repeated:
             for i, v in enumerate(value):

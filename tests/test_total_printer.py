@@ -118,6 +118,24 @@ def _constant_tensor_unknown(m):
     m.graph.node.append(n)
 
 
+def _sparse(dtype=TensorProto.FLOAT) -> onnx.SparseTensorProto:
+    s = onnx.SparseTensorProto(dims=[4])
+    s.values.CopyFrom(h.make_tensor("sp", TensorProto.FLOAT, [1], [3.0]))
+    s.values.data_type = dtype
+    s.indices.CopyFrom(h.make_tensor("", TensorProto.INT64, [1], [2]))
+    return s
+
+
+def _sparse_initializer_untyped(m):
+    m.graph.sparse_initializer.add().CopyFrom(_sparse(0))
+
+
+def _sparse_attribute_unknown(m):
+    n = h.make_node("Constant", [], ["sc"], sparse_value=_sparse())
+    n.attribute[0].sparse_tensor.MergeFromString(wire(("varint", 9, 1)))
+    m.graph.node.append(n)
+
+
 _DIM = lambda m: m.graph.input[0].type.tensor_type.shape.dim[0]  # noqa: E731
 _TRAINING = lambda m: m.training_info.add()  # noqa: E731
 
@@ -147,6 +165,7 @@ HOSTILE = [
      lambda m: (m.graph.node[0].attribute.add().CopyFrom(h.make_attribute("alpha", 0.5)),
                 m.graph.node[0].attribute[0].MergeFromString(wire(("varint", 20, 99)))), "proto.unknown-fields"),
     ("Constant's tensor: unknown field", _constant_tensor_unknown, "proto.unknown-fields"),
+    ("sparse attribute: unknown field", _sparse_attribute_unknown, "proto.unknown-fields"),
     ("raw bytes not a multiple of the element size", _set("raw_data", b"\x00\x00\x80?\x00"), "tensor.size"),
     ("short int4 block", _retype(TensorProto.INT4, "raw_data", b"\x21", [5]), "tensor.size"),
     ("string raw_data", _retype(TensorProto.STRING, "raw_data", b"ab"), "tensor.value-field"),
@@ -159,9 +178,14 @@ HOSTILE = [
     ("data_type 99", _retype(99, "raw_data", b"\x00\x00\x80?"), "tensor.data-type"),
     ("no data_type", _no_dtype, "tensor.data-type"),
     ("raw_data beside typed data", _both_fields, "tensor.value-field"),
+    ("sparse initializer whose values have no element type", _sparse_initializer_untyped, "tensor.data-type"),
     ("external reference without data_location", _external_without_location_flag, "tensor.value-field"),
     ("attribute without a type", _untyped_attribute, "op.attribute"),
     ("node without op_type", _no_op_type, "op.unknown"),
+    ("input of element type 0 (UNDEFINED)", lambda m: setattr(m.graph.input[0].type.tensor_type, "elem_type", 0),
+     "graph.io-type"),
+    ("model without a graph (nor functions)", lambda m: (m.ClearField("graph"), m.ClearField("functions")),
+     "model.graph"),
 ]
 # valid, but forms the usual syntax did not carry: bytes decimal literals would not keep (printed as blocks), a
 # value_info type with a shape and no element type (round trip only)
@@ -170,6 +194,10 @@ LOSSY_LITERALS = [
     ("bool bytes other than 0 and 1", _retype(TensorProto.BOOL, "raw_data", b"\x02\x01", [2])),
     ("int4 padding bits set", _retype(TensorProto.INT4, "raw_data", b"\x21\xf3", [3])),
 ]
+
+
+# through the CLI (print then compile): the unknown-field kinds on the model and the tensor data that does not fit
+CLI_CASES = HOSTILE[:3] + [c for c in HOSTILE if c[2] in ("tensor.size", "tensor.value-field")][:5]
 
 
 def hostile_model(edit, big: bool) -> tuple[onnx.ModelProto, bytes]:
@@ -201,7 +229,7 @@ def test_check_reports_it_at_its_place(name, edit, rule):
     assert all(d.line is not None for d in hits), hits
 
 
-@pytest.mark.parametrize("name,edit,rule", HOSTILE[:3] + HOSTILE[17:22], ids=[c[0] for c in HOSTILE[:3] + HOSTILE[17:22]])
+@pytest.mark.parametrize("name,edit,rule", CLI_CASES, ids=[c[0] for c in CLI_CASES])
 def test_cli_print_then_compile_gives_the_same_bytes(tmp_path, name, edit, rule):
     m, data = hostile_model(edit, False)
     src, txt, out = tmp_path / "m.onnx", tmp_path / "m.onnxtext", tmp_path / "back.onnx"
@@ -321,3 +349,15 @@ def test_deep_types_are_errors_at_a_position(inner, line, column):
     with pytest.raises(onnxtext.ParseError, match="nested more than 100 deep") as e:
         onnxtext.parse_graph(text)
     assert (e.value.line, e.value.column) == (line, column)
+
+
+def test_out_of_range_escape_is_an_error_at_its_position():
+    text = 'g (float x) => (float y) {\n  y = Relu <s = "ok \\U00110000"> (x)\n}\n'
+    with pytest.raises(onnxtext.ParseError, match="out of range") as e:
+        onnxtext.parse_graph(text)
+    assert (e.value.line, e.value.column) == (2, 21)
+
+
+def test_an_empty_model_prints_and_parses_back():
+    m = onnx.ModelProto()
+    assert onnxtext.parse_model(onnxtext.to_text(m)).SerializeToString() == b""

@@ -242,10 +242,12 @@ class Printer(TensorPrinter, RecordPrinter):
         den = ":" + quote(tp.denotation) if tp.HasField("denotation") else ""
         if which == "tensor_type":
             tt = tp.tensor_type
-            if not tt.HasField("elem_type"):  # `tensor`, `tensor[2, N]`, `tensor[]` (a rank-0 shape)
+            if tt.elem_type not in _TYPE_NAME_OF or not tt.HasField("elem_type"):
+                # `tensor`, `tensor[2, N]`, `tensor[]` (a rank-0 shape); `tensor(0)`: a number that is no type
+                head = f"tensor({tt.elem_type})" if tt.HasField("elem_type") else "tensor"
                 if tt.HasField("shape"):
-                    return "tensor[" + ", ".join(self._dims(tt)) + "]" + den
-                return "tensor" + den
+                    return head + "[" + ", ".join(self._dims(tt)) + "]" + den
+                return head + den
             return _dtype_name(tt.elem_type) + self.print_shape(tt) + den
         if which == "sequence_type":
             return "seq(" + self.print_type(tp.sequence_type.elem_type) + ")" + den
@@ -535,7 +537,7 @@ def _block(lines: list[str], body: str, pad: str, value_list: bool) -> str:
 
 _PRINTERS = {
     ModelProto: "print_model", GraphProto: "print_graph", FunctionProto: "print_function", NodeProto: "print_node",
-    TensorProto: "print_tensor", SparseTensorProto: "print_sparse_attr", TypeProto: "print_type",
+    TensorProto: "print_tensor", SparseTensorProto: "print_sparse_attr", TypeProto: "print_plain_type",
     ValueInfoProto: "print_value_info", AttributeProto: "print_attribute",
 }
 

@@ -72,6 +72,13 @@ def stored_as_written(t: TensorProto, dt, dims, raw: bytes | None) -> bool:
     return np.array_equal(np.asarray(getattr(again, dt.field)), np.asarray(values))
 
 
+def _sparse_head(s: SparseTensorProto) -> str:
+    """``float[5]`` of ``sparse_tensor(float[5])``: the values' element type (the parser takes the values' own
+    type from the values, so an undefined one, which the values print as ``tensor``, shows as float) and dims."""
+    dt = dtypes.BY_ENUM.get(s.values.data_type)
+    return (dt.name if dt is not None else "float") + "[" + ", ".join(str(d) for d in s.dims) + "]"
+
+
 def _literals_keep(raw: bytes, dt, count: int) -> bool:
     """Whether decimal literals give back ``raw`` byte for byte: bools stored as 0/1, sub-byte types with zero
     padding bits (other bytes print as a block)."""
@@ -90,9 +97,7 @@ class TensorPrinter:
 
     def print_sparse_initializer(self, s: SparseTensorProto, level: int) -> str:
         ann = self._annotations(s, level, skip=("values", "indices", "dims"))
-        dt = _dtype_name(s.values.data_type)
-        dims = "[" + ", ".join(str(d) for d in s.dims) + "]"
-        return ("\n" + self.ind * level).join(ann + [f"sparse_tensor({dt}{dims}) {name(s.values.name)} = " +
+        return ("\n" + self.ind * level).join(ann + [f"sparse_tensor({_sparse_head(s)}) {name(s.values.name)} = " +
                                 self.print_sparse_data(s, level)])
 
     def print_sparse_data(self, s: SparseTensorProto, level: int) -> str:
@@ -246,7 +251,7 @@ class TensorPrinter:
 
 
     def print_sparse_attr(self, s: SparseTensorProto, level: int) -> str:
-        dt = _dtype_name(s.values.data_type)
-        dims = "[" + ", ".join(str(d) for d in s.dims) + "]"
-        return f"sparse_tensor({dt}{dims}) = " + self.print_sparse_data(s, level)
+        ann = self.unknown_lines(s, (), level)
+        text = f"sparse_tensor({_sparse_head(s)}) = " + self.print_sparse_data(s, level)
+        return ("\n" + self.ind * level).join(ann + [text]) if ann else text
 

@@ -219,14 +219,20 @@ class Builder(Transformer):
 
     def untyped_tensor(self, c):
         # `tensor`: no element type, no shape; `tensor[2, N]`: a shape without element type; `tensor[]`: a
-        # rank-0 shape without element type (a scalar's shape, which `float` writes without brackets)
+        # rank-0 shape without element type (a scalar's shape, which `float` writes without brackets);
+        # `tensor(0)`, `tensor(99)[N]`: an element type number that is no type (UNDEFINED, unknown)
         tp = TypeProto()
         tp.tensor_type.SetInParent()
         if c[0] is not None:
+            try:
+                tp.tensor_type.elem_type = int(c[0])
+            except ValueError:
+                raise _err(f"element type number {c[0]} is not a 32-bit integer", c[0]) from None
+        if c[1] is not None:
             tp.tensor_type.shape.SetInParent()
-            tp.tensor_type.shape.dim.extend(c[0])
-        self._last_type = (tp, None)  # no token: a deep seq(...) around it reports no position
-        return self._with_denotation(tp, c[1])
+            tp.tensor_type.shape.dim.extend(c[1])
+        self._last_type = (tp, c[0])  # the number's token, when written (a deep seq(...) around it: its position)
+        return self._with_denotation(tp, c[2])
 
     def empty_type(self, c):
         tp = TypeProto()
@@ -275,7 +281,7 @@ class Builder(Transformer):
 
     def untyped_constant(self, c):
         ann, shape, name, data = c
-        t = _tensor(self.untyped_tensor([shape, None]), name, data, name)
+        t = _tensor(self.untyped_tensor([None, shape, None]), name, data, name)
         apply_annotations(t, ann)
         return t
 
