@@ -9,7 +9,7 @@ from helpers import text_model
 
 from onnxtext import Evaluator
 from onnxtext.evaluator import runtime
-from onnxtext.evaluator.threads import FIRST_GAP, GAIN, STALL, WINDOW, ThreadChooser
+from onnxtext.evaluator.threads import FIRST_GAP, GAIN, QUIET_BELOW, QUIET_RUNS, STALL, WINDOW, ThreadChooser
 
 
 def simulate(chooser, cost, runs):
@@ -52,6 +52,37 @@ def test_busy_from_the_start_costs_one_stalled_run(stall):
     assert used[:2] == [1, 2]
     assert used.count(2) == 1
     assert chooser.best == 1
+
+
+def simulate_runs(chooser, cost, runs):
+    """As the Evaluator runs: ``begin()``, and ``record()`` only for the runs it times; returns
+    (the count each run used, how many were timed)."""
+    used, timed = [], 0
+    for _ in range(runs):
+        t = chooser.begin()
+        if t is not None:
+            chooser.record(t, cost(t))
+            timed += 1
+        used.append(chooser.current)
+    return used, timed
+
+
+@pytest.mark.parametrize("seconds, quiet", [(QUIET_BELOW / 10, True), (QUIET_BELOW * 10, False)])
+def test_short_runs_are_timed_once_in_a_while(seconds, quiet):
+    # a model without a matmul large enough to split: one thread, and its runs need not be timed
+    chooser = ThreadChooser(2, lambda t: None)
+    used, timed = simulate_runs(chooser, lambda t: seconds * (1.0 if t == 1 else 1.05), 2000)
+    assert chooser.best == 1 and used[-1] == 1
+    if quiet:
+        assert timed <= 2 * WINDOW + 2000 // QUIET_RUNS + 2
+    else:
+        assert timed == 2000
+
+
+def test_a_short_model_that_gains_from_threads_is_not_quieted():
+    chooser = ThreadChooser(2, lambda t: None)
+    used, timed = simulate_runs(chooser, lambda t: QUIET_BELOW / 10 * (0.5 if t == 2 else 1.0), 200)
+    assert chooser.best == 2 and timed == 200 and used[-1] == 2
 
 
 def test_notices_a_machine_that_became_busy_and_idle_again():

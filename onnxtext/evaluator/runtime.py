@@ -225,8 +225,9 @@ class Evaluator:
         if trace is not None or timeout is not None:
             env[CONTROL] = RunControl(trace, timeout)
         chooser = self._threads
-        if chooser is not None:
-            threads, start = chooser.pick(), time.perf_counter()
+        threads = chooser.begin() if chooser is not None else None
+        if threads is not None:
+            start = time.perf_counter()
         # inf/nan results are ONNX semantics, not errors: silence numpy's float warnings once per run
         # so kernels need no errstate of their own (a context manager per node costs ~1 us)
         token = _ignore_float_errors()
@@ -236,7 +237,7 @@ class Evaluator:
         finally:
             end_run()
             _restore_float_errors(token)
-        if chooser is not None:
+        if threads is not None:
             chooser.record(threads, time.perf_counter() - start)
         try:
             return [env[n] for n in plan.output_names]

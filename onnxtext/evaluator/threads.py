@@ -18,7 +18,10 @@ changes under a long-lived process, so :class:`ThreadChooser` measures, preferri
   losing, back to 16 when it wins), so a machine that became idle is noticed.
 
 A run's time is what the chooser sees, so the decision is per model (a model without large matmuls
-stays on one thread, at no cost). The setting is process-wide (:func:`.runtime.set_blas_threads`);
+stays on one thread). A model whose one-thread runs take under ``QUIET_BELOW`` seconds has no matmul
+large enough for OpenBLAS to split: once one thread is chosen, only one run in ``QUIET_RUNS + 1`` is
+timed (:meth:`ThreadChooser.begin` returns None for the others), so its runs do not pay for the
+measurement (about 1-2 us of a 30 us run). The setting is process-wide (:func:`.runtime.set_blas_threads`);
 ``Evaluator(model, threads=N)`` fixes it instead, and then nothing is measured.
 """
 
@@ -33,6 +36,8 @@ FIRST_GAP, LAST_GAP = 16, 1024
 GAIN = 0.85
 #: a run with more threads over STALL times the one-thread median is a stall: back to one thread
 STALL = 1.3
+#: one-thread runs shorter than this (seconds) are timed only once every QUIET_RUNS + 1 runs
+QUIET_BELOW, QUIET_RUNS = 2e-4, 63
 
 
 class ThreadChooser:
@@ -49,6 +54,15 @@ class ThreadChooser:
         self.since_probe = 0
         self.lock = threading.Lock()
         self.current = most  # the library's count before the first run
+        self.skip = 0  # runs left that are not timed (see QUIET_BELOW)
+
+    def begin(self) -> int | None:
+        """The thread count to time the next run with (see :meth:`pick`), or None when this run is not
+        timed: the count stays as it is, and the run need not be passed to :meth:`record`."""
+        if self.skip:
+            self.skip -= 1  # (unlocked: a lost decrement between threads only times one run more)
+            return None
+        return self.pick()
 
     def pick(self) -> int:
         """The thread count for the next run (set in the library when it changes)."""
@@ -84,6 +98,8 @@ class ThreadChooser:
                 del one[:-WINDOW]
                 if self.best != 1 and seconds < 0.9 * _median(self.times[self.best]):
                     self.best, self.gap = 1, FIRST_GAP
+                if self.best == 1 and _median(one) < QUIET_BELOW:
+                    self.skip = QUIET_RUNS
                 return
             if self.best == threads:
                 if one and seconds > STALL * _median(one):  # the machine became busy
