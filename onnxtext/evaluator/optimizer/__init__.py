@@ -46,6 +46,7 @@ def _rules() -> tuple[Rule, ...]:
                    rms_norm, shape_arithmetic, shuffle_into_conv)
     from . import (attention_operands, clamped_pointwise, gemm_constant, pool_after_pointwise_map,
                    pool_before_pointwise_conv)
+    from . import conv_activation, hard_swish
 
     def module_rule(m):
         return Rule(m.NAME, m.LEVEL, m.apply, m.__doc__)
@@ -56,13 +57,14 @@ def _rules() -> tuple[Rule, ...]:
     return (
         module_rule(shape_arithmetic),
         module_rule(float16_in_float32),
-        *(pattern_rule(m) for m in (gelu, layer_norm, rms_norm, attention, matmul_add, gemm_constant, qdq_pair,
-                                    integer_matmul_to_float)),
+        *(pattern_rule(m) for m in (gelu, hard_swish, layer_norm, rms_norm, attention, matmul_add, gemm_constant,
+                                    qdq_pair, integer_matmul_to_float)),
         *(Rule(r.name, r.level, r.apply, r.doc) for r in (layout_chains.TRANSPOSE_RULE, layout_chains.RESHAPE_RULE)),
         module_rule(attention_operands),
         module_rule(pool_after_pointwise_map),
         module_rule(conv_affine),
         module_rule(prepared_conv),
+        module_rule(conv_activation),
         module_rule(prepared_recurrent),
         module_rule(qlinear_conv),
         module_rule(bias_into_pointwise),
