@@ -136,6 +136,16 @@ def _sparse_attribute_unknown(m):
     m.graph.node.append(n)
 
 
+def _training_bindings(m):
+    t = m.training_info.add()
+    t.algorithm.CopyFrom(m.graph)
+    t.algorithm.MergeFromString(wire(("varint", 63, 1)))
+    t.update_binding.add().key = "w"
+    b = t.update_binding.add()
+    b.key, b.value = "w", "y"
+    b.MergeFromString(wire(("varint", 3, 1)))
+
+
 _DIM = lambda m: m.graph.input[0].type.tensor_type.shape.dim[0]  # noqa: E731
 _TRAINING = lambda m: m.training_info.add()  # noqa: E731
 
@@ -191,6 +201,7 @@ HOSTILE = [
 # value_info type with a shape and no element type (round trip only)
 LOSSY_LITERALS = [
     ("tensor type with a shape but no element type", _shape_without_type),
+    ("training binding without a value, and one with an unknown field", _training_bindings),
     ("bool bytes other than 0 and 1", _retype(TensorProto.BOOL, "raw_data", b"\x02\x01", [2])),
     ("int4 padding bits set", _retype(TensorProto.INT4, "raw_data", b"\x21\xf3", [3])),
 ]

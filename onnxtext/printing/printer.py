@@ -154,7 +154,7 @@ class Printer(TensorPrinter, RecordPrinter):
         pre = self.print_doc(m.doc_string) if doc_as_comment else []
         if not m.HasField("graph"):
             pre.append("@graph unset")  # the syntax always has a graph
-        pre += self.unknown_lines(m, ("training_info",), level)
+        pre += self.unknown_lines(m, ("training_info",), level, deep=False)
         if header or pre:
             parts.append("\n".join(pre + [self._list("<", header, ">", level, force_multiline=True)]))
         parts.append(self.print_graph(m.graph, level))
@@ -172,7 +172,7 @@ class Printer(TensorPrinter, RecordPrinter):
                 lines.append(f"{pad}{key}: " + self.print_graph(getattr(t, key), level + 1))
         for key in ("initialization_binding", "update_binding"):
             if len(getattr(t, key)):
-                lines.append(f"{pad}{key}: " + self.print_pairs(getattr(t, key), level + 1, hoisted=True))
+                lines.append(f"{pad}{key}: " + self.print_pairs(getattr(t, key), level + 1))
         lines.append(self.ind * level + "}")
         return "\n".join(lines)
 

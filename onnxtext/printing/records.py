@@ -33,11 +33,10 @@ class RecordPrinter:
             return self.print_record(value, level)
         return self._scalar(fd, value)
 
-    def print_pairs(self, entries, level: int, lead: int | None = None, hoisted: bool = False) -> str:
+    def print_pairs(self, entries, level: int, lead: int | None = None) -> str:
         """``["key": "value", ...]`` (StringStringEntryProto, OperatorSetIdProto); entries with an unset
-        field or unknown fields print as ``[{field: value}, ...]`` records, which keep both (``hoisted``: the
-        caller prints the unknown fields elsewhere)."""
-        if not self.onnx_style and not all(len(e.ListFields()) == 2 and (hoisted or not wireformat.has_unknown(e))
+        field or unknown fields print as ``[{field: value}, ...]`` records, which keep both."""
+        if not self.onnx_style and not all(len(e.ListFields()) == 2 and not wireformat.has_unknown(e)
                                            for e in entries):
             return self._list("[", [self.print_record(e, level + 1) for e in entries], "]", level)
         items = []
@@ -58,10 +57,11 @@ class RecordPrinter:
         return self._list("{", items, "}", level)
 
     # ------------------------------------------------------------------ unknown fields
-    def unknown_lines(self, msg, nested=(), level: int = 0) -> list[str]:
+    def unknown_lines(self, msg, nested=(), level: int = 0, deep: bool = True) -> list[str]:
         """``@unknown [...]`` for the unknown fields of ``msg`` and of the messages inside its ``nested``
-        fields, which have no annotations of their own (types, shapes, dimensions, training_info): their
-        entries name the path from ``msg`` (``at: "type.tensor_type"``). Empty when there are none."""
+        fields, which have no annotations of their own (types, shapes, dimensions): their entries name the
+        path from ``msg`` (``at: "type.tensor_type"``). ``deep=False``: the nested messages' own unknown
+        fields only (training_info, whose graphs and binding records carry theirs). Empty when none."""
         entries = []
         if wireformat.has_unknown(msg):
             entries += self._unknown_entries(wireformat.unknown_bytes(msg), None, level + 1)
@@ -73,6 +73,10 @@ class RecordPrinter:
             else:
                 subs = [(field, values)] if msg.HasField(field) else []
             for base, sub in subs:
+                if not deep:
+                    if wireformat.has_unknown(sub):
+                        entries += self._unknown_entries(wireformat.unknown_bytes(sub), base, level + 1)
+                    continue
                 if not self._holds_unknown(sub):
                     continue
                 for path, inner in wireformat.unknown_messages(sub, base):

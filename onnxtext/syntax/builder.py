@@ -14,8 +14,6 @@ Semantic errors raise :class:`onnxtext.errors.ParseError` with the position of t
 
 from __future__ import annotations
 
-import threading
-
 from lark import Transformer
 from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, TensorShapeProto, \
     TrainingInfoProto, TypeProto, ValueInfoProto
@@ -26,7 +24,8 @@ from .. import dtypes
 from ..schemas import element_type_attributes
 from ..vocabulary import FUNCTION_HEADER, MODEL_HEADER
 from .field_values import (ATTR_TYPE_NAMES, Pair, Pairs, Record, Ref, _ATTR_TYPES, _as_float, _kind_of,  # noqa: F401
-                           _set_list_attr, _set_single_attr, apply_annotations, assign, build_unchecked)
+                           _element_type_to_int, _is_type_name, _set_list_attr, _set_single_attr,
+                           _type_named_attributes, apply_annotations, assign, build_unchecked)
 from .literal_data import (Bits, TensorData, _err, _pos, _text, build_sparse, build_tensor,  # noqa: F401
                            decode_base64, decode_hex, literals_to_array, unescape)
 
@@ -471,7 +470,8 @@ class Builder(Transformer):
                     raise _err(f"training_info {key} expects a graph", key)
                 getattr(t, key).CopyFrom(value)
             elif key in ("initialization_binding", "update_binding"):
-                if not isinstance(value, Pairs):
+                if not isinstance(value, list) or (not isinstance(value, Pairs) and
+                                                   not all(isinstance(v, Record) for v in value)):
                     raise _err(f"training_info {key} expects [\"name\": \"name\", ...] pairs", key)
                 assign(t, key, value, key)
             else:
@@ -492,22 +492,6 @@ class Builder(Transformer):
                 m.training_info.append(item)
         apply_annotations(m, ann)
         return m
-
-
-# ---------------------------------------------------------------------------------------------- type-name attributes
-# `Cast <to = float>`: a bare type name parses as a TYPE_PROTO value (a scalar tensor type); the node it belongs
-# to turns it into the INT element type when its operator documents the attribute as one
-# (schemas.element_type_attributes). Until the node is built, attr() keeps such attributes here, per
-# thread (the Builder instance is shared), by identity: a TYPE_PROTO written `: type_proto = float` is not
-# kept, and stays a type.
-_pending = threading.local()
-
-
-def _type_named_attributes() -> dict:
-    table = getattr(_pending, "table", None)
-    if table is None:
-        table = _pending.table = {}
-    return table
 
 
 # seq(...), optional(...) and map(..., ...) types nest at most this deep: onnx itself decodes about 48 (protobuf's
@@ -539,21 +523,6 @@ def _check_type_depth(inner: TypeProto, last_type) -> None:
     raise _err(f"types nested more than {MAX_TYPE_NESTING} deep (seq, optional, map): onnx itself reads about 48 "
                f"(protobuf's limit of 100 message levels); onnxtext.syntax.builder.MAX_TYPE_NESTING sets the limit",
                at)
-
-
-def _is_type_name(tp: TypeProto) -> bool:
-    """A TypeProto written as a bare element type name (``float``: a rank-0 tensor type, nothing else)."""
-    if tp.WhichOneof("value") != "tensor_type" or tp.HasField("denotation"):
-        return False
-    tt = tp.tensor_type
-    return tt.HasField("elem_type") and tt.HasField("shape") and not len(tt.shape.dim) and len(tt.ListFields()) == 2
-
-
-def _element_type_to_int(a: AttributeProto) -> None:
-    elem = a.tp.tensor_type.elem_type
-    a.ClearField("tp")
-    a.type = AttributeProto.INT
-    a.i = elem
 
 
 def _tensor(tp: TypeProto, name, data: TensorData, where):

@@ -12,6 +12,8 @@ Used by :mod:`onnxtext.builder`; errors are :class:`onnxtext.errors.ParseError` 
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from onnx import AttributeProto, GraphProto, SparseTensorProto, TensorProto, TypeProto
 
@@ -360,6 +362,37 @@ def _set_list_attr(a: AttributeProto, values, declared, name):
             target.add().CopyFrom(v)
     else:
         target.extend(values)
+
+
+# ---------------------------------------------------------------------------------------------- type-name attributes
+# `Cast <to = float>`: a bare type name parses as a TYPE_PROTO value (a scalar tensor type); the node it belongs
+# to turns it into the INT element type when its operator documents the attribute as one
+# (schemas.element_type_attributes). Until the node is built, attr() keeps such attributes here, per
+# thread (the Builder instance is shared), by identity: a TYPE_PROTO written `: type_proto = float` is not
+# kept, and stays a type.
+_pending = threading.local()
+
+
+def _type_named_attributes() -> dict:
+    table = getattr(_pending, "table", None)
+    if table is None:
+        table = _pending.table = {}
+    return table
+
+
+def _is_type_name(tp: TypeProto) -> bool:
+    """A TypeProto written as a bare element type name (``float``: a rank-0 tensor type, nothing else)."""
+    if tp.WhichOneof("value") != "tensor_type" or tp.HasField("denotation"):
+        return False
+    tt = tp.tensor_type
+    return tt.HasField("elem_type") and tt.HasField("shape") and not len(tt.shape.dim) and len(tt.ListFields()) == 2
+
+
+def _element_type_to_int(a: AttributeProto) -> None:
+    elem = a.tp.tensor_type.elem_type
+    a.ClearField("tp")
+    a.type = AttributeProto.INT
+    a.i = elem
 
 
 # ---------------------------------------------------------------------------------------------- unchecked tensors
