@@ -144,11 +144,20 @@ def _ids(text: str) -> list:
     if "\\" not in text:
         if text[0] == '"' and text.find('"', 1) == len(text) - 1:
             return [text[1:-1]]  # one quoted name (a comma in it is part of it)
-        if "," not in "".join(text.split('"')[1::2]):  # no comma inside a quoted name: split on commas
-            items = []
-            for x in text.split(","):
-                x = x.strip(" \t\f\r\n")
-                items.append((x[1:-1] if x[0] == '"' else x) if x else None)
+        items = []  # split on commas, unless a piece shows a comma inside a quoted name
+        for x in text.split(","):
+            x = x.strip(" \t\f\r\n")
+            if not x:
+                items.append(None)
+            elif x[0] == '"':
+                if x.find('"', 1) != len(x) - 1:
+                    break
+                items.append(x[1:-1])
+            elif '"' in x:
+                break
+            else:
+                items.append(x)
+        else:
             return items if None not in items else _B.id_list(items)
     items, cur = [], None
     for m in _ID_TOKEN.finditer(text):

@@ -1,9 +1,9 @@
 """Several syntax errors in one pass: panic-mode error recovery on lark's LALR parser.
 
 The normal parse (parser.py, with the Builder) stops at the first error. When somebody asks for the other
-errors (``ParseError.errors``, ``ParseError.format()``, ``onnxtext check``), :func:`further_errors` parses
-the text once more with the plain grammar (no Builder, no tree callbacks: nothing but the LALR automaton)
-and, at each error:
+errors (``ParseError.errors``, ``ParseError.format()``, ``onnxtext check``), :func:`further_errors` goes on
+from the first error with the grammar's LALR automaton alone (the Builder's parser with its callbacks off: no
+protos, no trees), and, at each error:
 
 1. records it (converted to a ParseError and refined by :func:`parse_hints.improve`);
 2. pops the parser's state stack back to the innermost *synchronising* construct being parsed: a node
@@ -13,7 +13,9 @@ and, at each error:
    follow it, at bracket depth zero: ``,`` / ``)`` / ``>`` / ``}`` for list items; for statements (nodes,
    model items) the first token of a later line, or the error token itself when it starts a line (the
    previous statement was left unterminated, e.g. a missing ``)``);
-4. resumes parsing there.
+4. resumes parsing there; in a list of node statements, the fast scanner first passes over the clean
+   statements that follow (:func:`onnxtext.syntax.fastparse.skim_statements`), so recovery costs about one
+   fast parse of the text, not an automaton run over every token.
 
 Cascades: after a recovery, errors are not reported until 2 tokens have been shifted (an error that close
 to the previous one is almost always a consequence of it), and never twice at the same position. At most
