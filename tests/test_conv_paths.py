@@ -88,12 +88,25 @@ GEOMETRIES = [
     ((1, 8, 3, 3), (4, 8, 3, 3), 1, [1, 1], [1, 1], [0, 0, 0, 0]),  # one output position
     ((1, 6, 7), (3, 6, 5), 1, [1], [1], [2, 2]),  # 1-D
     ((1, 8, 4, 5, 6), (4, 8, 3, 3, 3), 1, [1, 1, 1], [1, 1, 1], [1, 1, 1, 1, 1, 1]),  # 3-D
+    # short output rows, unit strides, one group: im2col over the flat padded image, cropped after
+    ((2, 3, 8, 8), (5, 3, 3, 3), 1, [1, 1], [1, 1], [1, 1, 1, 1]),
+    ((1, 4, 7, 9), (6, 4, 3, 2), 1, [1, 1], [2, 1], [1, 0, 2, 1]),
+    ((1, 3, 5, 6), (4, 3, 3, 3), 1, [1, 1], [1, 1], [2, 1, 0, 2]),
+    ((2, 3, 12), (4, 3, 3), 1, [1], [1], [1, 1]),  # 1-D
+    ((1, 2, 4, 8, 8), (4, 2, 3, 3, 3), 1, [1, 1, 1], [1, 1, 1], [1, 1, 1, 1, 1, 1]),  # 3-D
 ]
 
 # the geometries PreparedConv runs as shifted matmuls (one group, unit strides, at most half as many
 # outputs as inputs)
 SHIFTED = [g for g in GEOMETRIES if g[2] == 1 and set(g[3]) == {1} and 2 * g[1][0] <= g[0][1] and
            any(k > 1 for k in g[1][2:])]
+
+
+# the geometries PreparedConv runs as im2col over the flat padded image (one group, unit strides,
+# at most 32 outputs, output rows of at most 16 with padded rows at most 1.5x as long, not shifted)
+FLAT = [g for g in GEOMETRIES if g[2] == 1 and set(g[3]) == {1} and g not in SHIFTED and
+        any(k > 1 for k in g[1][2:]) and g[0][-1] + g[5][len(g[3]) - 1] + g[5][-1] <= 1.5 *
+        (g[0][-1] + g[5][len(g[3]) - 1] + g[5][-1] - (g[1][-1] - 1) * g[4][-1])]
 
 
 def _case(geometry, with_bias):
@@ -214,6 +227,20 @@ def test_few_outputs_run_as_shifted_matmuls(geometry):
     prepared = PreparedConv(w, b, attrs)
     prepared(x)
     assert prepared._shapes[x.shape].__name__ == "shifted_conv"
+
+
+@pytest.mark.parametrize("geometry", FLAT, ids=str)
+def test_short_rows_run_as_flat_image_columns(geometry):
+    """The table's short-row geometries really take that path, also writing into a given result."""
+    x, w, b, attrs, expected = _case(geometry, True)
+    prepared = PreparedConv(w, b, attrs)
+    prepared(x)
+    assert prepared._shapes[x.shape].__name__ == "flat_columns_conv"
+    wide = np.full((x.shape[0], w.shape[0] + 2) + expected.shape[2:], np.nan, np.float32)
+    y = prepared(x, wide[:, 1:-1])  # a channel slice of a larger buffer (a Concat's)
+    assert np.shares_memory(y, wide)
+    np.testing.assert_allclose(wide[:, 1:-1], expected, rtol=1e-4, atol=1e-4)
+    assert np.isnan(wide[:, 0]).all() and np.isnan(wide[:, -1]).all()
 
 
 @pytest.mark.parametrize("geometry", SHIFTED, ids=str)

@@ -31,7 +31,7 @@ import threading
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .conv import _SHIFTED_MAX_OUTPUTS, _SHIFTED_MIN_RATIO, _conv_geometry, conv, scratch
+from .conv import _SHIFTED_MAX_OUTPUTS, _SHIFTED_MIN_RATIO, _conv_geometry, conv, scratch, shared_image
 from .conv_depthwise import prepare_depthwise
 from .conv_relu import relu_inplace
 from .conv_shifted import prepare_shifted
@@ -48,6 +48,14 @@ _BAND = 1 << 20
 # largest band of results (elements), so the Relu finds them in cache (bands of 1 MiB and 256 KiB
 # measured slower than 4 MiB on SqueezeNet, ShuffleNet and ResNet first layers: thinner matmuls)
 _OUTPUT_BAND = 1 << 20
+# the flat-image im2col (whole padded rows per tap, cropped after) is used up to this output width
+# and this many outputs, when the padded rows are at most 1.5x the output rows: short rows make the
+# window copy of the plain im2col thousands of tiny runs, which costs more than the matmul when there
+# are few outputs (3x3 layers, measured: 2x16 -> 16 at 16x16 0.81x the time, 32 -> 32 at 8x8 and
+# 14x14 0.95x; with 64 outputs or more, or 28-wide rows, the longer matmul and the crop cost as much
+# or more, up to 1.35x for 512 -> 512 at 7x7)
+_FLAT_MAX_WIDTH = 16
+_FLAT_MAX_OUTPUTS = 32
 # the bias is added by the matmul (a column of the weights times a row of ones in the columns) up
 # to this many weights per output; above, a separate pass costs less than the longer matmul rows
 _BIAS_COLUMN_MAX = 1024
@@ -185,6 +193,10 @@ class PreparedConv:
         if depthwise:  # blocked columns: no limit on their total size
             return None if shuffled else _finished(prepare_depthwise(w, shape, pb, strides, dilations, out, self.b),
                                                    relu)
+        if group == 1 and not shuffled and all(s == 1 for s in strides) and \
+                out[-1] <= _FLAT_MAX_WIDTH and m <= _FLAT_MAX_OUTPUTS and padded_shape[-1] * 2 <= out[-1] * 3 and \
+                n * c * k_size * p_size * padded_shape[-1] <= _COLUMNS_LIMIT * out[-1]:
+            return _flat_columns(w, self.b, shape, padded_shape, pb, dilations, out, relu)
         ones = self.b is not None and cg * k_size <= _BIAS_COLUMN_MAX
         rows = cg * k_size + ones  # a row of ones multiplies the bias column
         if n * group * rows * p_size > _COLUMNS_LIMIT and n > 1:
@@ -238,6 +250,54 @@ class PreparedConv:
                 _multiply(wg, cols, flat[:, :, p0:p1], bias, relu)
             return y
         return banded_conv
+
+
+def _flat_columns(w, b, shape, padded_shape, pads_begin, dilations, out, relu):
+    """The closure of a unit-stride, one-group conv with short output rows: im2col over the flat
+    padded image (see ``conv._FlatImage``), so every tap of a channel is ONE contiguous run of
+    ``out[0] * padded width`` elements instead of ``out[0]`` runs of ``out[-1]``; the positions
+    past the output width are computed too and dropped when the result is cropped, bias added on
+    the way. The padded image is shared by the layers of its geometry (only its interior is written)."""
+    n, c = shape[:2]
+    m = w.shape[0]
+    kshape = tuple(w.shape[2:])
+    k_size = math.prod(kshape)
+    dtype = w.dtype
+    padded = tuple(padded_shape[2:])
+    row = [math.prod(padded[i + 1:]) for i in range(len(padded))]
+    length = out[0] * row[0]
+    plane = math.prod(padded)
+    tail = sum((k - 1) * d * r for k, d, r in zip(kshape, dilations, row))
+    flat = shared_image((n, c, plane + tail), dtype, ("flat_columns", tuple(shape), tuple(pads_begin), padded))
+    interior = flat[:, :, :plane].reshape((n, c) + padded)[
+        (Ellipsis,) + tuple(slice(p, p + d) for p, d in zip(pads_begin, shape[2:]))]
+    item = flat.itemsize
+    window = as_strided(flat, (n, c) + kshape + (length,),
+                        flat.strides[:2] + tuple(d * r * item for d, r in zip(dilations, row)) + (item,),
+                        writeable=False)
+    wg = w.reshape(m, c * k_size)
+    cols_shape = (n, c * k_size, length)
+    computed = (n, m, out[0]) + padded[1:]
+    crop = (Ellipsis,) + tuple(slice(0, o) for o in out)
+    bias = None if b is None else b.reshape((m,) + (1,) * len(out))
+    full_shape = (n, m) + tuple(out)
+
+    def flat_columns_conv(x, dest):
+        np.copyto(interior, x)
+        cols = scratch(cols_shape, dtype)
+        cols.reshape(window.shape, copy=False)[...] = window
+        acc = scratch((n, m, length), dtype, slot="flat_result")
+        np.matmul(wg, cols, out=acc)
+        y = np.empty(full_shape, dtype) if dest is None else dest
+        src = acc.reshape(computed)[crop]
+        if bias is None:
+            np.copyto(y, src)
+        else:
+            np.add(src, bias, out=y)
+        if relu:
+            relu_inplace(y)
+        return y
+    return flat_columns_conv
 
 
 def _multiply(wg, cols, dest, bias, relu):
