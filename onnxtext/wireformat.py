@@ -47,13 +47,19 @@ def unknown_bytes(msg) -> bytes:
     fields, so they are what the serialization has beyond a copy holding only the known fields."""
     full = msg.SerializeToString()
     known = type(msg)()
+    wire = b""  # string fields holding bytes that are not UTF-8 (Python's protobuf sets those only this way)
     for fd, value in msg.ListFields():
-        if fd.is_repeated:
+        if fd.type == fd.TYPE_STRING and any(isinstance(v, bytes) for v in (value if fd.is_repeated else [value])):
+            for v in (value if fd.is_repeated else [value]):
+                raw = v if isinstance(v, bytes) else v.encode("utf-8")
+                wire += encode_field("bytes", fd.number, raw)
+        elif fd.is_repeated:
             getattr(known, fd.name).extend(value)
         elif fd.message_type is not None:
             getattr(known, fd.name).CopyFrom(value)
         else:
             setattr(known, fd.name, value)
+    known.MergeFromString(wire)
     head = known.SerializeToString()
     if not full.startswith(head):  # not the layout described above: nothing can be said exactly
         raise ValueError(f"cannot separate the unknown fields of a {msg.DESCRIPTOR.name}")

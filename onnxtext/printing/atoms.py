@@ -112,6 +112,8 @@ def bare_name(n: str) -> str:
 
 def op_part(n: str) -> str:
     """An operator or domain part: after '=' only names are possible, so keywords need no quotes."""
+    if isinstance(n, bytes):  # a .onnx file's string field that is not valid UTF-8: show its bytes (\xHH)
+        return quote(n)
     return n if _IDENT.match(n) else quote(n)
 
 
@@ -263,6 +265,8 @@ def _dtype_name(enum: int) -> str:
 
 
 def _dotted(s: str) -> str:
+    if isinstance(s, bytes):
+        return quote(s)
     parts = s.split(".")
     if all(name(p) == p for p in parts):
         return s
@@ -272,6 +276,6 @@ def _dotted(s: str) -> str:
 def _op_name(domain: str, op: str) -> str:
     if not domain:
         return op_part(op)
-    parts = domain.split(".")
-    dom = domain if all(_IDENT.match(p) for p in parts) else quote(domain)
+    parts = [] if isinstance(domain, bytes) else domain.split(".")
+    dom = domain if parts and all(_IDENT.match(p) for p in parts) else quote(domain)
     return dom + "." + op_part(op)

@@ -249,13 +249,16 @@ class Printer(TensorPrinter, RecordPrinter):
                     return head + "[" + ", ".join(self._dims(tt)) + "]" + den
                 return head + den
             return _dtype_name(tt.elem_type) + self.print_shape(tt) + den
-        if which == "sequence_type":
-            return "seq(" + self.print_type(tp.sequence_type.elem_type) + ")" + den
+        if which in ("sequence_type", "optional_type"):  # `seq()`: no element type
+            inner = getattr(tp, which)
+            word = "seq(" if which == "sequence_type" else "optional("
+            return word + (self.print_type(inner.elem_type) if inner.HasField("elem_type") else "") + ")" + den
         if which == "map_type":
-            return ("map(" + _dtype_name(tp.map_type.key_type) + ", " + self.print_type(tp.map_type.value_type) + ")"
-                    + den)
-        if which == "optional_type":
-            return "optional(" + self.print_type(tp.optional_type.elem_type) + ")" + den
+            mt = tp.map_type
+            key = _TYPE_NAME_OF.get(mt.key_type) if mt.HasField("key_type") else None
+            key = key or (str(mt.key_type) if mt.HasField("key_type") else "?")  # `map(0, float)`, `map(?)`
+            return ("map(" + key +
+                    (", " + self.print_type(mt.value_type) if mt.HasField("value_type") else "") + ")" + den)
         if which == "sparse_tensor_type":
             st = tp.sparse_tensor_type
             return "sparse_tensor(" + _dtype_name(st.elem_type) + self.print_shape(st) + ")" + den

@@ -172,22 +172,32 @@ class Builder(Transformer):
         return tp
 
     def seq_type(self, c):
-        _check_type_depth(c[0], self._last_type)
         tp = TypeProto()
-        tp.sequence_type.elem_type.CopyFrom(c[0])
+        tp.sequence_type.SetInParent()
+        if c[0] is not None:  # `seq()`: no element type
+            _check_type_depth(c[0], self._last_type)
+            tp.sequence_type.elem_type.CopyFrom(c[0])
         return self._with_denotation(tp, c[1])
 
     def map_type(self, c):
         tp = TypeProto()
-        tp.map_type.key_type = dtypes.BY_NAME[str(c[0])].enum
-        _check_type_depth(c[1], (None, c[0]))
-        tp.map_type.value_type.CopyFrom(c[1])
+        tp.map_type.SetInParent()
+        try:  # an element type name, or a number that names none (`map(0, float)`), `?`: no key type
+            if c[0].type != "QMARK":
+                tp.map_type.key_type = dtypes.BY_NAME[str(c[0])].enum if c[0].type == "DTYPE" else int(c[0])
+        except ValueError:
+            raise _err(f"element type number {c[0]} is not a 32-bit integer", c[0]) from None
+        if c[1] is not None:  # `map(int64)`: no value type
+            _check_type_depth(c[1], (None, c[0]))
+            tp.map_type.value_type.CopyFrom(c[1])
         return self._with_denotation(tp, c[2])
 
     def optional_type(self, c):
-        _check_type_depth(c[0], self._last_type)
         tp = TypeProto()
-        tp.optional_type.elem_type.CopyFrom(c[0])
+        tp.optional_type.SetInParent()
+        if c[0] is not None:  # `optional()`: no element type
+            _check_type_depth(c[0], self._last_type)
+            tp.optional_type.elem_type.CopyFrom(c[0])
         return self._with_denotation(tp, c[1])
 
     def sparse_type(self, c):
