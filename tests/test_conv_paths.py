@@ -66,6 +66,11 @@ GEOMETRIES = [
     ((1, 2, 12, 12), (2, 1, 2, 2), 2, [4, 4], [1, 1], [0, 0, 0, 0]),  # phases no tap reads
     ((1, 3, 7, 7), (3, 1, 3, 3), 3, [2, 2], [1, 1], [0, 0, 0, 0]),
     ((1, 3, 6, 6), (3, 1, 3, 3), 3, [2, 1], [1, 1], [3, 3, 3, 3]),  # padding wider than the kernel
+    # depthwise, 25 taps or more, unit strides, at least 4 output rows per padded row: shifted rows
+    ((1, 3, 16, 11), (3, 1, 5, 5), 3, [1, 1], [1, 1], [2, 2, 2, 2]),
+    ((2, 4, 17, 9), (4, 1, 5, 7), 4, [1, 1], [1, 1], [2, 3, 1, 2]),
+    ((1, 2, 20, 13), (2, 1, 5, 5), 2, [1, 1], [1, 2], [0, 4, 4, 0]),
+    ((1, 3, 26, 8), (3, 1, 6, 5), 3, [1, 1], [1, 1], [0, 0, 0, 0]),
     # depthwise, wider outputs
     ((1, 3, 9, 20), (3, 1, 3, 3), 3, [1, 1], [1, 1], [1, 1, 1, 1]),
     ((2, 2, 8, 33), (2, 1, 3, 3), 2, [2, 2], [1, 1], [1, 1, 1, 1]),
@@ -239,6 +244,23 @@ def test_short_rows_run_as_flat_image_columns(geometry):
     wide = np.full((x.shape[0], w.shape[0] + 2) + expected.shape[2:], np.nan, np.float32)
     y = prepared(x, wide[:, 1:-1])  # a channel slice of a larger buffer (a Concat's)
     assert np.shares_memory(y, wide)
+    np.testing.assert_allclose(wide[:, 1:-1], expected, rtol=1e-4, atol=1e-4)
+    assert np.isnan(wide[:, 0]).all() and np.isnan(wide[:, -1]).all()
+
+
+@pytest.mark.parametrize("geometry", [g for g in GEOMETRIES if g[2] == g[0][1] == g[1][0] and g[1][1] == 1 and
+                                      len(g[1]) == 4 and g[1][2] * g[1][3] >= 25 and set(g[3]) == {1} and
+                                      len(g[0]) == 4 and 4 * (g[1][2] - 1) * g[4][0] <= g[0][2] + g[5][0] +
+                                      g[5][2] - (g[1][2] - 1) * g[4][0]], ids=str)
+def test_large_depthwise_kernels_run_as_shifted_rows(geometry):
+    """The table's large-kernel depthwise geometries really take that path, also writing into a
+    given result (a channel slice of a larger buffer)."""
+    x, w, b, attrs, expected = _case(geometry, True)
+    prepared = PreparedConv(w, b, attrs)
+    np.testing.assert_allclose(prepared(x), expected, rtol=1e-4, atol=1e-4)
+    assert prepared._shapes[x.shape].__name__ == "depthwise_rows"
+    wide = np.full((x.shape[0], w.shape[0] + 2) + expected.shape[2:], np.nan, np.float32)
+    prepared(x, wide[:, 1:-1])
     np.testing.assert_allclose(wide[:, 1:-1], expected, rtol=1e-4, atol=1e-4)
     assert np.isnan(wide[:, 0]).all() and np.isnan(wide[:, -1]).all()
 

@@ -17,6 +17,15 @@ Where the columns come from:
   phase ``(k * d) % s``: a unit-stride shift again, so every tap is a contiguous run as well. The
   phases are filled by one strided copy each, instead of strided gathers for every tap.
 
+Kernels of 25 taps or more (5x5), unit strides, 2-D: the columns of a block would be 25 times its
+input. Instead, each of the ``kw`` horizontal shifts of the flat padded image is copied once (``kw``
+times the input), and each kernel row ``ky`` is one matmul of the ``(1 x kw)`` weights with the
+rows of those copies starting ``ky`` image rows later (a plain strided view, no copy), summed over
+``ky`` (measured on 5x5 layers of 128-256 channels at 14x14 to 100x76: 0.85-0.93x the time of the
+columns; on 3x3 layers it was slower, 1.0-1.1x, and they keep the columns). Only for outputs of at
+least 4 rows per padded row added (16 rows for 5x5): the shifts copy the padding rows too, which on
+PP-OCR's 2-3 row layers made them 1.2x slower.
+
 The padded buffers belong to the closure (their border is zeroed once, each call only writes the
 interior), so a closure must only be called from the thread that built it (PreparedConv checks).
 """
@@ -35,6 +44,11 @@ from .conv import scratch, shared_image
 # elements (float32: 4 bytes each) of one block of columns: 512 KiB, measured best among 32 KiB..4 MiB
 # on ShuffleNet's depthwise layers (smaller blocks pay per-call overhead, larger ones leave L2)
 BLOCK = 1 << 17
+# elements of one block of horizontal shifts (5x5 layers, see the module docstring): 1 MiB,
+# measured best among 256 KiB..2 MiB on 5x5 layers of 128-256 channels
+ROWS_BLOCK = 1 << 18
+# the fewest taps for which the shifted rows beat the columns
+ROWS_MIN_TAPS = 25
 
 
 def prepare_depthwise(w, shape, pads_begin, strides, dilations, out, bias=None):
@@ -51,6 +65,9 @@ def prepare_depthwise(w, shape, pads_begin, strides, dilations, out, bias=None):
     kshape = tuple(w.shape[2:])
     k_size = math.prod(kshape)
     dtype = w.dtype
+    if nd == 2 and k_size >= ROWS_MIN_TAPS and all(s == 1 for s in strides) and \
+            4 * (kshape[0] - 1) * dilations[0] <= out[0]:
+        return _prepare_shifted_rows(w, shape, pads_begin, dilations, out, bias)
     # per axis: phase size, and for every tap index its (phase, shift within the phase)
     phase_shape, taps_axis = [], []
     for i in range(nd):
@@ -150,3 +167,56 @@ def prepare_depthwise(w, shape, pads_begin, strides, dilations, out, bias=None):
             np.add(src, channel_bias.reshape(result.shape[1:-nd] + (1,) * nd), out=result)
         return result
     return depthwise
+
+
+def _prepare_shifted_rows(w, shape, pads_begin, dilations, out, bias):
+    """The closure of :func:`prepare_depthwise` for 2-D unit-stride layers of many taps: the
+    horizontal shifts copied once, one matmul per kernel row (see the module docstring)."""
+    n, m, height, width = shape
+    kh, kw = w.shape[2:]
+    dy, dx = dilations
+    dtype = w.dtype
+    hp = out[0] + (kh - 1) * dy  # padded rows read (padding at the end is implied by out)
+    wp = max(out[1] + (kw - 1) * dx, pads_begin[1] + width)
+    hp = max(hp, pads_begin[0] + height)
+    plane = hp * wp
+    length = out[0] * wp  # computed positions per channel (output rows at full padded width)
+    tail = (kw - 1) * dx
+    flat = shared_image((n, m, plane + tail), dtype, ("rows", tuple(shape), tuple(pads_begin), (hp, wp)))
+    interior = flat[:, :, :plane].reshape(n, m, hp, wp)[:, :, pads_begin[0]:pads_begin[0] + height,
+                                                        pads_begin[1]:pads_begin[1] + width]
+    # rows of the input beyond the padded rows read are never needed (the conv drops them)
+    src = (Ellipsis, slice(0, min(height, hp - pads_begin[0])), slice(0, min(width, wp - pads_begin[1])))
+    interior = interior[src]
+    wk = np.ascontiguousarray(w.reshape(m, kh, kw).transpose(1, 0, 2)).reshape(kh, m, 1, kw)
+    chunk = max(1, min(m, ROWS_BLOCK // (kw * plane)))
+    blocks = [(b, c0, min(m, c0 + chunk)) for b in range(n) for c0 in range(0, m, chunk)]
+    crop = (Ellipsis, slice(0, out[0]), slice(0, out[1]))
+    result_shape = (n, m) + tuple(out)
+    channel_bias = None if bias is None else bias.reshape(m, 1, 1)
+
+    def depthwise_rows(x, dest):
+        np.copyto(interior, x[src])
+        shifts = scratch((chunk, kw, plane), dtype, slot="depthwise")
+        part = scratch((chunk, 1, length), dtype, slot="depthwise_part")
+        y = scratch((n, m, 1, length), dtype, slot="depthwise_out")
+        for b, c0, c1 in blocks:
+            k = c1 - c0
+            image, rows, acc = flat[b, c0:c1], shifts[:k], y[b, c0:c1]
+            for j in range(kw):
+                np.copyto(rows[:, j], image[:, j * dx:j * dx + plane])
+            np.matmul(wk[0, c0:c1], rows[:, :, :length], out=acc)
+            for i in range(1, kh):
+                start = i * dy * wp
+                np.matmul(wk[i, c0:c1], rows[:, :, start:start + length], out=part[:k])
+                acc += part[:k]
+        result = np.empty(result_shape, dtype) if dest is None else dest
+        computed = y.reshape(n, m, out[0], wp)[crop]
+        if result.ndim != computed.ndim:  # channels split in groups: (splitting an axis is always a view)
+            computed = computed.reshape(result.shape)
+        if channel_bias is None:
+            np.copyto(result, computed)
+        else:  # the crop copy adds the bias: one pass instead of two
+            np.add(computed, channel_bias.reshape(result.shape[1:-2] + (1, 1)), out=result)
+        return result
+    return depthwise_rows
