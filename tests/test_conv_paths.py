@@ -241,8 +241,14 @@ def test_short_rows_run_as_flat_image_columns(geometry):
     prepared = PreparedConv(w, b, attrs)
     prepared(x)
     assert prepared._shapes[x.shape].__name__ == "flat_columns_conv"
-    wide = np.full((x.shape[0], w.shape[0] + 2) + expected.shape[2:], np.nan, np.float32)
-    y = prepared(x, wide[:, 1:-1])  # a channel slice of a larger buffer (a Concat's)
+    _assert_writes_into_a_channel_slice(prepared, x, expected)
+
+
+def _assert_writes_into_a_channel_slice(prepared, x, expected):
+    """``prepared(x, out)`` with ``out`` a channel slice of a larger buffer (a Concat's) fills the
+    slice with ``expected`` and leaves the other channels alone."""
+    wide = np.full((x.shape[0], expected.shape[1] + 2) + expected.shape[2:], np.nan, np.float32)
+    y = prepared(x, wide[:, 1:-1])
     assert np.shares_memory(y, wide)
     np.testing.assert_allclose(wide[:, 1:-1], expected, rtol=1e-4, atol=1e-4)
     assert np.isnan(wide[:, 0]).all() and np.isnan(wide[:, -1]).all()
@@ -259,10 +265,7 @@ def test_large_depthwise_kernels_run_as_shifted_rows(geometry):
     prepared = PreparedConv(w, b, attrs)
     np.testing.assert_allclose(prepared(x), expected, rtol=1e-4, atol=1e-4)
     assert prepared._shapes[x.shape].__name__ == "depthwise_rows"
-    wide = np.full((x.shape[0], w.shape[0] + 2) + expected.shape[2:], np.nan, np.float32)
-    prepared(x, wide[:, 1:-1])
-    np.testing.assert_allclose(wide[:, 1:-1], expected, rtol=1e-4, atol=1e-4)
-    assert np.isnan(wide[:, 0]).all() and np.isnan(wide[:, -1]).all()
+    _assert_writes_into_a_channel_slice(prepared, x, expected)
 
 
 @pytest.mark.parametrize("geometry", SHIFTED, ids=str)

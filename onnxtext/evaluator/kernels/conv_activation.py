@@ -25,6 +25,14 @@ from .conv import scratch
 BLOCK = 1 << 16
 
 
+def _blocks(flat):
+    """``(block of flat, temporary of its size)`` pairs covering ``flat`` (1-D, writeable)."""
+    tmp = scratch((min(BLOCK, flat.size),), flat.dtype, slot="activation")
+    for s in range(0, flat.size, BLOCK):
+        v = flat[s:s + BLOCK]
+        yield v, tmp[:v.size]
+
+
 class InPlaceHardSwish:
     """``y * clip(y / 6 + 0.5, 0, 1)`` written into ``y`` (HardSwish's kernel, same rounding)."""
 
@@ -32,10 +40,7 @@ class InPlaceHardSwish:
     op = "HardSwish"
 
     def inplace(self, flat):
-        tmp = scratch((min(BLOCK, flat.size),), flat.dtype, slot="activation")
-        for s in range(0, flat.size, BLOCK):
-            v = flat[s:s + BLOCK]
-            u = tmp[:v.size]
+        for v, u in _blocks(flat):
             np.multiply(v, 1 / 6, out=u)
             u += 0.5
             np.clip(u, 0, 1, out=u)
@@ -73,10 +78,7 @@ class InPlaceSiLU:
     op = "SiLU"
 
     def inplace(self, flat):
-        tmp = scratch((min(BLOCK, flat.size),), flat.dtype, slot="activation")
-        for s in range(0, flat.size, BLOCK):
-            v = flat[s:s + BLOCK]
-            u = tmp[:v.size]
+        for v, u in _blocks(flat):
             np.negative(v, out=u)
             np.exp(u, out=u)
             u += 1

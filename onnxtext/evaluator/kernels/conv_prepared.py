@@ -16,6 +16,8 @@ closure that only moves data and calls BLAS, and finishes the result (bias, fuse
   weight column times a row of ones, so the matmul adds it;
 * few outputs from many channels (DenseNet's 3x3 layers): shifted matmuls without im2col over a
   flat zero-padded image owned by the prepared shape, see :mod:`.conv_shifted`;
+* short rows and few outputs (unit strides, one group): im2col from the flat zero-padded image, one
+  contiguous run per tap and channel, cropped with the bias (:func:`_flat_columns`);
 * larger layers (buffers above :data:`_OWNED_LIMIT` elements), other dtypes and calls from
   another thread than the one that prepared the shape go through the general kernel.
 
