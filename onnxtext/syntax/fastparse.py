@@ -161,7 +161,7 @@ class _Scanner(ValueScanner):
             except Fallback:
                 kw["attribute"] = self.attrs_of(m.start(group) - 1, m.end(group) + 1)
         if label is not None:
-            kw["name"] = "" if label_name is None else _name(label_name)
+            kw["name"] = "" if label_name is None else (label_name if label_name[0] != '"' else _quoted(label_name))
         n = add(**kw)
         if overload is not None:
             n.overload = _name(overload)
