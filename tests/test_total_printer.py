@@ -136,6 +136,20 @@ def _sparse_attribute_unknown(m):
     m.graph.node.append(n)
 
 
+def _sparse_types(m):
+    for i, (dtype, shape) in enumerate([(None, None), (0, [3]), (99, []), (None, ["N"])]):
+        tp = onnx.TypeProto()
+        st = tp.sparse_tensor_type
+        st.SetInParent()
+        if dtype is not None:
+            st.elem_type = dtype
+        if shape is not None:
+            st.shape.SetInParent()
+            for d in shape:
+                st.shape.dim.add().CopyFrom(h.make_tensor_type_proto(1, [d]).tensor_type.shape.dim[0])
+        m.graph.value_info.add().CopyFrom(h.make_value_info(f"sp{i}", tp))
+
+
 def _training_bindings(m):
     t = m.training_info.add()
     t.algorithm.CopyFrom(m.graph)
@@ -202,6 +216,7 @@ HOSTILE = [
 LOSSY_LITERALS = [
     ("tensor type with a shape but no element type", _shape_without_type),
     ("training binding without a value, and one with an unknown field", _training_bindings),
+    ("sparse tensor types without element type, or a number that names none", _sparse_types),
     ("bool bytes other than 0 and 1", _retype(TensorProto.BOOL, "raw_data", b"\x02\x01", [2])),
     ("int4 padding bits set", _retype(TensorProto.INT4, "raw_data", b"\x21\xf3", [3])),
 ]

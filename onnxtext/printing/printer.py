@@ -261,6 +261,10 @@ class Printer(TensorPrinter, RecordPrinter):
                     (", " + self.print_type(mt.value_type) if mt.HasField("value_type") else "") + ")" + den)
         if which == "sparse_tensor_type":
             st = tp.sparse_tensor_type
+            if st.elem_type not in _TYPE_NAME_OF or not st.HasField("elem_type"):  # `sparse_tensor(tensor(0)[N])`
+                head = f"tensor({st.elem_type})" if st.HasField("elem_type") else "tensor"
+                dims = "[" + ", ".join(self._dims(st)) + "]" if st.HasField("shape") else ""
+                return "sparse_tensor(" + head + dims + ")" + den
             return "sparse_tensor(" + _dtype_name(st.elem_type) + self.print_shape(st) + ")" + den
         if which == "opaque_type":
             o = tp.opaque_type

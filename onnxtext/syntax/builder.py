@@ -211,6 +211,18 @@ class Builder(Transformer):
             raise _err("put the denotation after sparse_tensor(...)")
         return self._with_denotation(tp, c[1])
 
+    def sparse_untyped_type(self, c):
+        # `sparse_tensor(tensor[10])`, `sparse_tensor(tensor(0))`: no element type, or a number that names none
+        inner = self.untyped_tensor([c[0], c[1], None]).tensor_type
+        tp = TypeProto()
+        st = tp.sparse_tensor_type
+        st.SetInParent()
+        if inner.HasField("elem_type"):
+            st.elem_type = inner.elem_type
+        if inner.HasField("shape"):
+            st.shape.CopyFrom(inner.shape)
+        return self._with_denotation(tp, c[2])
+
     def dotted(self, c):
         return ".".join(c)
 
