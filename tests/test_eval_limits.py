@@ -367,9 +367,11 @@ PROBES = [
     Probe("nested-if-40-info", nested_ifs(40), ["info", "m.onnxtext"], ("If", "40"), status=0),
     Probe("nested-if-40-cli-run", nested_ifs(40), ["run", "m.onnxtext", "--input", "c=false", "--input", "x=[2.0]"],
           ("-2.",), status=0),
-    Probe("nested-if-40-compile-then-load", nested_ifs(40),
-          'import subprocess\nsubprocess.run([sys.executable, "-m", "onnxtext", "compile", "m.onnxtext", "-o", "m.onnx"],'
-          ' check=True)\ntry:\n    onnxtext.load("m.onnx")\nexcept onnxtext.OnnxTextError as e:\n'
+    Probe("nested-if-40-compile", nested_ifs(40), ["compile", "m.onnxtext", "-o", "m.onnx"],
+          ("deeper than protobuf's decoding limit of 100", "--allow-deep")),
+    Probe("nested-if-40-compile-allow-deep-then-load", nested_ifs(40),
+          'import subprocess\nsubprocess.run([sys.executable, "-m", "onnxtext", "compile", "m.onnxtext", "-o", "m.onnx",'
+          ' "--allow-deep"], check=True)\ntry:\n    onnxtext.load("m.onnx")\nexcept onnxtext.OnnxTextError as e:\n'
           '    print(e); raise SystemExit(1)', ("deeper than protobuf's limit of 100 levels",)),
     Probe("nested-seq-100", SEQ_NESTED % ("seq(" * 100 + "float" + ")" * 100), ["check", "m.onnxtext"], status=0),
     Probe("nested-seq-10000", SEQ_NESTED % ("seq(" * 10000 + "float" + ")" * 10000), ["check", "m.onnxtext"],
