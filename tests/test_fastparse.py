@@ -138,6 +138,8 @@ EDGE = [
     'g (float x, float[1] w = {2.5}) => (float y) { y = Mul(x, w) }',
     'g (float x) => (float y = {1}) { y = Foo(x) }',
     'g (seq(float) x) => (float y) { y = Foo(x) }',
+    'g (map(int64, float[]) x, seq(map(string, float)) z) => (float y) { y = Foo(x) }',
+    'g (map(int64) x, map(?, float) z, map(7, float) w, map(int64, float): "d" v) => (float y) { y = Foo(x) }',
     'g (float x) => (float y) <float[1] raw = {1.5}> { y = Foo(x) }',
     # long literal lists (more than 16: converted in one pass when all FLOAT or all INT tokens)
     *(f"g (float x) => (float y) <{t} c = {{{body}}}> {{ y = Foo(x) }}" for t, body in [
@@ -275,6 +277,7 @@ PLAIN = [
     'g (float[N] x) => (float[N] "v.2") <float[1] c = {0.5}> { [n0] "v.1" = Add(x, c) [n1] "v.2" = Relu("v.1") }',
     'g (float x) => (float y) { y = com.x.Foo<axis = 1, alpha = 0.5, mode = "m", pads = [0, 1]>(x, , x) }',
     '<ir_version: 9, opset_import: ["": 19]>\ng (float x) => (float y) { y = Relu(x) # done\n }',
+    'g (float x) => (seq(map(int64, float[])) y, map(string, float) z) { y = ZipMap(x) }',  # skl2onnx outputs
 ]
 
 

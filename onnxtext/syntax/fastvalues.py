@@ -10,6 +10,7 @@ models on top of it.
 
 from __future__ import annotations
 
+from lark import Token
 from onnx import TensorShapeProto, TypeProto
 
 from . import builder as _b
@@ -205,8 +206,8 @@ class ValueScanner:
             self.pos = word.end()
             word = word.group()
             self.lit("(")
-            if word == "map":
-                key = self.match(_DTYPE_RE)
+            if word == "map":  # the builder reads the key as the grammar's token (DTYPE, or INT/'?': Lark)
+                key = Token("DTYPE", self.match(_DTYPE_RE))
                 self.lit(",")
                 args = [key, self.type()]
             else:
