@@ -117,21 +117,34 @@ class InPlaceClip:
 
 class ActivatedConv:
     """A prepared Conv (``conv``, returning a fresh array) followed by ``activation`` (one of the
-    ``InPlace*`` classes above), run in place on the conv's result when it is a writeable contiguous
-    float array of the bounds' dtype, else by the activation's own kernel."""
+    ``InPlace*`` classes above), run in place on the conv's result when it is a writeable float
+    array of the weights' dtype, contiguous or a channel slice of a Concat buffer (``out``, see
+    ``conv_fused.ConcatInto``), else by the activation's own kernel."""
 
     __slots__ = ("conv", "activation")
 
     def __init__(self, conv, activation):
         self.conv, self.activation = conv, activation
 
-    def __call__(self, x):
-        y = self.conv(x)
-        if type(y) is np.ndarray and y.flags.c_contiguous and y.flags.writeable and y.dtype == self.conv.w.dtype \
-                and y.size:
+    @property
+    def w(self):
+        return self.conv.w
+
+    def output_shape(self, shape):
+        return self.conv.output_shape(shape)
+
+    def __call__(self, x, out=None):
+        y = self.conv(x) if out is None else self.conv(x, out)
+        if type(y) is not np.ndarray or not y.flags.writeable or y.dtype != self.conv.w.dtype or not y.size:
+            return self.activation(y)
+        if y.flags.c_contiguous:
             self.activation.inplace(y.reshape(-1))
-            return y
-        return self.activation(y)
+        elif y.ndim > 1 and y[0].flags.c_contiguous:  # a channel slice: each image's part is contiguous
+            for image in y:
+                self.activation.inplace(image.reshape(-1))
+        else:
+            y[...] = self.activation(y)
+        return y
 
 
 class HardSwishStep:
