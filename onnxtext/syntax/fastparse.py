@@ -146,8 +146,8 @@ class _Scanner(ValueScanner):
         """Add the NodeProto of a matched statement, exactly as Builder.node makes it."""
         label, label_name, outs, op, overload, attrs1, ins, attrs2 = m.groups()
         kw = {"input": _ids(ins), "output": _ids(outs)}  # only the fields that are set: add() is faster
-        if "." in op:
-            parts = [_name(x) for x in _NAME_RE.findall(op)]
+        parts = [_name(x) for x in _NAME_RE.findall(op)] if "." in op else ()
+        if len(parts) > 1:  # a dot inside one quoted name ("Re.u") is no domain
             kw["domain"], op_type = ".".join(parts[:-1]), parts[-1]
         else:  # no prefix: the domain field stays unset, as Builder.node leaves it
             op_type = _quoted(op) if op[0] == '"' else op
