@@ -439,3 +439,18 @@ def test_invalid_utf8_strings_do_not_round_trip_yet():
     m.graph.node[0].CopyFrom(n)
     assert m.SerializeToString() != data
     assert onnxtext.parse_model(onnxtext.to_text(m)).SerializeToString() == m.SerializeToString()
+
+
+def test_non_utf8_strings_print_as_escapes_and_parse_to_an_error_at_their_place():
+    """Until the gap above closes: every printer path takes bytes (no internal error), the parser names the place."""
+    m = _model(False)
+    m.graph.node[0].CopyFrom(onnx.NodeProto.FromString(m.graph.node[0].SerializeToString() + b"\x32\x01\xff"))
+    m.graph.CopyFrom(onnx.GraphProto.FromString(m.graph.SerializeToString() + b"\x52\x02\xff\x0a"))  # doc_string
+    m.functions[0].CopyFrom(onnx.FunctionProto.FromString(m.functions[0].SerializeToString() + b"\x42\x01\xff"))
+    m.CopyFrom(onnx.ModelProto.FromString(m.SerializeToString() + b"\x32\x02\xff\x0a"))
+    m.graph.node[0].CopyFrom(onnx.NodeProto.FromString(m.graph.node[0].SerializeToString() + b"\x22\x01\xff"))  # op
+    text = onnxtext.to_text(m)
+    assert text.count("\\xff") == 5, text
+    with pytest.raises(onnxtext.ParseError, match=_NOT_UTF8) as e:
+        onnxtext.parse_model(text)
+    assert e.value.line is not None

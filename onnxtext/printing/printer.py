@@ -134,8 +134,9 @@ class Printer(TensorPrinter, RecordPrinter):
 
     @staticmethod
     def doc_is_comment_safe(doc: str) -> bool:
-        """A doc string can be written as /// lines when every line survives the round trip."""
-        return not any(c in doc for c in "\r\x0b\x0c\x85\u2028\u2029") and not any(
+        """A doc string can be written as /// lines when every line survives the round trip (not bytes: a .onnx
+        file's doc string that is not UTF-8)."""
+        return isinstance(doc, str) and not any(c in doc for c in "\r\x0b\x0c\x85\u2028\u2029") and not any(
             ord(c) < 0x20 and c not in "\n\t" for c in doc) and not any(line.startswith(" ") or line.endswith(
                 (" ", "\t")) for line in doc.split("\n"))
 
@@ -143,7 +144,7 @@ class Printer(TensorPrinter, RecordPrinter):
     def print_model(self, m: ModelProto, level: int = 0) -> str:
         parts = []
         header = []
-        doc_as_comment = m.doc_string and "\n" in m.doc_string and self.doc_is_comment_safe(m.doc_string)
+        doc_as_comment = m.doc_string and self.doc_is_comment_safe(m.doc_string) and "\n" in m.doc_string
         for key in ("ir_version", "opset_import", "producer_name", "producer_version", "domain", "model_version",
                     "doc_string", "metadata_props", "configuration"):
             fd = m.DESCRIPTOR.fields_by_name[key]
@@ -452,7 +453,7 @@ class Printer(TensorPrinter, RecordPrinter):
 
     # ------------------------------------------------------------------ functions
     def print_function(self, f: FunctionProto, level: int = 0) -> str:
-        doc_as_comment = "\n" in f.doc_string and self.doc_is_comment_safe(f.doc_string)
+        doc_as_comment = self.doc_is_comment_safe(f.doc_string) and "\n" in f.doc_string
         header = []
         for key in ("domain", "opset_import", "overload", "doc_string", "metadata_props"):
             fd = f.DESCRIPTOR.fields_by_name[key]
