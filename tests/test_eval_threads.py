@@ -12,6 +12,10 @@ from onnxtext.evaluator import runtime
 from onnxtext.evaluator.threads import FIRST_GAP, GAIN, QUIET_BELOW, QUIET_RUNS, STALL, WINDOW, ThreadChooser
 
 
+def IDLE(most):  # noqa: N802 - the machine as the simulations see it: cores free for more threads
+    return False
+
+
 def simulate(chooser, cost, runs):
     """Run ``runs`` simulated runs whose time is ``cost(threads)``; returns the counts used."""
     used = []
@@ -25,7 +29,7 @@ def simulate(chooser, cost, runs):
 @pytest.mark.parametrize("fast, slow_factor", [(1, 50.0), (2, 1.5), (1, 1.2)])
 def test_settles_on_the_faster_count(fast, slow_factor):
     sets = []
-    chooser = ThreadChooser(2, sets.append)
+    chooser = ThreadChooser(2, sets.append, busy=IDLE)
     used = simulate(chooser, lambda t: 1.0 if t == fast else slow_factor, 200)
     settled = used[2 * WINDOW:]
     assert chooser.best == fast
@@ -38,7 +42,7 @@ def test_settles_on_the_faster_count(fast, slow_factor):
 def test_a_small_gain_keeps_one_thread(two_threads):
     # (two threads only a little faster: not worth the risk of a stall on a machine that becomes busy)
     assert two_threads > GAIN
-    chooser = ThreadChooser(2, lambda t: None)
+    chooser = ThreadChooser(2, lambda t: None, busy=IDLE)
     used = simulate(chooser, lambda t: two_threads if t == 2 else 1.0, 100)
     assert chooser.best == 1
     assert used[2 * WINDOW:].count(2) <= 100 // FIRST_GAP
@@ -47,7 +51,7 @@ def test_a_small_gain_keeps_one_thread(two_threads):
 @pytest.mark.parametrize("stall", [STALL * 1.1, 5.0, 40.0])
 def test_busy_from_the_start_costs_one_stalled_run(stall):
     # the first run with two threads that is slower than STALL times the one-thread run ends the comparison
-    chooser = ThreadChooser(2, lambda t: None)
+    chooser = ThreadChooser(2, lambda t: None, busy=IDLE)
     used = simulate(chooser, lambda t: stall if t == 2 else 1.0, 2 * FIRST_GAP)
     assert used[:2] == [1, 2]
     assert used.count(2) == 1
@@ -70,7 +74,7 @@ def simulate_runs(chooser, cost, runs):
 @pytest.mark.parametrize("seconds, quiet", [(QUIET_BELOW / 10, True), (QUIET_BELOW * 10, False)])
 def test_short_runs_are_timed_once_in_a_while(seconds, quiet):
     # a model without a matmul large enough to split: one thread, and its runs need not be timed
-    chooser = ThreadChooser(2, lambda t: None)
+    chooser = ThreadChooser(2, lambda t: None, busy=IDLE)
     used, timed = simulate_runs(chooser, lambda t: seconds * (1.0 if t == 1 else 1.05), 2000)
     assert chooser.best == 1 and used[-1] == 1
     if quiet:
@@ -80,13 +84,13 @@ def test_short_runs_are_timed_once_in_a_while(seconds, quiet):
 
 
 def test_a_short_model_that_gains_from_threads_is_not_quieted():
-    chooser = ThreadChooser(2, lambda t: None)
+    chooser = ThreadChooser(2, lambda t: None, busy=IDLE)
     used, timed = simulate_runs(chooser, lambda t: QUIET_BELOW / 10 * (0.5 if t == 2 else 1.0), 200)
     assert chooser.best == 2 and timed == 200 and used[-1] == 2
 
 
 def test_notices_a_machine_that_became_busy_and_idle_again():
-    chooser = ThreadChooser(2, lambda t: None)
+    chooser = ThreadChooser(2, lambda t: None, busy=IDLE)
     busy = {"now": False}
     cost = lambda t: (40.0 if t == 2 else 1.2) if busy["now"] else (1.0 if t == 2 else 1.6)  # noqa: E731
     simulate(chooser, cost, 50)
@@ -107,3 +111,34 @@ def test_fixed_threads_are_not_measured():
     ev = Evaluator(model)  # after a fixed count, the chooser still tries the library's own count
     assert (ev._threads is None) == (runtime._BLAS_INITIAL_THREADS == 1 or runtime._blas_functions()[1] is None)
     ev.run(None, {"x": np.ones(2, np.float32)})
+
+
+def test_a_busy_machine_is_not_tried_with_more_threads():
+    # the load average says no core is free: no run tries two threads, even in the first comparison
+    sets = []
+    chooser = ThreadChooser(2, sets.append, busy=lambda most: True)
+    used = simulate(chooser, lambda t: 1.0 if t == 2 else 1.6, 500)
+    assert set(used) == {1} and sets == [1] and chooser.best == 1
+
+
+def test_the_load_average_decides_only_the_tries():
+    # more threads chosen while the machine was idle stay until a run shows a stall
+    load = {"busy": False}
+    chooser = ThreadChooser(2, lambda t: None, busy=lambda most: load["busy"])
+    simulate(chooser, lambda t: 1.0 if t == 2 else 1.6, 50)
+    assert chooser.best == 2
+    load["busy"] = True
+    used = simulate(chooser, lambda t: 1.0 if t == 2 else 1.6, 100)
+    assert chooser.best == 2 and used.count(2) > 90
+
+
+def test_cores_busy_compares_the_load_average_with_the_cores(monkeypatch):
+    from onnxtext.evaluator import threads
+
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 2)
+    for load, busy in ((0.2, False), (1.2, False), (1.6, True), (3.0, True)):
+        monkeypatch.setattr(threads.os, "getloadavg", lambda load=load: (load, load, load))
+        assert threads.cores_busy(2) is busy, load
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(threads.os, "getloadavg", lambda: (3.0, 3.0, 3.0))
+    assert threads.cores_busy(2) is False and threads.cores_busy(8) is True

@@ -15,7 +15,10 @@ changes under a long-lived process, so :class:`ThreadChooser` measures, preferri
 * while running with more threads, a single run over ``STALL`` times the last one-thread median
   (the machine became busy) switches back to one thread at once, without waiting for a probe;
 * the other count is tried again once after ``gap`` runs (16, doubling up to 1024 while it keeps
-  losing, back to 16 when it wins), so a machine that became idle is noticed.
+  losing, back to 16 when it wins), so a machine that became idle is noticed;
+* no run tries more threads while the machine's load average leaves no core free for them
+  (:func:`cores_busy`): such a try would stall (one SqueezeNet run took 1.6 s instead of 20 ms with
+  two threads beside a busy process), and the try counts as lost.
 
 A run's time is what the chooser sees, so the decision is per model (a model without large matmuls
 stays on one thread). A model whose one-thread runs take under ``QUIET_BELOW`` seconds has no matmul
@@ -27,6 +30,7 @@ measurement (about 1-2 us of a 30 us run). The setting is process-wide (:func:`.
 
 from __future__ import annotations
 
+import os
 import threading
 
 #: runs per thread count whose median decides
@@ -40,12 +44,24 @@ STALL = 1.3
 QUIET_BELOW, QUIET_RUNS = 2e-4, 63
 
 
-class ThreadChooser:
-    """Chooses between ``most`` BLAS threads and 1 by timing runs (see the module docstring)."""
+def cores_busy(most: int) -> bool:
+    """Whether the machine's load average over the last minute leaves fewer than ``most - 1`` cores
+    free besides the evaluator's own thread (False where the load average is not available)."""
+    try:
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return False
+    return load > (os.cpu_count() or 1) - most + 1.5
 
-    def __init__(self, most: int, set_threads):
+
+class ThreadChooser:
+    """Chooses between ``most`` BLAS threads and 1 by timing runs (see the module docstring);
+    ``busy(most)`` says whether the machine has cores free for more threads (:func:`cores_busy`)."""
+
+    def __init__(self, most: int, set_threads, busy=cores_busy):
         self.most = most
         self.set_threads = set_threads
+        self.busy = busy
         self.times: dict[int, list[float]] = {most: [], 1: []}
         self.best = 1
         self.runs = 0
@@ -76,6 +92,12 @@ class ThreadChooser:
             else:
                 want = self.best
                 self.since_probe += 1
+            if want != 1 and want != self.best and self.busy(self.most):  # (a try that would stall: lost)
+                want = 1
+                if self.comparing:
+                    self._settle(1, lost=True)
+                else:
+                    self.gap = min(2 * self.gap, LAST_GAP)
             if want != self.current:
                 self.set_threads(want)
                 self.current = want
