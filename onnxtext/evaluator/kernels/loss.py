@@ -8,6 +8,7 @@ equal to ``ignore_index`` contributes nothing: zero loss and zero weight in the 
 import numpy as np
 
 from ..registry import kernel
+from .activation import row_max
 
 
 def _nll(log_prob, target, weight, ignore_index, reduction):
@@ -37,7 +38,7 @@ def negative_log_likelihood_loss(input, target, weight=None, *, reduction, ignor
 
 
 def _log_softmax(x, axis):
-    shifted = x - x.max(axis=axis, keepdims=True)
+    shifted = x - row_max(x, axis)
     return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
 
 

@@ -11,6 +11,7 @@ domain's reference runtime, is followed; tests/test_kernels_ml.py checks each ag
 import numpy as np
 
 from ..registry import kernel
+from .activation import row_max
 from .derived_cache import derived
 
 ML = "ai.onnx.ml"
@@ -47,12 +48,12 @@ def post_transform(scores: np.ndarray, name: str) -> np.ndarray:
     if name == "LOGISTIC":
         return 1 / (1 + np.exp(-scores))
     if name == "SOFTMAX":
-        e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        e = np.exp(scores - row_max(scores))
         return e / e.sum(axis=-1, keepdims=True)
     if name == "SOFTMAX_ZERO":
         # Softmax over the non-zero scores of a row; zero scores stay zero.
         nonzero = scores != 0
-        e = np.where(nonzero, np.exp(scores - scores.max(axis=-1, keepdims=True)), 0)
+        e = np.where(nonzero, np.exp(scores - row_max(scores)), 0)
         total = e.sum(axis=-1, keepdims=True)
         return np.where(total > 0, e / np.where(total > 0, total, 1), 0)
     if name == "PROBIT":

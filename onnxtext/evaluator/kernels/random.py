@@ -11,6 +11,7 @@ import numpy as np
 
 from ... import dtypes
 from ..registry import kernel
+from .activation import row_max
 
 
 def _generator(ctx, seed):
@@ -60,7 +61,7 @@ def bernoulli(ctx, p, dtype=None, seed=None):
 def multinomial(ctx, logits, dtype=6, sample_size=1, seed=None):
     # rows are unnormalized log-probabilities: softmax them, then invert the per-row CDF
     z = np.asarray(logits, np.float64)
-    z = np.exp(z - z.max(axis=1, keepdims=True))
+    z = np.exp(z - row_max(z, 1))
     cdf = np.cumsum(z / z.sum(axis=1, keepdims=True), axis=1)
     u = _generator(ctx, seed).random(size=(z.shape[0], sample_size))
     classes = (u[:, :, None] >= cdf[:, None, :]).sum(axis=2)

@@ -251,7 +251,7 @@ def group_query_attention(query, key=None, value=None, past_key=None, past_value
     if local_window_size >= 0:
         allowed &= key_pos[None, None, :] > query_pos[:, :, None] - local_window_size
     scores = np.where(allowed[:, None], scores, -np.inf)
-    peak = np.max(scores, axis=-1, keepdims=True)
+    peak = row_max(scores)
     if head_sink is not None or smooth_softmax:
         sink = (np.zeros(num_heads, np.float32) if head_sink is None else head_sink.astype(np.float32))
         peak = np.maximum(peak, sink[None, :, None, None])

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...registry import kernel
-from ..activation import _sigmoid
+from ..activation import _sigmoid, row_max
 from ..pool import average_pool
 from ..linalg import integer_product, shifted_operand
 from ..quantize import dequantize_linear, quantize_linear
@@ -115,7 +115,7 @@ def qlinear_softmax(X, X_scale, x_zero_point, y_scale, y_zero_point, *, axis=-1,
         shape = X.shape
         real = real.reshape(int(np.prod(shape[:axis % X.ndim])), -1)
         axis = -1
-    e = np.exp(real - real.max(axis=axis, keepdims=True))
+    e = np.exp(real - row_max(real, axis))
     probs = (e / e.sum(axis=axis, keepdims=True)).reshape(X.shape)
     return _requantize(probs / _scalar(y_scale), y_zero_point, X.dtype)
 
