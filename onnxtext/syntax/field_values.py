@@ -330,7 +330,10 @@ def _set_single_attr(a: AttributeProto, value, declared, name):
     if kind in (AttributeProto.TENSOR, AttributeProto.GRAPH, AttributeProto.SPARSE_TENSOR, AttributeProto.TYPE_PROTO):
         getattr(a, field).CopyFrom(value)
     else:
-        setattr(a, field, value)
+        try:
+            setattr(a, field, value)
+        except (ValueError, TypeError) as e:  # protobuf's range checks: an int beyond int64
+            raise _err(f"attribute {name}: {e}", name) from None
 
 
 def _set_list_attr(a: AttributeProto, values, declared, name):
@@ -361,7 +364,10 @@ def _set_list_attr(a: AttributeProto, values, declared, name):
         for v in values:
             target.add().CopyFrom(v)
     else:
-        target.extend(values)
+        try:
+            target.extend(values)
+        except (ValueError, TypeError) as e:  # protobuf's range checks: an int beyond int64
+            raise _err(f"attribute {name}: {e}", name) from None
 
 
 # ---------------------------------------------------------------------------------------------- type-name attributes

@@ -134,7 +134,11 @@ def _parse(text: str, start: str, filename: str | None = None, fast: bool = True
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise ParseError(f"the text is not valid UTF-8 (byte {e.start})", filename=filename) from None
+            shown = text[:e.start].decode("utf-8") + text[e.start:].decode("utf-8", "replace")
+            line, column = position(shown, len(text[:e.start].decode("utf-8")))
+            raise ParseError(f"the text is not valid UTF-8 (byte 0x{text[e.start]:02x} at offset {e.start})",
+                             line=line, column=column, source=shown, filename=filename,
+                             hint="save the file as UTF-8") from None
     with deep_messages():  # the builder copies nested parts into their parents (onnxtext/protodepth.py)
         return _parse_text(text, start, filename, fast)
 
