@@ -1,5 +1,5 @@
 """Rule ``conv_activation``: a prepared Conv whose only reader is HardSwish, HardSigmoid or Clip with
-constant bounds (ReLU6), or whose two readers are ``s = Sigmoid(y)`` and ``Mul(y, s)`` (SiLU), becomes one :class:`~..kernels.conv_activation.ActivatedConv` step, which
+constant bounds (ReLU6), or whose two readers are ``s = Sigmoid(y)`` and ``Mul(y, s)`` (SiLU), becomes one :class:`~..fused.conv_activation.ActivatedConv` step, which
 applies the activation to the conv's fresh result in place, block by block, with the operator
 kernel's own arithmetic. Level 1 (the results are identical). Relu has its own fusion (rule
 ``fold_affine_and_relu``).
@@ -17,7 +17,7 @@ LEVEL = 1
 
 def _activation(view, j, dtype):
     """The in-place activation computing step ``j`` (a HardSwish, HardSigmoid or Clip step), or None."""
-    from ..kernels.conv_activation import HardSwishStep, InPlaceClip, InPlaceHardSigmoid, InPlaceHardSwish
+    from ..fused.conv_activation import HardSwishStep, InPlaceClip, InPlaceHardSigmoid, InPlaceHardSwish
 
     st = view.step(j)
     if st is None or len(st[2]) != 1:
@@ -50,7 +50,7 @@ def _activation(view, j, dtype):
 def _silu(view, y, readers):
     """(InPlaceSiLU, [sigmoid step, product step]) when the two readers of ``y`` are ``s = Sigmoid(y)``
     and ``Mul(y, s)`` (s read by nothing else), else (None, None)."""
-    from ..kernels.conv_activation import InPlaceSiLU
+    from ..fused.conv_activation import InPlaceSiLU
 
     sig, mul = readers
     if view.op(sig) != "Sigmoid" or view.op(mul) != "Mul":
@@ -62,7 +62,7 @@ def _silu(view, y, readers):
 
 
 def apply(steps: list, keep: set, known) -> list:
-    from ..kernels.conv_activation import ActivatedConv
+    from ..fused.conv_activation import ActivatedConv
     from ..kernels.conv_prepared import PreparedConv
 
     view = GraphView(steps, keep, known)

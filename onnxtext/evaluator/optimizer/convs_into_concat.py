@@ -14,7 +14,7 @@ def _convs_into_concat(steps, keep, known=None):
     become :class:`ConcatInto` steps that run those Convs (the Conv steps are removed). The Convs
     run later than before, at the Concat, which is safe: their inputs are still there (values are
     released after their last reader, computed after fusion) and nothing else reads their results."""
-    from ..kernels.conv_activation import ActivatedConv
+    from ..fused.conv_activation import ActivatedConv
     from ..kernels.conv_fused import ConcatInto, DepthwisePointwise
     from ..kernels.conv_prepared import PreparedConv
 

@@ -1,5 +1,5 @@
 """Rule ``hard_swish``: HardSwish written out by exporters becomes one
-:class:`~..kernels.conv_activation.HardSwishStep` (the HardSwish operator's kernel).
+:class:`~..fused.conv_activation.HardSwishStep` (the HardSwish operator's kernel).
 
 Forms: ``x * Clip(x + 3, 0, 6) / 6`` (paddle2onnx, also with ``* (1/6)`` or the division before the
 product) and ``x * HardSigmoid(x)`` with ``alpha = 1/6, beta = 0.5`` (torch before opset 14).
@@ -11,7 +11,7 @@ Equal to the nodes up to float rounding (level 2). A Conv's HardSwish then runs 
 from __future__ import annotations
 
 from ..fused.original import original_steps
-from ..kernels.conv_activation import HardSwishStep
+from ..fused.conv_activation import HardSwishStep
 from .pattern import PatternRule
 
 CLIP_DIV = """hard_swish_clip_div (x) => (y) {

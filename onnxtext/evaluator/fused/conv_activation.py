@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .activation import _sigmoid, hard_sigmoid, hard_swish
-from .conv import scratch
+from ..kernels.activation import _sigmoid, hard_sigmoid, hard_swish
+from ..kernels.conv import scratch
 
 # elements per block of an in-place activation: 256 KiB of float32 plus the same for the temporary
 # (measured on 2x16x112x112 and 2x64x56x56 results: 2^16-2^17 about 0.7x the unblocked time, 2^14 0.85x)
