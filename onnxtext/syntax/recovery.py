@@ -44,6 +44,7 @@ _OPENERS = {"LPAR": "RPAR", "LSQB": "RSQB", "LBRACE": "RBRACE", "LESSTHAN": "MOR
 _CLOSERS = {v: k for k, v in _OPENERS.items()}
 _QUIET = 2  # tokens to shift after a recovery before errors are reported again
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_LONE_CR = re.compile(r"\r(?!\n)")
 
 
 def attach(error: ParseError, text: str, start: str, lark_error=None) -> ParseError:
@@ -86,6 +87,13 @@ def collect(text: str, start: str, filename: str | None = None, limit: int = MAX
     """
     import lark
     from lark.exceptions import UnexpectedCharacters, UnexpectedToken
+
+    # a lone CR ends a line as LF does (grammar, comments, positions), but statement starts, blanking and skipping
+    # below look for LF: work on a copy with each lone CR as LF (same length, same offsets), parsed from the start
+    # (a resumed parser state belongs to the original text's token stream)
+    source = text
+    if "\r" in text and _LONE_CR.search(text):
+        text, resume = _LONE_CR.sub("\n", text), None
 
     from .builder import Builder
     from .fastparse import skim_statements
@@ -141,7 +149,7 @@ def collect(text: str, start: str, filename: str | None = None, limit: int = MAX
             if work_blanks != len(blanks):
                 work, work_blanks = _blank(text, blanks), len(blanks)
             err = fix_position(improve(_convert(error, work, filename), work), text)
-            err.source = text
+            err.source = source
             reported.add(at)
             errors.append(err)
         if isinstance(error, UnexpectedToken) and error.token.type == "$END":
@@ -163,7 +171,7 @@ def collect(text: str, start: str, filename: str | None = None, limit: int = MAX
         hidden = _builder_error(work, start, filename)
         if hidden is not None and hidden.line is not None and (hidden.line, hidden.column or 0) < (
                 errors[0].line or 0, errors[0].column or 0):
-            hidden.source, hidden.filename = text, filename
+            hidden.source, hidden.filename = source, filename
             errors.append(hidden)
     errors.sort(key=lambda e: (e.line or 0, e.column or 0))
     return errors[:limit]
