@@ -139,6 +139,8 @@ class Builder(Transformer):
         d = TensorShapeProto.Dimension()
         v = c[0]
         if v.type == "INT":
+            if not -(1 << 63) <= int(v) < 1 << 63:
+                raise _err(f"dimension {v} is beyond int64", v)
             d.dim_value = int(v)
         elif v.type == "IDENT":
             d.dim_param = str(v)

@@ -241,7 +241,10 @@ class ValueScanner:
         m = _INT_RE.match(self.s, p) if self.s[p:p + 1] in "-0123456789" else None
         if m is not None:
             self.pos = m.end()
-            d.dim_value = int(m.group())
+            value = int(m.group())
+            if not -(1 << 63) <= value < 1 << 63:
+                raise Fallback  # the Lark path reports it at the dimension
+            d.dim_value = value
         elif self.opt("?"):
             pass
         else:
