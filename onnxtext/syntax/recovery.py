@@ -89,11 +89,13 @@ def collect(text: str, start: str, filename: str | None = None, limit: int = MAX
     from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 
     # a lone CR ends a line as LF does (grammar, comments, positions), but statement starts, blanking and skipping
-    # below look for LF: work on a copy with each lone CR as LF (same length, same offsets), parsed from the start
-    # (a resumed parser state belongs to the original text's token stream)
+    # below look for LF: work on a copy with each lone CR as LF (same length, same offsets, and the same tokens:
+    # CR and LF are both whitespace), resuming from the same parser state
     source = text
     if "\r" in text and _LONE_CR.search(text):
-        text, resume = _LONE_CR.sub("\n", text), None
+        text = _LONE_CR.sub("\n", text)
+        if resume is not None:  # lark counted lines of the original text by LF only: count them again
+            _relocate(resume[2], text)
 
     from .builder import Builder
     from .fastparse import skim_statements
@@ -175,6 +177,23 @@ def collect(text: str, start: str, filename: str | None = None, limit: int = MAX
             errors.append(hidden)
     errors.sort(key=lambda e: (e.line or 0, e.column or 0))
     return errors[:limit]
+
+
+def _relocate(error, text: str) -> None:
+    """Set a lark error's line and column (of its token, for UnexpectedToken) from its offset in ``text``."""
+    from lark.exceptions import UnexpectedCharacters, UnexpectedToken
+
+    if isinstance(error, UnexpectedToken) and error.token.type != "$END" and error.token.start_pos is not None:
+        target, at = error.token, error.token.start_pos
+    elif isinstance(error, UnexpectedCharacters):
+        target, at = error, error.pos_in_stream
+    else:
+        return
+    line = text.count("\n", 0, at) + 1
+    column = at - text.rfind("\n", 0, at)
+    target.line, target.column = line, column
+    if target is not error:
+        error.line, error.column = line, column
 
 
 def _blank(text: str, spans) -> str:
