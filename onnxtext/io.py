@@ -129,7 +129,7 @@ def read_model_source(path, progress=None, max_bytes: int | None = None):
 
 
 def _read_source(path: str, progress, max_bytes):
-    """``(text or ModelProto, whether a binary may hold external data, size of the file in bytes)``."""
+    """``(text or ModelProto, whether a binary may hold external data, the file's bytes)``."""
     data = read_text_or_bytes(path, progress, max_bytes)
     if not data[:4096].strip() and not data.strip():  # strip() copies: only when the start is blank
         raise ModelFileError(f"{path}: empty file, not an ONNX model")
@@ -137,7 +137,7 @@ def _read_source(path: str, progress, max_bytes):
         if progress is not None:
             progress.stage("parsing", None)
         try:
-            return data.decode("utf-8", errors="strict"), False, len(data)
+            return data.decode("utf-8", errors="strict"), False, data
         except UnicodeDecodeError as e:
             line = data.count(b"\n", 0, e.start) + 1
             column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
@@ -147,7 +147,7 @@ def _read_source(path: str, progress, max_bytes):
         progress.stage("decoding", None)
     # TensorProto field 14 (data_location), varint 1 (EXTERNAL): a scan of the bytes is ~100x cheaper than
     # walking every attribute of the decoded model, and rules out external data in most models
-    return load_binary(data, path), b"\x70\x01" in data, len(data)
+    return load_binary(data, path), b"\x70\x01" in data, data
 
 
 def load(path, *, kind: str = "model", load_external_data: bool = True, progress=None,
@@ -161,8 +161,11 @@ def load(path, *, kind: str = "model", load_external_data: bool = True, progress
     ``max_bytes``: the model file size cap (default :func:`max_file_bytes`).
     """
     path = os.fspath(path)
-    source, maybe_binary_external, size = _read_source(path, progress, max_bytes)
+    source, maybe_binary_external, data = _read_source(path, progress, max_bytes)
     is_text = isinstance(source, str)
+    size = len(data)
+    if is_text:  # only a binary's bytes are of use below
+        data = None
     # fields onnx.proto does not describe: kept (printed as @unknown), and the user is told (a text holds
     # them only where it says @unknown / unknown:)
     may_hold_unknown = not is_text or "unknown" in source
@@ -180,7 +183,9 @@ def load(path, *, kind: str = "model", load_external_data: bool = True, progress
     if may_hold_unknown:
         from .wireformat import warn_unknown
 
-        warn_unknown(model, path, size)
+        # a binary's own bytes make the check cheaper (a second decoding, not a copy of every message)
+        warn_unknown(model, path, size, data)
+    del data
     if maybe_external:
         from .errors import ExternalDataError
         from .external import resolve
