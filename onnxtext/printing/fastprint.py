@@ -180,8 +180,9 @@ class _Bulk:
         n = len(starts)
         tags, pos, lens, ok = _wire.fields(self.d, starts, ends, 3)
         code = _VI_CODE[tags]
-        ok &= (code != 0).all(1) & (np.diff(code, axis=1) >= 0).all(1)
-        has_name, has_type = (code == 1).sum(1), (code == 2).sum(1)
+        cnt = _wire.counts(code, 10)
+        ok &= (cnt[:, 0] == 0) & _wire.ascending(code)
+        has_name, has_type = cnt[:, 1], cnt[:, 2]
         ok &= (has_name <= 1) & (has_type <= 1)
         name_s, name_n = pos[:, 0], np.where(has_name == 1, lens[:, 0], 0)
         type_s, type_n = _wire.column(pos, has_name), _wire.column(lens, has_name)
@@ -231,10 +232,11 @@ class _Bulk:
         n = len(starts)
         tags, pos, lens, ok = _wire.fields(self.d, starts, ends, I_MAX + O_MAX + A_MAX + 3)
         code = _NODE_CODE[tags]
-        ok &= (code != 0).all(1) & (np.diff(code, axis=1) >= 0).all(1)
-        n_in, n_out = (code == 1).sum(1), (code == 2).sum(1)
-        has_name, n_op, n_attr = (code == 3).sum(1) == 1, (code == 4).sum(1), (code == 5).sum(1)
-        has_dom = (code == 6).sum(1) == 1
+        cnt = _wire.counts(code, 10)
+        ok &= (cnt[:, 0] == 0) & _wire.ascending(code)
+        n_in, n_out = cnt[:, 1], cnt[:, 2]
+        has_name, n_op, n_attr = cnt[:, 3] == 1, cnt[:, 4], cnt[:, 5]
+        has_dom = cnt[:, 6] == 1
         ok &= (n_in <= I_MAX) & (n_out >= 1) & (n_out <= O_MAX) & (n_op == 1)
         # the name fields, in print order: name, outputs, inputs (absent ones have length 0, not printed)
         width = 1 + O_MAX + I_MAX
@@ -400,12 +402,13 @@ class _Bulk:
         n = len(starts)
         tags, pos, lens, ok = _wire.fields(self.d, starts, ends, D_MAX + 3)
         code = _INIT_CODE[tags]
-        ok &= (code != 0).all(1) & (np.diff(code, axis=1) >= 0).all(1)
+        cnt = _wire.counts(code, 10)
+        ok &= (cnt[:, 0] == 0) & _wire.ascending(code)
         if printer.onnx_style or printer.elide:
             ok[:] = False
-        nd = (code == 1).sum(1)
-        n_fd, n_raw = (code == 3).sum(1), (code == 5).sum(1)
-        ok &= ((code == 2).sum(1) == 1) & ((code == 4).sum(1) == 1) & (n_fd + n_raw == 1)
+        nd = cnt[:, 1]
+        n_fd, n_raw = cnt[:, 3], cnt[:, 5]
+        ok &= (cnt[:, 2] == 1) & (cnt[:, 4] == 1) & (n_fd + n_raw == 1)
         raw = n_raw == 1
         dtype = np.minimum(_wire.column(lens, nd), len(_ITEMSIZE) - 1)  # the data_type field's value
         size = _ITEMSIZE[dtype]

@@ -118,6 +118,20 @@ def fields(d: np.ndarray, starts: np.ndarray, ends: np.ndarray, k: int):
     return tags, pos, lens, ok & (q == ends)
 
 
+def counts(code: np.ndarray, k: int) -> np.ndarray:
+    """[n, k] matrix: how often each value 0..k-1 occurs in each row of ``code`` (small non-negative
+    integers below ``k``), counted in one pass (a per-value ``(code == v).sum(1)`` walks the matrix once
+    per value)."""
+    n = len(code)
+    keys = np.arange(0, n * k, k, dtype=np.intp)[:, None] + code
+    return np.bincount(keys.ravel(), minlength=n * k).reshape(n, k)
+
+
+def ascending(code: np.ndarray) -> np.ndarray:
+    """Per row of ``code``: whether its values never decrease."""
+    return (code[:, 1:] >= code[:, :-1]).all(1)
+
+
 def column(matrix: np.ndarray, col: np.ndarray) -> np.ndarray:
     """matrix[i, col[i]] for each row (col clipped into range: callers mask the rows where it is absent)."""
     n, k = matrix.shape
