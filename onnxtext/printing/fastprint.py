@@ -212,6 +212,8 @@ class _Bulk:
         ok &= seg_len.sum(1) - 1 + len(printer.ind) * (self.level + 1) <= printer.width
         seg_len[~ok] = 0
         fast = self._text(starts, ends, seg_start, seg_len).split("\n")
+        if ok.all():  # the common case: every line fast (the last split item is the empty tail)
+            return fast[:n]
         out = [None] * n
         for i, text in zip(np.flatnonzero(ok).tolist(), fast):
             out[i] = text
@@ -484,6 +486,8 @@ class _Bulk:
         seg_len[~ok] = 0
 
         fast = self._text(starts, ends, seg_start, seg_len).split("\n")
+        if ok.all():  # the common case: every line fast (the last split item is the empty tail)
+            return fast[:n]
         out = [None] * n
         good = np.flatnonzero(ok).tolist()
         for i, text in zip(good, fast):
