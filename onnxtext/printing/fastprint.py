@@ -61,10 +61,11 @@ _MISSING = object()
 _GRAPH_KINDS = (AttributeProto.GRAPH, AttributeProto.GRAPHS)
 _I = _wire.INDEX  # a graph the fast path prints is under 1 GiB (checked)
 
-# byte -> class bits: 1 where a byte cannot appear unescaped in a quoted name (controls, non-ASCII, '"',
-# '\'), 2 where it cannot continue an ASCII identifier
+# byte -> class weight: 1 where a byte cannot appear unescaped in a quoted name (controls, non-ASCII, '"',
+# '\'), plus 128 where it cannot continue an ASCII identifier (a field's sum of weights, under 128 bytes
+# long, holds both counts: the non-plain count below bit 7, the non-identifier count from bit 7)
 _CLASS = bytes((0 if 0x20 <= b < 0x7F and b not in b'"\\' else 1) | (0 if chr(b).isalnum() and b < 0x80 or b == 0x5F
-                                                                     else 2) for b in range(256))
+                                                                     else 128) for b in range(256))
 _ID_START = np.array([chr(b).isalpha() and b < 0x80 or b == 0x5F for b in range(256)])
 
 # field tag byte -> rank in the canonical field order (0: a field the fast path does not print; 9: none)
@@ -122,14 +123,11 @@ class _Bulk:
         self.pool = _wire.Pool(len(data))
         self.pad = printer.ind * (level + 1)
         self._attr_memo, self._type_memo = {}, {}
-        # Prefix sums of the byte classes over the whole buffer (a field's counts are two lookups): the
-        # non-plain count in the low byte, the non-identifier count in the high byte. uint16 wraps, but a
-        # field has fewer than 128 bytes, so the difference of two sums modulo 2**16 is exact.
-        cls = np.frombuffer(data.translate(_CLASS), np.uint8)
-        weights = (cls & 1).astype(np.uint16)
-        weights += (cls >> 1).astype(np.uint16) << 8
+        # Prefix sums of the byte class weights over the whole buffer (a field's counts are two lookups).
+        # uint16 wraps, but a field has fewer than 128 bytes, so the difference of two sums modulo 2**16 is
+        # exact (at most 127 * 129).
         self._counts = np.zeros(len(data) + 1, np.uint16)
-        np.cumsum(weights, out=self._counts[1:])
+        np.cumsum(np.frombuffer(data.translate(_CLASS), np.uint8), dtype=np.uint16, out=self._counts[1:])
 
     def _classes(self, s: np.ndarray, n: np.ndarray):
         """(plain, identifier, keyword) for string fields at ``s`` of length ``n`` (< 128): plain when the
@@ -139,9 +137,9 @@ class _Bulk:
         # record then goes to the reference printer
         inside = s + n < len(self._counts)
         diff = self._counts[np.where(inside, s + n, 0)] - self._counts[np.where(inside, s, 0)]
-        plain = ((diff & 0xFF) == 0) & inside
+        plain = ((diff & 0x7F) == 0) & inside
         first = self.d[np.minimum(s, len(self.d) - 1)]
-        ident = (n > 0) & _ID_START[first] & ((diff >> 8) == 0) & inside
+        ident = (n > 0) & _ID_START[first] & ((diff >> 7) == 0) & inside
         keyword = np.zeros(len(s), bool)
         cand = np.flatnonzero(ident & _KEYWORD_SHAPE[first, np.minimum(n, _KEYWORD_MAX + 1)])
         for i in cand.tolist():  # rare: a Python look settles them
