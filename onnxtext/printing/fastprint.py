@@ -231,23 +231,27 @@ class _Bulk:
         printer, pool, pad = self.printer, self.pool, self.pad
         n = len(starts)
         tags, pos, lens, ok = _wire.fields(self.d, starts, ends, I_MAX + O_MAX + A_MAX + 3)
-        code = _NODE_CODE[tags]
+        # the field codes up to the last column any record reaches (beyond it all are 9: none)
+        code = _NODE_CODE[tags[:, :_wire.used_columns(tags)]]
         cnt = _wire.counts(code, 10)
         ok &= (cnt[:, 0] == 0) & _wire.ascending(code)
         n_in, n_out = cnt[:, 1], cnt[:, 2]
         has_name, n_op, n_attr = cnt[:, 3] == 1, cnt[:, 4], cnt[:, 5]
         has_dom = cnt[:, 6] == 1
         ok &= (n_in <= I_MAX) & (n_out >= 1) & (n_out <= O_MAX) & (n_op == 1)
+        # as many output and input columns as the chunk's fast nodes use (at least one each)
+        o_max = max(1, int(np.where(ok, n_out, 0).max(initial=0)))
+        i_max = max(1, int(np.where(ok, n_in, 0).max(initial=0)))
         # the name fields, in print order: name, outputs, inputs (absent ones have length 0, not printed)
-        width = 1 + O_MAX + I_MAX
+        width = 1 + o_max + i_max
         cols = np.empty((n, width), _I)
         cols[:, 0] = n_in + n_out
-        cols[:, 1:1 + O_MAX] = n_in[:, None] + np.arange(O_MAX)
-        cols[:, 1 + O_MAX:] = np.arange(I_MAX)
+        cols[:, 1:1 + o_max] = n_in[:, None] + np.arange(o_max)
+        cols[:, 1 + o_max:] = np.arange(i_max)
         present = np.empty((n, width), bool)
         present[:, 0] = has_name
-        present[:, 1:1 + O_MAX] = n_out[:, None] > np.arange(O_MAX)
-        present[:, 1 + O_MAX:] = n_in[:, None] > np.arange(I_MAX)
+        present[:, 1:1 + o_max] = n_out[:, None] > np.arange(o_max)
+        present[:, 1 + o_max:] = n_in[:, None] > np.arange(i_max)
         flat = self._flat(pos, cols)
         fs, fl = pos.ravel()[flat], np.where(present, lens.ravel()[flat], 0)
         plain, ident, _ = self._classes(fs.ravel(), fl.ravel())
@@ -278,30 +282,30 @@ class _Bulk:
         core = np.full((n, width), COMMA, _I)
         core[:, 0] = PAD_BRACKET
         core[:, 1] = np.where(named, CLOSE, PAD)
-        core[:, 1 + O_MAX] = OPEN
+        core[:, 1 + o_max] = OPEN
         pre = np.zeros((n, width), _I)
         pre[:, 1:] = q[:, :-1]
         pre[:, 1] &= named
-        pre[:, 1 + O_MAX] = 0
+        pre[:, 1 + o_max] = 0
         shown = present.copy()
         shown[:, 0] = named
         glue = core + 2 * pre + q
         seg_start = np.zeros((n, 2 * width + 5), _I)
         seg_len = np.zeros_like(seg_start)
-        mid = 2 * (1 + O_MAX)  # the columns of " = ", domain, op_type, attributes
-        for part, glue_cols, name_cols in ((slice(0, 1 + O_MAX), slice(0, mid, 2), slice(1, mid, 2)),
-                                            (slice(1 + O_MAX, width), slice(mid + 4, -1, 2), slice(mid + 5, -1, 2))):
+        mid = 2 * (1 + o_max)  # the columns of " = ", domain, op_type, attributes
+        for part, glue_cols, name_cols in ((slice(0, 1 + o_max), slice(0, mid, 2), slice(1, mid, 2)),
+                                            (slice(1 + o_max, width), slice(mid + 4, -1, 2), slice(mid + 5, -1, 2))):
             seg_start[:, glue_cols] = g_start[glue[:, part]]
             seg_len[:, glue_cols] = np.where(shown[:, part], g_len[glue[:, part]], 0)
             seg_start[:, name_cols] = fs[:, part]
             seg_len[:, name_cols] = np.where(shown[:, part], fl[:, part], 0)
         rows = np.arange(n)
-        last_out = q[rows, np.clip(n_out, 1, O_MAX)]
+        last_out = q[rows, np.clip(n_out, 1, o_max)]
         seg_start[:, mid], seg_len[:, mid] = g_start[EQ + 2 * last_out], g_len[EQ + 2 * last_out]
         seg_start[:, mid + 1], seg_len[:, mid + 1] = dom_start, dom_len
         seg_start[:, mid + 2], seg_len[:, mid + 2] = op_s, op_n
         seg_start[:, mid + 3], seg_len[:, mid + 3] = attr_start, attr_len
-        end = np.where(n_in > 0, END + 2 * q[rows, O_MAX + np.clip(n_in, 1, I_MAX)], EMPTY_END)
+        end = np.where(n_in > 0, END + 2 * q[rows, o_max + np.clip(n_in, 1, i_max)], EMPTY_END)
         seg_start[:, -1], seg_len[:, -1] = g_start[end], g_len[end]
 
         # one line within the width, as the reference decides (longer statements break: the reference)

@@ -127,6 +127,12 @@ def counts(code: np.ndarray, k: int) -> np.ndarray:
     return np.bincount(keys.ravel(), minlength=n * k).reshape(n, k)
 
 
+def used_columns(tags: np.ndarray) -> int:
+    """The number of leading columns of a :func:`fields` tag matrix in which some record has a field."""
+    used = np.flatnonzero(tags.any(0))
+    return int(used[-1]) + 1 if len(used) else 0
+
+
 def ascending(code: np.ndarray) -> np.ndarray:
     """Per row of ``code``: whether its values never decrease."""
     return (code[:, 1:] >= code[:, :-1]).all(1)
