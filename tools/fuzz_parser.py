@@ -43,7 +43,6 @@ import warnings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "fuzz")
-KNOWN_FAILURES = os.path.join(DATA, "known_failures.txt")
 START_SYMBOLS = ("model", "graph", "function")
 
 
@@ -298,14 +297,10 @@ def _tests_on_path() -> None:
 # ---------------------------------------------------------------------------------------------- known findings
 def known_failures() -> dict[str, str]:
     """``{finding file name: reason}`` from tests/data/fuzz/known_failures.txt (``NAME REASON`` lines)."""
-    out = {}
-    if os.path.exists(KNOWN_FAILURES):
-        for line in open(KNOWN_FAILURES, encoding="utf-8"):
-            line = line.strip()
-            if line and not line.startswith("#"):
-                name, _, reason = line.partition(" ")
-                out[name] = reason.strip()
-    return out
+    _tests_on_path()
+    from reason_tables import read_table  # the tests' one reader of exception tables
+
+    return {name: reason for name, (reason,) in read_table(os.path.join("fuzz", "known_failures.txt")).items()}
 
 
 def known_signatures() -> set[str]:
