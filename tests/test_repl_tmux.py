@@ -7,6 +7,7 @@ not installed (.ci/run installs it).
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -24,18 +25,24 @@ TIMEOUT = 60.0
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 
+_SERVERS = itertools.count()
+
+
 class Terminal:
     """A tmux pane running one command, on its own server socket."""
 
     def __init__(self, command: list[str], cwd: str, env: dict):
-        self.socket = f"onnxtext-test-{os.getpid()}"
+        # a server per terminal: the previous test's server may still be shutting down after kill-server
+        self.socket = f"onnxtext-test-{os.getpid()}-{next(_SERVERS)}"
         self.target = "repl"
         self._tmux("new-session", "-d", "-s", self.target, "-x", "120", "-y", "40", "-c", cwd,
                    " ".join(_shell_quote(c) for c in command), env=env)
 
     def _tmux(self, *args, env=None):
-        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True,
-                              env=env, timeout=30)
+        done = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, env=env, timeout=30)
+        if done.returncode:
+            pytest.fail(f"tmux {' '.join(args[:2])} failed ({done.returncode}): {done.stderr.strip()}")
+        return done
 
     def type(self, text: str, enter: bool = True):
         self._tmux("send-keys", "-t", self.target, "-l", text)
