@@ -47,6 +47,7 @@ def _rules() -> tuple[Rule, ...]:
     from . import (attention_operands, clamped_pointwise, gemm_constant, pool_after_pointwise_map,
                    pool_before_pointwise_conv)
     from . import conv_activation, hard_swish
+    from . import shaped_views
 
     def module_rule(m):
         return Rule(m.NAME, m.LEVEL, m.apply, m.__doc__)
@@ -78,6 +79,7 @@ def _rules() -> tuple[Rule, ...]:
         module_rule(pool_before_pointwise_conv),
         module_rule(clamped_pointwise),
         module_rule(concat_chain),
+        module_rule(shaped_views),
     )
 
 
