@@ -24,8 +24,9 @@ def _wrap_negative(indices, dim):
 
 @kernel("Gather", since=1)
 def gather(data, indices, axis=0):
-    axis = _axis(axis, data.ndim)
-    return np.take(data, _wrap_negative(indices, data.shape[axis]), axis=axis)
+    # np.take counts negative indices from the end and refuses any outside [-n, n), as ONNX says:
+    # no wrapped copy of the indices (about 2 us a call on an embedding lookup)
+    return np.take(data, indices, axis=_axis(axis, data.ndim))
 
 
 @kernel("GatherElements", since=11)
