@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels.quantize import clip_ufunc
+
 _F32 = np.dtype(np.float32)
 
 
@@ -74,8 +76,7 @@ class PreparedQLinearConv:
             acc = acc.astype(_F32)  # (the float64 path: the kernel converts its int32 sums the same way)
         acc *= self.multiplier
         np.rint(acc, out=acc)
-        np.fmax(acc, self.low, out=acc)
-        np.minimum(acc, self.high, out=acc)
+        clip_ufunc(acc, self.low, self.high, out=acc)  # (integer sums times a multiplier: never NaN)
         if self.y_zero_point:
             acc += self.y_zero_point
         return acc.astype(self.target)

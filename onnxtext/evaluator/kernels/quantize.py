@@ -19,6 +19,11 @@ from ..registry import kernel
 from .cast import cast_array, is_ml_dtype
 from .linalg import integer_product, shifted_operand
 
+try:  # the clip ufunc itself: np.clip's Python wrapper costs ~2 us a call, more than clipping 8k values
+    from numpy._core.umath import clip as clip_ufunc
+except ImportError:  # pragma: no cover (numpy < 2)
+    clip_ufunc = np.clip
+
 
 def _expand(param, shape, axis, block_size):
     """Broadcast a scale or zero point to the input ``shape`` (per tensor, per axis or blocked)."""
@@ -41,6 +46,31 @@ def _saturate_integer(values: np.ndarray, target: np.dtype) -> np.ndarray:
     """rint(values) saturated to ``target``'s range; NaN becomes the minimum (as onnxruntime: fmax drops it)."""
     info = ml_dtypes.iinfo(target)
     return np.minimum(np.fmax(np.rint(values), info.min), info.max).astype(target)
+
+
+_RANGES: dict = {}
+
+
+def integer_range(dtype) -> tuple[int, int]:
+    """(min, max) of an integer numpy type (np.iinfo costs ~2 us a call)."""
+    r = _RANGES.get(dtype)
+    if r is None:
+        info = np.iinfo(dtype)
+        r = _RANGES[np.dtype(dtype)] = (int(info.min), int(info.max))
+    return r
+
+
+def requantize_finite(values: np.ndarray, zero_point: float, target: np.dtype) -> np.ndarray:
+    """float32 ``values`` already in units of the output scale and never NaN (integer sums times a
+    multiplier) -> ``target``: rounded half to even, saturated, zero point added (in place on
+    ``values``; every step after the rounding exact). What QLinearConv, QGemm, QLinearAdd and the
+    integer pools end with, in three passes and a conversion."""
+    low, high = integer_range(target)
+    np.rint(values, out=values)
+    clip_ufunc(values, np.float32(low - zero_point), np.float32(high - zero_point), out=values)
+    if zero_point:
+        values += np.float32(zero_point)
+    return values.astype(target)
 
 
 def _quantize(x, scale, zero_point, target, axis, block_size, saturate, precision=None):
@@ -136,10 +166,24 @@ def dequantize_linear(x, x_scale, x_zero_point=None, axis=1, block_size=0, outpu
 @kernel("DynamicQuantizeLinear", since=11)
 def dynamic_quantize_linear(x):
     """uint8 quantization with scale and zero point computed from the data range (which includes 0)."""
+    if type(x) is np.ndarray and x.dtype == _F32 and x.size:
+        # NaN-free float32 (the reductions propagate NaN: then the general path, which ignores it)
+        lo, hi = float(np.minimum.reduce(x, axis=None)), float(np.maximum.reduce(x, axis=None))
+        if lo == lo and hi == hi:
+            low, high = min(0.0, lo), max(0.0, hi)
+            scale = np.float32((np.float32(high) - np.float32(low)) / np.float32(255))
+            if scale:
+                zero_point = _zero_point(low, scale)
+                q = np.divide(x, scale)
+                np.rint(q, out=q)
+                clip_ufunc(q, np.float32(-zero_point), np.float32(255.0 - zero_point), out=q)
+                if zero_point:
+                    q += np.float32(zero_point)
+                return q.astype(np.uint8), np.asarray(scale), np.asarray(np.uint8(zero_point))
     low, high = _range(x)
     scale = np.float32((np.float32(high) - np.float32(low)) / np.float32(255))
-    if not scale:
-        return np.zeros(x.shape, np.uint8), np.asarray(scale), np.asarray(np.uint8(0))
+    if not scale:  # (an all-zero or empty tensor: scale 1, as onnxruntime, where the formula gives 0)
+        return np.zeros(x.shape, np.uint8), np.asarray(np.float32(1)), np.asarray(np.uint8(0))
     zero_point = _zero_point(low, scale)
     return (_quantized_codes(x, scale, zero_point).astype(np.uint8), np.asarray(scale),
             np.asarray(np.uint8(zero_point)))
@@ -212,8 +256,8 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, 
 def dynamic_uint8_parameters(x: np.ndarray) -> tuple[np.float32, float]:
     """(scale, zero point) onnxruntime's kernels pick to quantize ``x`` to uint8 on the fly.
 
-    The range always includes 0; an all-zero (or empty) tensor gets scale 1 (DynamicQuantizeLinear
-    itself returns 0 there); the zero point is ``round(-min / scale)`` clamped to [0, 255]."""
+    The range always includes 0; an all-zero (or empty) tensor gets scale 1 (as DynamicQuantizeLinear
+    in onnxruntime); the zero point is ``round(-min / scale)`` clamped to [0, 255]."""
     low, high = _range(x)
     if low == high:
         return np.float32(1.0), 0.0

@@ -14,17 +14,25 @@ when ``y_scale`` is absent).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...registry import kernel
+from ..derived_cache import derived
 from ..activation import _sigmoid, row_max
 from ..pool import average_pool
 from ..linalg import integer_product, shifted_operand
-from ..quantize import dequantize_linear, quantize_linear
+from ..quantize import dequantize_linear, quantize_linear, requantize_finite
 from . import MS
 
 
+_EXACT_FLOAT32 = 1 << 24
+
+
 def _scalar(v, default=0.0):
+    if type(v) is np.ndarray and v.size == 1:
+        return np.float32(v.item())
     return np.float32(default) if v is None else np.float32(np.asarray(v).reshape(-1)[0])
 
 
@@ -52,16 +60,21 @@ def _shifted(x, zero_point):
 
 @kernel("QLinearAdd", since=1, domain=MS)
 def qlinear_add(A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale, C_zero_point=None):
+    # A * (sa / sc) + B * (sb / sc) + (zc - za * sa / sc - zb * sb / sc), rounded: the zero points in one
+    # constant, as onnxruntime's float kernels (its AVX2 one is fixed-point: both within one step)
     c_scale = _scalar(C_scale)
-    a = _shifted(A, A_zero_point)
-    a *= _scalar(A_scale) / c_scale
-    b = _shifted(B, B_zero_point)
-    b *= _scalar(B_scale) / c_scale
+    ratio_a, ratio_b = _scalar(A_scale) / c_scale, _scalar(B_scale) / c_scale
+    fixed = _scalar(C_zero_point) - (ratio_a * _scalar(A_zero_point) + ratio_b * _scalar(B_zero_point))
+    a = A.astype(np.float32)
+    a *= ratio_a
+    b = B.astype(np.float32)
+    b *= ratio_b
     try:
         value = np.add(a, b, out=a)
     except ValueError:  # B broadcasts A to a larger shape
         value = a + b
-    return _requantize(value, C_zero_point, A.dtype)
+    value += fixed
+    return requantize_finite(value, 0.0, A.dtype)
 
 
 @kernel("QLinearMul", since=1, domain=MS)
@@ -127,10 +140,19 @@ def _channels_first(X, channels_last):
 @kernel("QLinearGlobalAveragePool", since=1, domain=MS)
 def qlinear_global_average_pool(X, x_scale, x_zero_point, y_scale, y_zero_point, *, channels_last=0):
     x = _channels_first(X, channels_last)
+    size = math.prod(x.shape[2:])
+    factor = _scalar(x_scale) / (_scalar(y_scale) * np.float32(size))
+    if not channels_last and size * 256 < _EXACT_FLOAT32 and X.dtype.itemsize == 1:
+        # 8-bit sums below 2**24: every partial sum exact in float32, one reduction
+        sums = np.add.reduce(x.reshape(x.shape[:2] + (-1,)), axis=-1, dtype=np.float32)
+        zp = _scalar(x_zero_point)
+        if zp:
+            sums -= zp * np.float32(size)
+        sums *= factor
+        return requantize_finite(sums, float(_scalar(y_zero_point)), X.dtype).reshape(x.shape[:2] + (1,) * (x.ndim - 2))
     spatial = tuple(range(2, x.ndim))
-    size = int(np.prod(x.shape[2:]))
     sums = x.astype(np.int64).sum(axis=spatial, keepdims=True) - np.int64(_scalar(x_zero_point)) * size
-    value = sums.astype(np.float32) * (_scalar(x_scale) / (_scalar(y_scale) * np.float32(size)))
+    value = sums.astype(np.float32) * factor
     y = _requantize(value, y_zero_point, X.dtype)
     return np.moveaxis(y, 1, -1) if channels_last else y
 
@@ -150,21 +172,50 @@ def qlinear_average_pool(X, x_scale, x_zero_point, y_scale, y_zero_point=None, *
 @kernel("QGemm", since=1, domain=MS)
 def qgemm(A, a_scale, a_zero_point, B, b_scale, b_zero_point, C=None, y_scale=None, y_zero_point=None, *,
           alpha=1.0, transA=0, transB=0):
-    a, a_bound = shifted_operand(A, a_zero_point)
-    # B's zero point is per column of op(B): per row of a transposed B (converted once: a constant)
-    b, b_bound = shifted_operand(B, b_zero_point, row_zero_point=bool(transB))
+    if A.dtype.itemsize == 1:  # 8-bit A: |A - zp| <= 255, no need to measure it
+        a = A.astype(np.float32)
+        zp = _scalar(a_zero_point)
+        if zp:
+            a -= zp
+        a_bound = 255.0
+    else:
+        a, a_bound = shifted_operand(A, a_zero_point)
+    b, b_bound, c, c_bound = derived(f"qgemm-{transB}", (B, b_zero_point, C),
+                                     lambda: _qgemm_constants(B, b_zero_point, C, transB),
+                                     lambda v: v[0].nbytes, readonly_inputs=True)
     if transA:
         a = a.T
-    if transB:
-        b = b.T
-    acc = integer_product(a, b, a_bound, b_bound).astype(np.float64)
-    if C is not None:
-        acc = acc + C.astype(np.float64)
+    acc = integer_product(a, b, a_bound, b_bound)
+    if c is not None:
+        if acc.dtype == np.float32 and a.shape[-1] * a_bound * b_bound + c_bound >= _EXACT_FLOAT32:
+            acc = acc.astype(np.float64)  # (float32 sums with C would round)
+        c = C.astype(np.float64) if acc.dtype != np.float32 else c
+        try:
+            acc += c
+        except ValueError:  # C broadcasts the product to a larger shape
+            acc = acc + c
+    if acc.dtype != np.float32:
+        acc = acc.astype(np.float32)  # (the exact sum rounded once)
     b_scale = np.asarray(b_scale).astype(np.float32)
     scale = np.float32(alpha) * _scalar(a_scale) * (b_scale.reshape(1, -1) if b_scale.size > 1 else b_scale.reshape(()))
     if y_scale is None:
-        return (acc.astype(np.float32) * scale).astype(np.float32)
-    return _requantize(acc.astype(np.float32) * (scale / _scalar(y_scale)), y_zero_point, A.dtype)
+        acc *= scale
+        return acc
+    acc *= scale / _scalar(y_scale)
+    return requantize_finite(acc, float(_scalar(y_zero_point)), A.dtype)
+
+
+def _qgemm_constants(B, b_zero_point, C, trans_b):
+    """QGemm's B side, kept between runs for constants: (op(B) - zero point as float32, its largest
+    magnitude, C as float32 or None, max |C|). B's zero point is per column of op(B): per row of a
+    transposed B."""
+    b, b_bound = shifted_operand(B, b_zero_point, row_zero_point=bool(trans_b))
+    if trans_b:
+        b = np.ascontiguousarray(b.T)
+    if C is None:
+        return b, b_bound, None, 0.0
+    c_bound = max(abs(float(C.min())), abs(float(C.max()))) if C.size else 0.0
+    return b, b_bound, C.astype(np.float32), c_bound
 
 
 @kernel("QuantizeLinear", since=1, domain=MS)
