@@ -19,11 +19,17 @@ and every sequence as long as X; everything else takes its general path. What ma
   and two more calls finish the sigmoids. Weights recomputed at every run are not copied: the loop
   halves those rows of each product instead (one more call per step).
 * **One projection, both directions per step.** ``X @ W^T + biases`` for every time step and
-  direction is one matmul before the loop, laid out in *step order*: at step k the forward direction
-  reads time k and the reverse direction time T-1-k. Each step then runs both directions at once (a
-  stacked matmul) and writes into preallocated buffers with positional ``out`` arguments: about ten
-  numpy calls per step for LSTM, whatever the number of directions. The hidden states are collected
-  in step order and put back in time order (and batch-major) at the end.
+  direction is one matmul before the loop (W's rows already gate-major across directions), copied
+  with the biases into *step order* (at step k the forward direction reads time k and the reverse
+  direction time T-1-k) in one call per direction, or one for all when none runs backwards. Each
+  step then runs both directions at once (a stacked matmul) and writes into preallocated buffers
+  with positional ``out`` arguments: about ten numpy calls per step for LSTM, whatever the number of
+  directions. The hidden states are collected in step order and put back in time order (and
+  batch-major) at the end.
+* **Copies along the hidden axis.** Every copy between the batch-major layout of ONNX and the
+  transposed one of the loop iterates with the hidden axis innermost; with the (short) batch axis
+  innermost numpy spends its time starting inner loops of a few elements (the step-order copy of a
+  12-step bidirectional LSTM at batch 3 took 55 us that way, 16 us this way).
 
 The recurrent product is ``R @ h`` unless a caller passes its own (``recurrence(h, out)``):
 com.microsoft::DynamicQuantizeLSTM quantizes ``h`` on the fly there (kernels/contrib/quant_lstm.py).
@@ -65,11 +71,13 @@ def sigmoid_scale(op: str, hidden: int, dtype) -> np.ndarray:
 class Prepared:
     """Weights in the fast path's layout (one set per node's W/R/B).
 
-    Gate rows are ordered gate-major across directions: the state of both directions is one column
-    block [dirs*hidden, batch], and each gate's rows for all directions are one contiguous block of the
-    step's gate buffer. With one direction the recurrence is one product with ``r``; with two, a
-    stacked product with ``r_stacked`` [dirs, gates*hidden, hidden] whose result is copied into the
-    gate-major rows (one call: cheaper than the strided elementwise calls it saves)."""
+    Gate rows are ordered gate-major across directions ([gates, dirs, hidden] flattened): the state of
+    both directions is one column block [dirs*hidden, batch], and each gate's rows for all directions
+    are one contiguous block of the step's gate buffer. ``w_t`` [input, rows] gives the input projection
+    of every step and direction as one product ``X @ w_t``. With one direction the recurrence is one
+    product with ``r``; with two, a stacked product with ``r_stacked`` [dirs, gates*hidden, hidden] whose
+    result is copied into the gate-major rows (one call: cheaper than the strided elementwise calls it
+    saves; a block-diagonal matrix, one product without the copy, measured slower)."""
 
     __slots__ = ("w_t", "bias", "r", "r_stacked", "r_gate", "r_gate_stacked", "gate_bias", "hidden", "dirs",
                  "scaled", "nbytes")
@@ -86,12 +94,10 @@ class Prepared:
         B = np.zeros((dirs, 2 * gates * hidden), dtype) if B is None else np.asarray(B, dtype)
         wb, rb = B[:, : gates * hidden], B[:, gates * hidden:]
         self.scaled, self.hidden, self.dirs = scaled, hidden, dirs
-        # W^T [dirs, in, gates*hidden]: the input projection is X @ W^T (BLAS is faster that way round)
         if scaled:
-            self.w_t = np.ascontiguousarray(np.swapaxes(W * scale[:, None], 1, 2))
+            W = W * scale[:, None]
             R = R * scale[:, None]
-        else:
-            self.w_t = np.swapaxes(W, 1, 2)
+        self.w_t = gate_major(W, gates, hidden).T  # a transposed view: BLAS reads it as it is
         bias = wb + rb
         self.gate_bias = self.r_gate = self.r_gate_stacked = None
         if op == "GRU" and linear_before_reset:
@@ -101,12 +107,11 @@ class Prepared:
             self.gate_bias = np.ascontiguousarray(rb[:, 2 * hidden:].reshape(dirs * hidden, 1))
         elif op == "GRU":
             # Rh (r * h) is a second product per step: kept apart from Rzr
-            self.r_gate, self.r_gate_stacked = _recurrence_matrices(R[:, 2 * hidden:], dirs, 1, hidden)
+            self.r_gate, self.r_gate_stacked = recurrence_matrices(R[:, 2 * hidden:], 1, hidden)
             R = R[:, : 2 * hidden]
             gates -= 1
-        self.r, self.r_stacked = _recurrence_matrices(R, dirs, gates, hidden)
-        # [gates, dirs, hidden] flattened to rows, as the gate buffer
-        self.bias = np.ascontiguousarray((bias * scale).reshape(dirs, -1, hidden).transpose(1, 0, 2)).reshape(-1, 1)
+        self.r, self.r_stacked = recurrence_matrices(R, gates, hidden)
+        self.bias = gate_major((bias * scale)[:, :, None], GATES[op], hidden)
         self.nbytes = sum(a.nbytes for a in (self.w_t, self.r, self.r_stacked, self.r_gate, self.r_gate_stacked,
                                              self.bias, self.gate_bias) if a is not None)
 
@@ -116,32 +121,45 @@ class Prepared:
         and recurrence."""
         prep = cls.__new__(cls)
         prep.w_t = prep.r = prep.r_stacked = prep.r_gate = prep.r_gate_stacked = prep.gate_bias = None
-        dirs = bias.shape[0]
-        prep.bias = np.ascontiguousarray(bias.reshape(dirs, -1, hidden).transpose(1, 0, 2)).reshape(-1, 1)
-        prep.hidden, prep.dirs, prep.nbytes, prep.scaled = hidden, dirs, bias.nbytes, True
+        prep.bias = gate_major(bias[:, :, None], 4, hidden)
+        prep.hidden, prep.dirs, prep.nbytes, prep.scaled = hidden, bias.shape[0], bias.nbytes, True
         return prep
 
 
-def _recurrence_matrices(R, dirs, gates, hidden):
-    """(R [gates*hidden, hidden] for one direction, else None; R [dirs, gates*hidden, hidden])."""
-    stacked = np.ascontiguousarray(R.reshape(dirs, gates * hidden, hidden))
-    return (stacked[0] if dirs == 1 else None), stacked
+def gate_major(rows: np.ndarray, gates: int, hidden: int) -> np.ndarray:
+    """[dirs, gates*hidden, k] -> [gates*dirs*hidden, k]: each gate's rows of every direction together
+    (a view for one direction)."""
+    dirs, _, k = rows.shape
+    return np.ascontiguousarray(rows.reshape(dirs, gates, hidden, k).transpose(1, 0, 2, 3)).reshape(-1, k)
 
 
-def _per_direction(matrices, dirs, hidden):
+def recurrence_matrices(R, gates, hidden):
+    """(R [gates*hidden, hidden] for one direction, else None; R [dirs, gates*hidden, hidden] for two,
+    else None)."""
+    if R.shape[0] == 1:
+        return R[0], None
+    return None, np.ascontiguousarray(R.reshape(R.shape[0], gates * hidden, hidden))
+
+
+def per_direction(matrices, hidden):
     """``product(h, out)``: out = R h for a [dirs*hidden, batch] state, one product per direction (one
-    stacked matmul), copied into the gate-major rows of out."""
+    stacked matmul), copied into the gate-major rows of out. The loops pass the same gate buffer at
+    every step: its views are made once."""
     matmul, copyto = _matmul, np.copyto
-    gates = matrices.shape[1] // hidden
-    buffers = {}
+    dirs, rows, _ = matrices.shape
+    gates = rows // hidden
+    views = [None]
 
     def product(h, out):
-        batch = h.shape[-1]
-        tmp = buffers.get(batch)
-        if tmp is None:
-            tmp = buffers[batch] = np.empty((dirs, gates * hidden, batch), out.dtype)
-        matmul(matrices, h.reshape(dirs, hidden, batch), tmp)
-        copyto(out.reshape(gates, dirs, hidden, batch), tmp.reshape(dirs, gates, hidden, batch).transpose(1, 0, 2, 3))
+        view = views[0]
+        if view is None or view[0] is not out:
+            batch = out.shape[-1]
+            tmp = np.empty((dirs, rows, batch), out.dtype)
+            view = views[0] = (out, tmp, out.reshape(gates, dirs, hidden, batch),
+                               tmp.reshape(dirs, gates, hidden, batch).transpose(1, 0, 2, 3))
+        _, tmp, out4, tmp4 = view
+        matmul(matrices, h.reshape(dirs, hidden, -1), tmp)
+        copyto(out4, tmp4)
     return product
 
 
@@ -156,18 +174,33 @@ def prepared(op, W, R, B, hidden, linear_before_reset) -> Prepared:
                    readonly_inputs=True)
 
 
-def step_order_projection(projected: np.ndarray, bias: np.ndarray, steps: int, batch: int, hidden: int,
-                          reverse: list) -> np.ndarray:
-    """[dirs, T*B, gates*H] input projections (+ bias rows) -> [T, gates*dirs*H, B] in step order
-    (reverse directions read time T-1-k at step k), gate-major across directions."""
-    dirs, _, width = projected.shape
-    gates = width // hidden
-    out = np.empty((steps, gates, dirs, hidden, batch), projected.dtype)
-    bias = bias.reshape(gates, dirs, hidden, 1)
-    for d in range(dirs):
-        p = projected[d].reshape(steps, batch, gates, hidden).transpose(0, 2, 3, 1)
-        np.add(p[::-1] if reverse[d] else p, bias[:, d], out=out[:, :, d])
+def step_inputs(p5: np.ndarray, bias: np.ndarray, reverse: list) -> np.ndarray:
+    """Input projections as a [T, B, gates, dirs, hidden] view (+ the gate-major bias rows) ->
+    [T, gates*dirs*hidden, B] in step order (reverse directions read time T-1-k at step k).
+
+    One call unless a direction runs backwards over more than one step. The copy iterates with the
+    hidden axis innermost (contiguous in the projections): with the batch axis innermost, as the
+    output's own order would have it, numpy copies a few elements per inner loop, 3-7x slower at
+    batch 3."""
+    steps, batch, gates, dirs, hidden = p5.shape
+    out = np.empty((steps, gates, dirs, hidden, batch), p5.dtype)
+    view = out.transpose(0, 4, 1, 2, 3)
+    bias = bias.reshape(gates, dirs, hidden)
+    if steps == 1 or not any(reverse):
+        _add(p5, bias, view)
+    else:
+        for d in range(dirs):
+            p = p5[:, :, :, d]
+            _add(p[::-1] if reverse[d] else p, bias[:, d], view[:, :, :, d])
     return out.reshape(steps, gates * dirs * hidden, batch)
+
+
+def _set_state(out: np.ndarray, value, dirs: int, hidden: int) -> None:
+    """out [dirs*hidden, B] = the [dirs, B, hidden] state ``value`` transposed (zeros when None)."""
+    if value is None:
+        out.fill(0)
+    else:  # hidden innermost (see step_inputs)
+        np.copyto(out.reshape(dirs, hidden, -1).transpose(0, 2, 1), value)
 
 
 def run(op, X, prep: Prepared, initial_states, reverse: list, projected=None, recurrence=None):
@@ -176,48 +209,47 @@ def run(op, X, prep: Prepared, initial_states, reverse: list, projected=None, re
     ``projected``: the input projections X @ W^T (scaled as the prepared weights) as [dirs, T*B, G],
     when the caller computed them (the quantized LSTM); ``recurrence(h, out)`` replaces the recurrent
     product (LSTM only): h is the [dirs*H, B] state, out the [4*dirs*H, B] gate buffer."""
-    steps, batch, _ = X.shape
+    steps, batch, inputs = X.shape
     dirs = len(reverse)
     hidden = prep.hidden
     dtype = X.dtype
-    if projected is None:
-        projected = np.matmul(X.reshape(1, steps * batch, X.shape[2]), prep.w_t)
-        sigmoid_columns = SIGMOID_GATES[op] * hidden
-        if not prep.scaled and sigmoid_columns:
-            np.multiply(projected[..., :sigmoid_columns], 0.5, out=projected[..., :sigmoid_columns])
-    xp = step_order_projection(projected, prep.bias, steps, batch, hidden, reverse)
-    hs = np.empty((steps + 1, dirs * hidden, batch), dtype)  # transposed states, step order
-    h0 = initial_states[0]
-    if h0 is None:
-        hs[0] = 0
-    else:
-        hs[0].reshape(dirs, hidden, batch)[...] = h0.swapaxes(1, 2)
     block = dirs * hidden
-    r, product = prep.r, None
-    if recurrence is not None:
-        product = recurrence
-    elif r is None:
-        product = _per_direction(prep.r_stacked, dirs, hidden)
+    gates = GATES[op]
+    if projected is None:
+        projected = _matmul(X.reshape(steps * batch, inputs), prep.w_t)  # [T*B, rows]
+        sigmoid_columns = SIGMOID_GATES[op] * block
+        if not prep.scaled and sigmoid_columns:
+            _multiply(projected[:, :sigmoid_columns], 0.5, projected[:, :sigmoid_columns])
+        p5 = projected.reshape(steps, batch, gates, dirs, hidden)
+    else:
+        p5 = projected.reshape(dirs, steps, batch, gates, hidden).transpose(1, 2, 3, 0, 4)
+    xp = step_inputs(p5, prep.bias, reverse)
+    hs = np.empty((steps + 1, block, batch), dtype)  # transposed states, step order
+    _set_state(hs[0], initial_states[0], dirs, hidden)
+    r, product = prep.r, recurrence
+    if r is None and product is None:
+        product = per_direction(prep.r_stacked, hidden)
     finals = []
     if op == "LSTM":
-        c0 = initial_states[1]
-        c = np.zeros((block, batch), dtype)
-        if c0 is not None:
-            c.reshape(dirs, hidden, batch)[...] = c0.swapaxes(1, 2)
+        c = np.empty((block, batch), dtype)
+        _set_state(c, initial_states[1], dirs, hidden)
         _lstm_loop(xp, hs, r, product, c, block, prep.scaled)
-        finals = [np.ascontiguousarray(c.reshape(dirs, hidden, batch).swapaxes(1, 2))]
+        finals = [np.ascontiguousarray(c.reshape(dirs, hidden, batch).transpose(0, 2, 1))]
     elif op == "GRU":
         r_gate, gate_product = prep.r_gate, None
-        if prep.gate_bias is None and r is None:
-            r_gate, gate_product = None, _per_direction(prep.r_gate_stacked, dirs, hidden)
+        if prep.gate_bias is None and r_gate is None:
+            gate_product = per_direction(prep.r_gate_stacked, hidden)
         _gru_loop(xp, hs, r, product, r_gate, gate_product, prep.gate_bias, block, prep.scaled)
     else:
         _rnn_loop(xp, hs, r, product)
     states = hs.reshape(steps + 1, dirs, hidden, batch)
     y = np.empty((steps, dirs, batch, hidden), dtype)
-    for d in range(dirs):
-        np.copyto(y[:, d], (states[:0:-1, d] if reverse[d] else states[1:, d]).swapaxes(1, 2))
-    return (y, np.ascontiguousarray(states[steps].swapaxes(1, 2)), *finals)
+    if not any(reverse):
+        np.copyto(y, states[1:].transpose(0, 1, 3, 2))
+    else:
+        for d in range(dirs):
+            np.copyto(y[:, d], (states[:0:-1, d] if reverse[d] else states[1:, d]).transpose(0, 2, 1))
+    return (y, np.ascontiguousarray(states[steps].transpose(0, 2, 1)), *finals)
 
 
 def _rnn_loop(xp, hs, r, product):
