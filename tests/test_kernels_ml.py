@@ -105,8 +105,9 @@ V5_TREE = dict(  # TreeEnsemble (opset 5): one tree with a BRANCH_MEMBER root an
 )
 X_MEMBER = np.array([[1.0, 0, 0.7], [3.0, 0, 0.1], [2.0, 0, 0.9], [-1.0, 0, 0.2], [0.5, 0, 0.4]], np.float32)
 
-def random_forest(n_trees, depth, n_features, seed, mode="BRANCH_LEQ", n_targets=2):
-    """Complete binary regression trees of ``depth`` (legacy encoding), every interior node one ``mode``."""
+def random_forest(n_trees, depth, n_features, seed, mode="BRANCH_LEQ", n_targets=2, missing_tracks=0.5):
+    """Complete binary regression trees of ``depth`` (legacy encoding), every interior node one ``mode``;
+    a node sends missing values to its true branch with probability ``missing_tracks``."""
     rng = np.random.default_rng(seed)
     attrs = {k: [] for k in ("nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_values", "nodes_modes",
                              "nodes_truenodeids", "nodes_falsenodeids", "nodes_missing_value_tracks_true",
@@ -120,7 +121,7 @@ def random_forest(n_trees, depth, n_features, seed, mode="BRANCH_LEQ", n_targets
                          ("nodes_values", 0.0 if leaf else float(rng.normal())),
                          ("nodes_modes", "LEAF" if leaf else mode), ("nodes_truenodeids", 0 if leaf else 2 * n + 1),
                          ("nodes_falsenodeids", 0 if leaf else 2 * n + 2),
-                         ("nodes_missing_value_tracks_true", int(not leaf and rng.random() < 0.5))):
+                         ("nodes_missing_value_tracks_true", int(not leaf and rng.random() < missing_tracks))):
                 attrs[k].append(v)
             if leaf:
                 for target in range(n_targets):
@@ -128,6 +129,20 @@ def random_forest(n_trees, depth, n_features, seed, mode="BRANCH_LEQ", n_targets
                                  ("target_weights", float(rng.normal()))):
                         attrs[k].append(v)
     return dict(attrs, n_targets=n_targets)
+
+
+def random_forest_classifier(n_trees, depth, n_features, seed, labels, voted=None, **options):
+    """:func:`random_forest` as a TreeEnsembleClassifier: one target per label, the weights made non-negative
+    (with ``voted``, every leaf votes for that class only, as skl2onnx writes binary classifiers)."""
+    forest = random_forest(n_trees, depth, n_features, seed, n_targets=len(labels) if voted is None else 1,
+                           **options)
+    forest.pop("n_targets")
+    classes = {k.replace("target_", "class_"): forest.pop(k) for k in list(forest) if k.startswith("target_")}
+    if voted is not None:
+        classes["class_ids"] = [voted] * len(classes["class_ids"])
+    classes["class_weights"] = [abs(w) for w in classes["class_weights"]]
+    key = "classlabels_strings" if isinstance(labels[0], str) else "classlabels_int64s"
+    return dict(forest, **classes, **{key: labels})
 
 
 X_WIDE = np.random.default_rng(7).normal(size=(40, 5)).astype(np.float32)
@@ -274,6 +289,25 @@ CASES = [
      random_forest(7, 3, 5, seed=2, mode="BRANCH_GT")),
     ("forest_depth4_lt_one_row", "TreeEnsembleRegressor", XF, [("Y", F)], {"X": X_WIDE[:1]},
      random_forest(5, 4, 5, seed=3, mode="BRANCH_LT", n_targets=1)),
+    # single-mode forests whose nodes track no missing value: NaN goes where the comparison sends it
+    ("forest_depth5_no_tracks_nan", "TreeEnsembleRegressor", XF, [("Y", F)], {"X": X_WIDE},
+     dict(random_forest(12, 5, 5, seed=4, missing_tracks=0), aggregate_function="AVERAGE", base_values=[0.5, -1])),
+    ("forest_depth2_one_target_sum", "TreeEnsembleRegressor", XF, [("Y", F)], {"X": X_WIDE[:7]},
+     random_forest(30, 2, 5, seed=5, n_targets=1, missing_tracks=0)),
+    ("forest_tracks_without_nan_input", "TreeEnsembleRegressor", XF, [("Y", F)], {"X": np.nan_to_num(X_WIDE)},
+     random_forest(6, 4, 5, seed=6)),
+    ("forest_double_input", "TreeEnsembleRegressor", [("X", D)], [("Y", F)], {"X": X_WIDE.astype(np.float64)},
+     random_forest(6, 3, 5, seed=7, missing_tracks=0)),
+    ("forest_classifier_three_classes", "TreeEnsembleClassifier", XF, LABEL_SCORE, {"X": X_WIDE},
+     random_forest_classifier(8, 4, 5, seed=8, labels=[3, 5, 9], missing_tracks=0)),
+    ("forest_classifier_softmax_strings_tracks", "TreeEnsembleClassifier", XF, [("Y", S), ("Z", F)],
+     {"X": np.nan_to_num(X_WIDE)},
+     dict(random_forest_classifier(5, 3, 5, seed=9, labels=["a", "b", "c", "d"]), post_transform="SOFTMAX")),
+    ("forest_classifier_binary_one_voted_class", "TreeEnsembleClassifier", XF, LABEL_SCORE, {"X": X_WIDE},
+     random_forest_classifier(6, 3, 5, seed=10, labels=[0, 1], voted=1, missing_tracks=0)),
+    ("forest_classifier_binary_voted_class0_logistic", "TreeEnsembleClassifier", XF, [("Y", S), ("Z", F)],
+     {"X": X_WIDE}, dict(random_forest_classifier(6, 3, 5, seed=11, labels=["no", "yes"], voted=0, missing_tracks=0),
+                         post_transform="LOGISTIC", base_values=[0.1])),
     ("tree_ensemble_v5_member", "TreeEnsemble", XF, [("Y", F)], {"X": X_MEMBER},
      dict(V5_TREE, n_targets=2), 5),
     ("tree_ensemble_v5_max", "TreeEnsemble", XF, [("Y", F)], {"X": X_MEMBER},
@@ -421,6 +455,46 @@ def test_two_forests_in_one_model_keep_their_own_trees():
     a2, b2 = ev.run(None, {"X": X_WIDE[::-1].copy()})
     np.testing.assert_array_equal(a2, a1[::-1])
     np.testing.assert_array_equal(b2, b1[::-1])
+
+
+# Single-mode forests walk small batches with tables laid out per (sample, node slot) (ml_tree._BatchWalk);
+# larger batches, NaN inputs to nodes that track missing values, and mixed modes take the per-walker walk.
+# (case id, whether the batch walk runs)
+BATCH_WALK = [
+    ("forest_depth5_leq_nan", False),  # NaN in the input and nodes that track it
+    ("forest_depth3_gt_nan", False),
+    ("forest_depth4_lt_one_row", False),  # one row with a NaN
+    ("forest_depth5_no_tracks_nan", True),
+    ("forest_depth2_one_target_sum", True),
+    ("forest_tracks_without_nan_input", True),
+    ("forest_double_input", True),
+    ("forest_classifier_three_classes", True),
+    ("forest_classifier_softmax_strings_tracks", True),
+    ("forest_classifier_binary_one_voted_class", True),
+    ("forest_classifier_binary_voted_class0_logistic", True),
+    ("tree_regressor_single_mode_leq", False),
+    ("tree_classifier", False),  # mixed modes
+]
+
+
+@pytest.mark.parametrize("name, batch_walk", BATCH_WALK, ids=[b[0] for b in BATCH_WALK])
+def test_batch_walk_equals_the_per_walker_walk(name, batch_walk, monkeypatch):
+    """The batch walk (checked against onnxruntime in CASES) gives exactly what the per-walker walk gives."""
+    from onnxtext.evaluator.kernels import ml_tree
+
+    _, op, inputs, outputs, feeds, attrs, *opset = next(c for c in CASES if c[0] == name)
+    model = make_model(op, inputs, outputs, attrs)
+    calls = []
+    sums = ml_tree._BatchWalk.sums
+    monkeypatch.setattr(ml_tree._BatchWalk, "sums", lambda self, x: calls.append(1) or sums(self, x))
+    fast = Evaluator(model).run(None, feeds)
+    assert bool(calls) == batch_walk
+    monkeypatch.setattr(ml_tree, "BATCH_TABLE_BYTES", 0)
+    calls.clear()
+    reference = Evaluator(model).run(None, feeds)
+    assert not calls
+    for f, r in zip(fast, reference):
+        np.testing.assert_array_equal(f, r)
 
 
 # TfIdfVectorizer counts small inputs with dict lookups and large ones with a vectorized key search

@@ -45,8 +45,9 @@ class Forest:
     leaf_weight: np.ndarray   # [K] float64
     _derived: dict = field(default_factory=dict, repr=False, compare=False)  # walk tables, leaf values
     labels: np.ndarray | None = None  # a classifier's class labels
-    one_voted_class: bool = False  # a classifier whose leaves all vote for one class
-    nonnegative_weights: bool = True  # a classifier's leaf weights are all >= 0 (probabilities, not margins)
+    binary: "_BinaryClassifier | None" = None  # a two-label classifier whose leaves all vote for one class
+    base_values: np.ndarray | None = None  # float64, None when absent or empty
+    n_targets: int = 0  # a regressor's number of targets
 
     def _walk_tables(self):
         """(compare ufunc, children [2M]: false then true child of each node, depth) for the single-mode
@@ -67,6 +68,22 @@ class Forest:
                     walk = (ops[int(modes[0])] if modes.size else np.less_equal, children, depth)
             self._derived["walk"] = walk
         return self._derived["walk"]
+
+    def _batch_tables(self, x: np.ndarray, n_targets: int, aggregate: str):
+        """:class:`_BatchWalk` tables for a batch shaped like ``x`` (kept for the last shape seen), or None
+        when the forest or the batch does not fit that walk (see :meth:`_scores_small_batch`)."""
+        key = ("batch", x.shape, x.dtype, n_targets, aggregate)
+        entry = self._derived.get("batch")
+        if entry is not None and entry[0] == key:
+            return entry[1]
+        walk = self._walk_tables()
+        tables = None
+        if walk is not None and walk[2] > 0 and aggregate in ("SUM", "AVERAGE") and x.dtype.kind in "fiub":
+            slots = x.shape[0] * 2 * self.mode.size
+            if slots * (24 + 8 * n_targets) <= BATCH_TABLE_BYTES:
+                tables = _BatchWalk(self, x, walk, self._leaf_values(n_targets, aggregate)[0])
+        self._derived["batch"] = (key, tables)
+        return tables
 
     def leaves(self, X: np.ndarray) -> np.ndarray:
         """Leaf node index reached by every (sample, tree): [N, T]."""
@@ -128,7 +145,14 @@ class Forest:
 
     def scores(self, X: np.ndarray, n_targets: int, aggregate: str, base_values) -> np.ndarray:
         """Aggregated leaf values per target, base values added: [N, n_targets] float64."""
-        leaves = self.leaves(as_rows(X))
+        x = as_rows(X)
+        batch = self._batch_tables(x, n_targets, aggregate)
+        if batch is not None and (not batch.nan_sensitive or not np.isnan(x.sum())):
+            out = batch.sums(x)
+            if aggregate == "AVERAGE":
+                out /= self.roots.size
+            return out if base_values is None else out + base_values
+        leaves = self.leaves(x)
         n_trees = self.roots.size
         node_values, has_value = self._leaf_values(n_targets, aggregate)  # [targets, nodes]
         # [targets, N, T]: the trees are the last, contiguous axis, which numpy reduces fastest
@@ -158,6 +182,60 @@ class Forest:
             has_value[self.leaf_node, self.leaf_target] = True
             self._derived[key] = (np.ascontiguousarray(node_values.T), np.ascontiguousarray(has_value.T))
         return self._derived[key]
+
+
+#: Largest tables (bytes) :class:`_BatchWalk` builds for one batch shape; larger batches take the
+#: walk of :meth:`Forest._leaves_single_mode`, whose tables do not grow with the batch.
+BATCH_TABLE_BYTES = 8 << 20
+
+
+class _BatchWalk:
+    """The single-mode walk with every table laid out per (sample, node slot), for one batch shape.
+
+    A walker's position is a slot ``d = sample * 2M + 2 * node`` over the whole batch, so one step is
+    ``d = child[d + go_true]`` with ``go_true = compare(x_flat[feature[d]], threshold[d])``: four
+    gathers, a comparison and an addition, none of them adding per-sample offsets. The last step reads
+    the value of the leaf it goes to (``edge_values``) instead of its slot, and the sum over the trees
+    is one reduction. Leaves loop onto themselves, so walkers that reach a leaf early stay there.
+    Comparisons run in the input's float32 when every threshold is a float32 value (what skl2onnx
+    writes), so no float64 copy of the input is made; otherwise in float64.
+    """
+
+    __slots__ = ("feature", "threshold", "child", "edge_values", "start", "compare", "depth", "shape", "dtype",
+                 "nan_sensitive")
+
+    def __init__(self, forest: Forest, x: np.ndarray, walk, node_values: np.ndarray):
+        compare, children, depth = walk
+        n, width = x.shape
+        m = forest.mode.size
+        slots = np.arange(n, dtype=np.int64)[:, None] * (2 * m)  # first slot of each sample
+        threshold = forest.threshold
+        exact32 = x.dtype == np.float32 and bool(np.all(threshold.astype(np.float32) == threshold))
+        self.dtype = np.dtype(np.float32) if exact32 else np.dtype(np.float64)
+        self.feature = (np.arange(n, dtype=np.int64)[:, None] * width + np.repeat(forest.feature, 2)).ravel()
+        self.threshold = np.tile(np.repeat(threshold.astype(self.dtype), 2), n)
+        self.child = (slots + 2 * children).ravel()  # children[2n + g] is node n's child for outcome g
+        # [targets, 2M]: the value of the node each edge leads to (targets first: take along the last
+        # axis and a sum over the contiguous trees axis cost a fraction of gathering [N * T, targets] rows)
+        values = node_values[:, children]
+        self.edge_values = np.tile(values[0], n) if values.shape[0] == 1 else np.tile(values, (1, n))
+        self.start = (slots + 2 * forest.roots).ravel()
+        self.compare, self.depth, self.shape = compare, depth, (n, forest.roots.size, node_values.shape[0])
+        # NaN goes where the comparison sends it (false, true for NEQ) unless a node tracks missing values
+        self.nan_sensitive = bool(forest.nan_true[forest.mode != LEAF].any())
+
+    def sums(self, x: np.ndarray) -> np.ndarray:
+        """[N, targets] float64: the leaf values of every tree summed per sample."""
+        flat = x.astype(self.dtype, copy=False).ravel()
+        feature, threshold, child, compare = self.feature, self.threshold, self.child, self.compare
+        d = self.start
+        for _ in range(self.depth - 1):
+            d = child[d + compare(flat[feature[d]], threshold[d])]
+        d = d + compare(flat[feature[d]], threshold[d])
+        n, trees, targets = self.shape
+        if targets == 1:
+            return self.edge_values[d].reshape(n, trees).sum(axis=1, keepdims=True)
+        return self.edge_values.take(d, axis=1).reshape(targets, n, trees).sum(axis=2).T
 
 
 def _depth(roots, true_child, false_child, interior):
@@ -224,47 +302,51 @@ def _legacy_forest(a: dict, prefix: str) -> Forest:
 
 
 def _base_values(a):
-    """The base values as a float64 array (None when absent or empty), once per node."""
+    """The base values as a float64 array (None when absent or empty)."""
     tensor, values = a.get("base_values_as_tensor"), a.get("base_values")
+    b = np.asarray(tensor if tensor is not None else values if values is not None else [], np.float64).ravel()
+    return b if b.size else None
 
-    def build():
-        b = np.asarray(tensor if tensor is not None else values if values is not None else [], np.float64).ravel()
-        return b if b.size else None
-    return derived("tree-base-values", (tensor, values), build)
+
+def _regressor_forest(a: dict) -> Forest:
+    forest = _legacy_forest(a, "target")
+    forest.base_values = _base_values(a)
+    forest.n_targets = a.get("n_targets") or int(forest.leaf_target.max(initial=0)) + 1
+    return forest
 
 
 @kernel("TreeEnsembleRegressor", since=1, domain=ML)
 def tree_ensemble_regressor(X, **a):
-    forest = cached_forest("target", a, lambda a: _legacy_forest(a, "target"))
-    n_targets = a.get("n_targets") or int(forest.leaf_target.max(initial=0)) + 1
-    scores = forest.scores(X, n_targets, a["aggregate_function"], _base_values(a))
-    return post_transform(scores, a["post_transform"]).astype(np.float32)
+    forest = cached_forest("target", a, _regressor_forest)
+    scores = forest.scores(X, forest.n_targets, a["aggregate_function"], forest.base_values)
+    transform = a["post_transform"]
+    return (scores if transform == "NONE" else post_transform(scores, transform)).astype(np.float32)
 
 
 @kernel("TreeEnsembleClassifier", since=1, domain=ML)
 def tree_ensemble_classifier(X, **a):
     forest = cached_forest("class", a, _classifier_forest)
     labels = forest.labels
-    scores = forest.scores(X, len(labels), "SUM", None)
-    base = _base_values(a)
+    scores = forest.scores(X, labels.size, "SUM", None)
     transform = a["post_transform"]
-    if forest.one_voted_class and len(labels) == 2:
-        return _binary_scores(scores, forest, base, labels, transform)
-    if base is not None and len(base):
-        scores = scores + base
-    label = labels[np.argmax(scores, axis=1)]
-    return label, post_transform(scores, transform).astype(np.float32)
+    if forest.binary is not None:
+        return forest.binary.outputs(scores, transform)
+    if forest.base_values is not None:
+        scores += forest.base_values
+    label = labels[scores.argmax(axis=1)]
+    return label, (scores if transform == "NONE" else post_transform(scores, transform)).astype(np.float32)
 
 
 def _classifier_forest(a: dict) -> Forest:
     forest = _legacy_forest(a, "class")
     forest.labels = class_labels(a.get("classlabels_strings"), a.get("classlabels_int64s"))
-    forest.one_voted_class = np.unique(forest.leaf_target).size == 1
-    forest.nonnegative_weights = bool(np.all(forest.leaf_weight >= 0))
+    forest.base_values = _base_values(a)
+    if np.unique(forest.leaf_target).size == 1 and forest.labels.size == 2:
+        forest.binary = _BinaryClassifier(forest)
     return forest
 
 
-def _binary_scores(scores, forest, base, labels, transform):
+class _BinaryClassifier:
     """Two labels but every leaf votes for the same class (onnxruntime's conventions, which converters
     such as skl2onnx rely on).
 
@@ -274,23 +356,44 @@ def _binary_scores(scores, forest, base, labels, transform):
     * Votes for class 0 (gradient-boosting style): s (plus base_values[0]) is the positive class's
       score and Z gets both columns: [1 - T(s), T(s)] for probabilities, [L(-s), L(s)] for margins
       under LOGISTIC L, [-s, s] for margins otherwise.
+    Each column pair is ``s[:, None] * slope + intercept`` (T, L applied where they belong), so the
+    outputs cost a handful of numpy calls.
     """
-    voted = int(forest.leaf_target[0]) if forest.leaf_target.size else 1
-    s = scores[:, voted]
-    probabilities = forest.nonnegative_weights
-    if voted == 0 and base is not None and len(base):
-        s = s + float(np.asarray(base).ravel()[0])
-    label = np.where(s > (0.5 if probabilities else 0.0), labels[1], labels[0]).astype(labels.dtype)
-    if voted == 1:
-        z = post_transform(np.stack([np.zeros_like(s), s], axis=1), transform)
-    elif probabilities:
-        t = post_transform(s, transform) if transform in ("LOGISTIC", "PROBIT") else s
-        z = np.stack([1 - t, t], axis=1)
-    elif transform == "LOGISTIC":
-        z = np.stack([post_transform(-s, "LOGISTIC"), post_transform(s, "LOGISTIC")], axis=1)
-    else:
-        z = np.stack([-s, s], axis=1)
-    return label, z.astype(np.float32)
+
+    __slots__ = ("voted", "probabilities", "shift", "labels", "threshold")
+
+    def __init__(self, forest: Forest):
+        self.voted = int(forest.leaf_target[0]) if forest.leaf_target.size else 1
+        self.probabilities = bool(np.all(forest.leaf_weight >= 0))
+        base = forest.base_values
+        self.shift = float(base[0]) if self.voted == 0 and base is not None else None
+        self.labels = forest.labels
+        self.threshold = 0.5 if self.probabilities else 0.0
+
+    def outputs(self, scores: np.ndarray, transform: str):
+        s = scores[:, self.voted]
+        if self.shift is not None:
+            s = s + self.shift
+        label = self.labels[(s > self.threshold).view(np.int8)]
+        if self.voted == 1:  # [0, s], transformed as a pair
+            z = s[:, None] * _ZERO_ONE
+            if transform != "NONE":
+                z = post_transform(z, transform)
+        elif self.probabilities:
+            t = post_transform(s, transform) if transform in ("LOGISTIC", "PROBIT") else s
+            z = t[:, None] * _MINUS_PLUS
+            z += _ONE_ZERO
+        elif transform == "LOGISTIC":  # [L(-s), L(s)] = 1 / (1 + exp([s, -s]))
+            z = np.exp(s[:, None] * _PLUS_MINUS)
+            z += 1
+            z = np.reciprocal(z, out=z)
+        else:
+            z = s[:, None] * _MINUS_PLUS
+        return label, z.astype(np.float32)
+
+
+_ZERO_ONE, _ONE_ZERO = np.array([0.0, 1.0]), np.array([1.0, 0.0])
+_MINUS_PLUS, _PLUS_MINUS = np.array([-1.0, 1.0]), np.array([1.0, -1.0])
 
 
 @kernel("TreeEnsemble", since=5, domain=ML)
