@@ -137,9 +137,20 @@ def _target_of(to):
     return dtypes.from_enum(int(to))
 
 
+# numpy's own types, between which astype is the ONNX conversion whenever the source is an integer or
+# bool, or both are floats (float -> integer truncates and saturates specially: cast_array)
+_PLAIN = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                                          np.uint32, np.uint64, np.float16, np.float32, np.float64))
+
+
 @kernel("Cast", since=1)
 def cast(x, to, saturate=1, round_mode="up"):
-    return np.asarray(cast_array(x, _target_of(to), saturate, round_mode))
+    target = _target_of(to)
+    if type(x) is np.ndarray:
+        source, out = x.dtype, target.np
+        if source in _PLAIN and out in _PLAIN and (source.kind in "iub" or out.kind == "f" == source.kind):
+            return x.astype(out)  # (a copy when the types are equal, as cast_array; a run silences float warnings)
+    return np.asarray(cast_array(x, target, saturate, round_mode))
 
 
 @kernel("CastLike", since=15)

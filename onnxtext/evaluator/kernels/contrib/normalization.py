@@ -54,10 +54,42 @@ def _wide(x):
     return x if x.dtype in (np.float32, np.float64) else x.astype(np.float32)
 
 
+_MEAN_WEIGHTS: dict = {}
+
+
+def _row_means(x: np.ndarray) -> np.ndarray:
+    """Means over the last axis (kept as 1) of float32 ``x`` as one matrix-vector product with a column
+    of 1/n (one BLAS call instead of a reduction and a division)."""
+    n = x.shape[-1]
+    w = _MEAN_WEIGHTS.get(n)
+    if w is None:
+        w = _MEAN_WEIGHTS[n] = np.full((n, 1), 1 / n, np.float32)
+    return np.matmul(x, w)
+
+
+def _normalized_in_place(total: np.ndarray, gamma, beta, epsilon, simplified) -> np.ndarray:
+    """The layer (or RMS) normalization of a fresh float32 ``total`` over its last axis, in ``total``'s
+    buffer: 9 numpy calls (the general :func:`_layer_norm` makes 15 and keeps the statistics)."""
+    if not simplified:
+        np.subtract(total, _row_means(total), out=total)
+    var = _row_means(np.square(total))
+    var += np.float32(epsilon)
+    np.sqrt(var, out=var)
+    total /= var
+    total *= gamma
+    if beta is not None:
+        total += beta
+    return total
+
+
 def _skip_norm(ctx, input, skip, gamma, beta, bias, epsilon, simplified):
     total = _wide(input) + _wide(skip)
     if bias is not None:
         total += _wide(bias)
+    if ctx.num_outputs == 1 and total.dtype == np.float32 and total.ndim and total.shape[-1] and \
+            gamma.dtype == input.dtype and (beta is None or beta.dtype == input.dtype):
+        y = _normalized_in_place(total, _wide(gamma), None if beta is None else _wide(beta), epsilon, simplified)
+        return y.astype(input.dtype, copy=False)
     y, mean, inv_std = _layer_norm(total, gamma, beta, epsilon, simplified)
     y = y.astype(input.dtype, copy=False)
     if ctx.num_outputs == 1:  # (the usual node: the optional outputs, a float16 copy of the sum, not made)
@@ -89,29 +121,36 @@ kernel("SimplifiedLayerNormalization", since=1, domain=MS)(_simplified_layer_nor
 kernel("SimplifiedLayerNormalization", since=1)(_simplified_layer_normalization)
 
 
-@kernel("EmbedLayerNormalization", since=1, domain=MS)
-def embed_layer_normalization(input_ids, segment_ids, word_embedding, position_embedding,
+@kernel("EmbedLayerNormalization", since=1, domain=MS, context=True)
+def embed_layer_normalization(ctx, input_ids, segment_ids, word_embedding, position_embedding,
                               segment_embedding=None, gamma=None, beta=None, mask=None, position_ids=None,
                               *, epsilon=_DEFAULT_EPSILON, mask_index_type=1):
     """Word + position (+ segment) embeddings, layer-normalized; mask_index = count of mask ones per row
     (zeros without a mask, as onnxruntime writes)."""
     batch, seq = input_ids.shape
-    if position_ids is None:
-        positions = np.broadcast_to(np.arange(seq), (batch, seq))
+    if position_ids is None:  # positions 0 .. seq-1 for every row: the table's first rows, broadcast
+        total = _wide(word_embedding[input_ids]) + _wide(position_embedding[:seq])
     else:
-        positions = np.broadcast_to(position_ids, (batch, seq))
-    total = _wide(word_embedding[input_ids]) + _wide(position_embedding[positions])
+        total = _wide(word_embedding[input_ids]) + _wide(position_embedding[np.broadcast_to(position_ids,
+                                                                                           (batch, seq))])
     if segment_ids is not None and segment_embedding is not None:
-        total = total + _wide(segment_embedding[segment_ids])
-    y, _, _ = _layer_norm(total, gamma, beta, epsilon, simplified=False)
-    y = y.astype(word_embedding.dtype)
+        total += _wide(segment_embedding[segment_ids])
+    want_sum = ctx.num_outputs > 2 and bool(ctx.node.output[2])
+    if not want_sum and total.dtype == np.float32 and total.shape[-1] and gamma is not None and \
+            gamma.dtype == word_embedding.dtype and (beta is None or beta.dtype == word_embedding.dtype):
+        y = _normalized_in_place(total, _wide(gamma), None if beta is None else _wide(beta), epsilon, False)
+    else:
+        y, _, _ = _layer_norm(total, gamma, beta, epsilon, simplified=False)
+    y = y.astype(word_embedding.dtype, copy=False)
     if mask is not None:
-        mask_index = np.sum(mask != 0, axis=1).astype(np.int32)
+        mask_index = np.count_nonzero(mask, axis=1).astype(np.int32)
     else:  # (onnxruntime writes zeros when no mask is given)
         mask_index = np.zeros(batch, np.int32)
     if not mask_index_type:
         mask_index = np.zeros(0, np.int32)
-    return y, mask_index, total.astype(word_embedding.dtype)
+    if ctx.num_outputs < 3:
+        return y, mask_index
+    return y, mask_index, total.astype(word_embedding.dtype) if want_sum else None
 
 
 @kernel("LayerNormalization", since=1)
