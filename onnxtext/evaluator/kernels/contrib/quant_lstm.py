@@ -138,41 +138,54 @@ def _quantized_recurrence(r_rows, r_bound, r_scales):
     Written out in place of :func:`..quantize.dynamic_quantize_uint8` for every direction at once, with
     the same float32 arithmetic. Two of its steps drop out: the lower clamp of the codes (the zero point
     is round(-low / scale), so the smallest value's code is exactly 0) and the all-zero special case (a
-    zero range gets the smallest normal scale instead of 1: every code is 0 either way). The loop
-    passes the same state and gate buffers at every step: their views are made once per batch size."""
+    zero range gets the smallest normal scale instead of 1: every code is 0 either way). Every call
+    writes into buffers made once per gate buffer (the loop passes the same one at every step), over
+    contiguous memory: the integer product and its scaling run direction-major, and two directions are
+    copied into the gate-major rows at the end (one call; scaling through the strided gate-major view
+    cost three times more)."""
     dirs, rows, hidden = r_rows.shape
-    minimum, maximum, subtract, divide, rint, add, multiply, matmul = (
-        np.minimum, np.maximum, np.subtract, np.divide, np.rint, np.add, np.multiply, np.matmul)
+    minimum, maximum, subtract, divide, rint, add, multiply, matmul, copyto = (
+        np.minimum, np.maximum, np.subtract, np.divide, np.rint, np.add, np.multiply, np.matmul, np.copyto)
     low_reduce, high_reduce = np.minimum.reduce, np.maximum.reduce
     # codes - zero point are within [-255, 255]: one float32 product is exact when every partial sum is
     exact = hidden * 255.0 * r_bound < 2 ** 24
-    r_scales = r_scales.reshape(dirs, 4, hidden, 1).transpose(1, 0, 2, 3)  # per gate row, gate-major
-    views = {}
+    r_scales = r_scales.reshape(dirs, -1, 1)  # per gate row (or per direction), direction-major
+    single = r_rows[0] if dirs == 1 else None
+    buffers = [None]
 
     def recurrence(h, out):
-        batch = h.shape[-1]
-        view = views.get(batch)
-        if view is None or view[0] is not out:
-            acc = np.empty((dirs, rows, batch), np.float32)
-            view = views[batch] = (out, out.reshape(4, dirs, hidden, batch), acc,
-                                   acc.reshape(dirs, 4, hidden, batch).transpose(1, 0, 2, 3))
-        _, out4, acc, acc4 = view
-        h = h.reshape(dirs, hidden, batch)
-        low = low_reduce(h, axis=(1, 2), keepdims=True, initial=0.0)
-        high = high_reduce(h, axis=(1, 2), keepdims=True, initial=0.0)
-        scale = subtract(high, low)
+        buf = buffers[0]
+        if buf is None or buf[0] is not out:
+            batch = out.shape[-1]
+            acc = out if dirs == 1 else np.empty((dirs, rows, batch), np.float32)
+            codes = np.empty((dirs, hidden * batch), np.float32)
+            buf = buffers[0] = (out, acc, acc.reshape(dirs, rows, batch), codes, codes.reshape(dirs, hidden, batch),
+                                np.empty((dirs, 1), np.float32), np.empty((dirs, 1), np.float32),
+                                np.empty(r_scales.shape, np.float32),
+                                None if dirs == 1 else (out.reshape(4, dirs, hidden, batch),
+                                                        acc.reshape(dirs, 4, hidden, batch).transpose(1, 0, 2, 3)))
+        _, acc, acc3, codes, codes3, scale, zero_point, row_scales, gate_major = buf
+        flat = h.reshape(dirs, -1)
+        low = low_reduce(flat, 1, None, None, True, 0.0)  # axis 1, keepdims, initial 0
+        subtract(high_reduce(flat, 1, None, None, True, 0.0), low, scale)
         divide(scale, _F255, scale)
         maximum(scale, _TINY, out=scale)
-        zero_point = divide(low, scale)
+        divide(low, scale, zero_point)
         rint(zero_point, zero_point)  # minus the zero point
-        codes = divide(h, scale)
+        add(zero_point, _F255, zero_point)  # 255 - zero point
+        divide(flat, scale, codes)
         rint(codes, codes)
-        minimum(codes, add(zero_point, _F255), out=codes)  # codes - zero point <= 255 - zero point
-        if exact:
-            matmul(r_rows, codes, acc)
+        minimum(codes, zero_point, out=codes)  # codes - zero point <= 255 - zero point
+        if not exact:
+            acc3[...] = integer_product(r_rows, codes3, r_bound, 255.0)
+        elif single is not None:
+            matmul(single, codes3[0], acc)
         else:
-            acc[...] = integer_product(r_rows, codes, r_bound, 255.0)
-        multiply(acc4, multiply(scale.reshape(1, dirs, 1, 1), r_scales), out4)
+            matmul(r_rows, codes3, acc)
+        multiply(r_scales, scale.reshape(dirs, 1, 1), row_scales)
+        multiply(acc3, row_scales, acc3)
+        if gate_major is not None:
+            copyto(*gate_major)
     return recurrence
 
 
