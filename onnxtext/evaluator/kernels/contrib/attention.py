@@ -37,11 +37,28 @@ def _merge(x):
     return x.transpose(0, 2, 1, 3).reshape(b, s, n * h)
 
 
+_MASKS: dict = {}  # (mask bytes, shape, type, geometry) -> additive mask: the same mask comes every run
+_MASKS_KEPT = 64
+
+
 def _padding_mask(mask, batch, seq, total, mask_filter_value):
-    """The additive (B, 1, S, T) float32 mask of an onnxruntime ``mask_index`` / key padding mask."""
+    """The additive (B, 1, S, T) float32 mask of an onnxruntime ``mask_index`` / key padding mask
+    (read-only: kept per mask value, as a run's mask is usually the previous run's)."""
     if mask is None:
         return None
     mask = np.asarray(mask)
+    key = (mask.tobytes(), mask.shape, mask.dtype.str, batch, seq, total, mask_filter_value)
+    out = _MASKS.get(key)
+    if out is None:
+        if len(_MASKS) >= _MASKS_KEPT:
+            _MASKS.clear()
+        out = _MASKS[key] = _additive_mask(mask, batch, seq, total, mask_filter_value)
+        if out is not None:
+            out.flags.writeable = False
+    return out
+
+
+def _additive_mask(mask, batch, seq, total, mask_filter_value):
     positions = np.arange(total)
     if mask.ndim == 1:  # key padding: the same for every query, (B, 1, 1, T)
         end = mask[:batch].astype(np.int64)
@@ -84,8 +101,23 @@ def _attend(q, k, v, scale, mask=None, bias=None, causal=None, keep_scores=False
     kept = scores.copy() if keep_scores else None
     scores -= row_max(scores)
     np.exp(scores, out=scores)
-    scores /= np.add.reduce(scores, axis=-1, keepdims=True)
+    scores /= _row_sums(scores)
     return np.matmul(scores, v), kept
+
+
+_ONES: dict = {}
+
+
+def _row_sums(x):
+    """Sums over the last axis, kept as 1: one matrix-vector product with a column of ones for float32
+    (BLAS; numpy's reduction along short rows costs twice as much)."""
+    if x.dtype != np.float32:
+        return np.add.reduce(x, axis=-1, keepdims=True)
+    n = x.shape[-1]
+    ones = _ONES.get(n)
+    if ones is None:
+        ones = _ONES[n] = np.ones((n, 1), np.float32)
+    return np.matmul(x, ones)
 
 
 def _scale(scale, head_size):
