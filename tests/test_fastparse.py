@@ -123,6 +123,34 @@ EDGE = [
     'g (float x) => (float y) {\n  /// doc of the node\n  y = Foo(x)\n}',
     'g (float x) => (float y) {\n  @doc_string "d" y = Foo(x)\n}',
     'g (float x) => (float y) { y = Foo(x)\x0b }',
+    # @metadata_props blocks of string pairs (read in one step: every layout, escapes, odd backslash runs, errors)
+    'g (float x) => (float y) {\n  @metadata_props ["k": "v", "k2": "v2"]\n  y = Foo(x)\n}',
+    'g (float x) => (float y) {\n  @metadata_props [\n    "k": "v",\n    "k2" : "v2",\n  ]\n  y = Foo(x)\n}',
+    'g (float x) => (float y) {\n  @metadata_props [ "k":"v" ] y = Foo(x) z = Bar(y) }',
+    'g (float x) => (float y) { @metadata_props ["a\\"]": "b\\\\", "c": "d\\\\\\"]"] y = Foo(x) }',
+    'g (float x) => (float y) { @metadata_props ["s": "File \\"a.py\\", line 3\\n  x = [1]"] y = Foo(x) }',
+    'g (float x) => (float y) { @metadata_props ["k": "\\xff"] y = Foo(x) }',
+    'g (float x) => (float y) { @metadata_props ["k": "\\u00e9\\x41", "\\t": ""] y = Foo(x) }',
+    'g (float x) => (float y) { @metadata_props ["k": "\udcff"] y = Foo(x) }',
+    'g (float x) => (float y) { @metadata_props ["k": "v" "k2": "v2"] y = Foo(x) }',
+    'g (float x) => (float y) { @metadata_props ["k": "v",, "k2": "v2"] y = Foo(x) }',
+    'g (float x) => (float y) { @metadata_props ["k": "v", "k2"] y = Foo(x) }',
+    'g (float x) => (float y) { @metadata_props ["k": 1] y = Foo(x) }',
+    'g (float x) => (float y) { @metadata_props ["k": "v"] @metadata_props ["k2": "v2"] y = Foo(x) }',
+    'g (float x) => (float y) { @metadata_props ["k": "v"] /// doc\n y = Foo(x) }',
+    'g (float x) => (float y) { @metadata_props ["k": "v"] @doc_string "d" y = Foo(x) }',
+    'g (float x) => (float y) { @metadata_props [] y = Foo(x) }',
+    'g (float x) => (float y) { @metadata_propsx ["k": "v"] y = Foo(x) }',
+    'g (float x) => (float y) { @metadata_props ["k": "v"] y = Constant <value = float[1] {1}> () }',
+    'g (float x) => (float y) { y = Foo <a = 1> (x) @metadata_props ["k": "v"] z = Foo(y) }',
+    'g (float x) => (float y) { y = Foo(x) @metadata_props ["k": "v"] }',
+    'g (float x) => (float y) { @metadata_props ["k": "v"] "a"]"] y = Foo(x) }',
+    '<ir_version: 10>\n@metadata_props ["m": "v"]\ng (@metadata_props ["k": "v"] float x) => (float y)\n'
+    '<@metadata_props ["k": "v"] float[2] c, @metadata_props ["k": "w"] float[2] d, float[2] e = {1, 2},\n'
+    ' @metadata_props ["k": "v"] float[1] f = {1}, @metadata_props ["k": "v"] float[3] h, float[3] i> { y = Foo(x) }',
+    'g (float x) => (float y) <@metadata_props ["k": "v"] float[2] c = {1}> { y = Foo(x) }',
+    'g (float x) => (float y) <@metadata_props ["k": "v"]> { y = Foo(x) }',
+    'g (float x) => (float y) <@metadata_props ["k": "v"] float[2] c, @metadata_props ["k": 2] float[2] d> { y = Foo(x) }',
     # value lists and small tensors
     'g (float[N] x) => (float[N] y) <float[1] c = {0.5}, int64[2] s = {1, 2}, double d = {1.5}> { y = Add(x, c) }',
     'g (float x) => (float y) <float[2] c = {1, 2.5}, float[1] h = {0x3f80}, float[1] o = {1e39}> { y = Foo(x) }',
@@ -299,6 +327,46 @@ def test_one_regex_path(text, monkeypatch):
     assert fastparse.parse(text, "graph") is not None
     monkeypatch.undo()
     assert_same(text, "graph")
+
+
+def _annotated_model():
+    """A model annotated as torch's dynamo exporter annotates: metadata on nodes and on value_info entries."""
+    import onnx.helper as oh
+
+    nodes = [oh.make_node("Relu", ["x"], ["a"], name="n0"), oh.make_node("Neg", ["a"], ["y"], name="n1")]
+    g = oh.make_graph(nodes, "g", [oh.make_tensor_value_info("x", 1, [2])], [oh.make_tensor_value_info("y", 1, [2])],
+                      value_info=[oh.make_tensor_value_info("a", 1, [2])])
+    trace = 'File "m.py", line 3, in forward\n    return torch.relu(x)  # [1] \\ "quoted"'
+    m = oh.make_model(g)
+    for i, n in enumerate(m.graph.node):
+        for k, v in (("namespace", f"m/{i}"), ("pkg.torch.onnx.stack_trace", trace), ("ü", "é")):
+            n.metadata_props.add(key=k, value=v)
+    for k, v in (("kind", "USER_INPUT"), ("", "")):
+        m.graph.value_info[0].metadata_props.add(key=k, value=v)
+    return m
+
+
+def test_metadata_blocks_read_in_one_step(monkeypatch):
+    """The printer's @metadata_props blocks are split in one step (no token-by-token reading), same proto."""
+    from onnxtext.syntax import fastvalues
+
+    model = _annotated_model()
+    text = onnxtext.to_text(model)
+    assert text.count("@metadata_props") == 3
+
+    split = []
+    real = fastvalues._split_block
+
+    def counting(block):
+        split.append(real(block))
+        return split[-1]
+
+    monkeypatch.setattr(fastvalues, "_split_block", counting)
+    monkeypatch.setattr(fastvalues, "_META_RE", None)  # the slower reading of other layouts
+    assert fastparse.parse(text, "model").SerializeToString() == model.SerializeToString()
+    assert len(split) == 3 and None not in split
+    monkeypatch.undo()
+    assert_same(text)
 
 
 @pytest.mark.parametrize("text", PLAIN)

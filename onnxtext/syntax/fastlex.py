@@ -68,6 +68,10 @@ _INT_RE = re.compile(_INT)
 # A value entry in its plain form: type name (= {numbers})? followed by ',' or the closing bracket
 _ENTRY_RE = re.compile(f"{_W}({_DTYPE}(?:{_W}\\[[^\\[\\]\"<>{{}}()=#/:]*\\])?){_W}({_NAME}){_W}"
                        f"(?:={_W}\\{{([^{{}}\"()#/]*)\\}}{_W})?([,>)])", re.S)
+# An ``@metadata_props`` block of plain ``"key": "value"`` pairs (most of a dynamo export's text), read in one step
+_META_RE = re.compile(f"@metadata_props{_W}\\[{_W}({_STRING}{_W}:{_W}{_STRING}(?:{_W},{_W}{_STRING}{_W}:{_W}{_STRING})*+)"
+                      f"(?:{_W},)?{_W}\\]", re.S)
+_META_HEAD_RE = re.compile(f"@metadata_props{_W}\\[{_W}")
 _COMPOUND = {"seq": "seq_type", "optional": "optional_type", "map": "map_type", "sparse_tensor": "sparse_type"}
 # A whole {...} body of FLOAT (or INT) tokens: Lark lexes each piece as that one terminal
 _ALL_FLOATS = re.compile(f"{_W}{_FLOAT}{_W}(?:,{_W}{_FLOAT}{_W})*,?{_W}")

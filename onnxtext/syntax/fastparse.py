@@ -28,7 +28,7 @@ from onnx import FunctionProto, GraphProto, ModelProto, NodeProto
 from . import builder as _b
 from .fastlex import (FailedAt, Fallback, _ANNOT_RE, _B, _DTYPE_RE, _IDENT_RE, _NAME_RE, _NODE_RE, _NUMBER_RE, _attrs, _ids,
                       _name, _quoted)
-from .fastvalues import ValueScanner, skip_middle
+from .fastvalues import ValueScanner, apply_annotations, skip_middle
 from .statement import parse_node_at
 
 #: Set to False to send every text to Lark (tests and benchmarks also pass ``fast=False`` to the parse API).
@@ -114,7 +114,7 @@ class _Scanner(ValueScanner):
                         into.append(self.node_general(ann))
                         pos = self.pos
                         continue
-                    _b.apply_annotations(self.node(m, add), ann)
+                    apply_annotations(self.node(m, add), ann)
                 else:
                     if top:
                         starts.append(start)

@@ -15,8 +15,46 @@ from onnx import TensorShapeProto, TypeProto
 
 from . import builder as _b
 from .fastlex import (FailedAt, Fallback, _ALL_FLOATS, _ALL_INTS, _ANNOT_RE, _B, _COMPOUND, _DOC_RE, _DTYPE_RE, _ENTRY_RE,
-                      _F32_MAX, _IDENT_RE, _INF, _INT_RE, _KEYWORDS, _NAME_RE, _NUMBER_RE, _SKIP, _STRING_RE,
+                      _F32_MAX, _IDENT_RE, _INF, _INT_RE, _KEYWORDS, _META_HEAD_RE, _META_RE, _NAME_RE, _NUMBER_RE, _SKIP, _STRING_RE,
                       _base64, _name, _number, _quoted, _tensor_info)
+
+
+class MetadataPairs(_b.Pairs):
+    """An ``@metadata_props ["key": "value", ...]`` block of plain strings read in one step: the (key bytes,
+    value bytes) pairs the rule-by-rule reading gives (builder code applies it as any :class:`Pairs`), and in
+    ``wire`` each pair as a length-prefixed serialized StringStringEntryProto, which :func:`apply_annotations`
+    merges into a message in one ``MergeFromString`` (dynamo exports put such a block on every node)."""
+
+    __slots__ = ("wire",)
+
+
+def _varint(n: int) -> bytes:
+    """Protobuf's base-128 encoding of a length."""
+    if n < 128:
+        return bytes((n,))
+    out = bytearray()
+    while n > 127:
+        out.append((n & 127) | 128)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_META_TAGS: dict = {}  # message class -> the wire tag of its metadata_props field, or b"" when it has none
+
+
+def apply_annotations(msg, ann) -> None:
+    """Builder.apply_annotations, with a lone :class:`MetadataPairs` block merged as wire bytes (same message)."""
+    if ann is not None and len(ann) == 1 and ann[0][0] == "set" and type(ann[0][2]) is MetadataPairs:
+        tag = _META_TAGS.get(type(msg))
+        if tag is None:
+            fd = msg.DESCRIPTOR.fields_by_name.get("metadata_props")
+            tag = _META_TAGS[type(msg)] = b"" if fd is None else _varint(fd.number << 3 | 2)
+        if tag:
+            msg.MergeFromString(tag + tag.join(ann[0][2].wire))
+            return
+    _b.apply_annotations(msg, ann)
+
 
 class _Emitter:
     """A list-like sink for value_list that adds each entry to a graph at once: a value_info, or an
@@ -27,6 +65,10 @@ class _Emitter:
 
     def append(self, e) -> None:
         if type(e) is not dict:
+            if e.data is None and e.annotations is not None:  # a value_info entry, annotated in place
+                _b._graph_value_entry(self.graph, _b.ValueEntry(None, e.type, e.name, None))
+                apply_annotations(self.graph.value_info[-1], e.annotations)
+                return
             kw = self.scanner.block_tensor(e)
             if kw is None:
                 _b._graph_value_entry(self.graph, e)
@@ -36,6 +78,37 @@ class _Emitter:
 
 
 _SKIP_START = frozenset(" \t\f\r\n#/")  # the characters a WS or COMMENT token starts with
+_WS = " \t\f\r\n"  # WS of lexical.lark
+
+
+def _split_block(text: str):
+    """The string contents (quotes removed, escapes kept) of ``@metadata_props ["k": "v", ...]`` ending in ``"]``, keys
+    and values alternating, or None when ``text`` is not exactly such a block. Split at the quotes with str.split
+    (a regular expression walks the long strings of a block character by character, about 30 times slower): a
+    quote after an odd number of backslashes is part of its string, as in the STRING token."""
+    parts = text.split('"')
+    n = len(parts)
+    if n < 5 or parts[-1] != "]" or not _META_HEAD_RE.fullmatch(parts[0]):
+        return None
+    contents = []
+    i = 1
+    while True:
+        c = parts[i]
+        i += 1
+        while c[-1:] == "\\" and (len(c) - len(c.rstrip("\\"))) & 1:  # an escaped quote: the string goes on
+            if i >= n:
+                return None
+            c += '"' + parts[i]
+            i += 1
+        if i >= n:
+            return None  # the last quote opened a string
+        contents.append(c)
+        sep = parts[i]
+        i += 1
+        if i == n:
+            return contents if sep == "]" and not len(contents) & 1 else None
+        if sep.strip(_WS) != (":" if len(contents) & 1 else ","):
+            return None
 
 
 def skip_middle(starts: list) -> list:
@@ -56,6 +129,8 @@ class ValueScanner:
         self._types: dict = {}  # type text -> TypeProto (the same text gives an equal TypeProto)
         self._info: dict = {}  # type text -> (DType, dims, element count) of a dense numeric tensor, or ()
         self._literals: dict = {}  # literal text -> value
+        self._meta_blocks: dict = {}  # @metadata_props body text -> MetadataPairs
+        self._meta_pairs: dict = {}  # (key token, value token) -> ((key, value), serialized entry)
         #: spans of the outermost lists' middle items, read completely (see FailedAt)
         self.skips: list = []
 
@@ -179,13 +254,64 @@ class ValueScanner:
                 text = self.match(_DOC_RE)[3:]
                 item = ("doc", text[1:] if text.startswith(" ") else text)
             elif self.s.startswith("@", p):
-                field = self.match(_ANNOT_RE)[1:]
-                item = ("set", field, self.datum())
+                block = self.metadata_block(p) if self.s.startswith("@metadata_props", p) else None
+                if block is not None:
+                    item = ("set", "metadata_props", block[0])
+                    self.pos = block[1]
+                else:
+                    field = self.match(_ANNOT_RE)[1:]
+                    item = ("set", field, self.datum())
             else:
                 return out
             if out is None:
                 out = []
             out.append(item)
+
+    def metadata_block(self, p: int):
+        """(MetadataPairs, end) for the ``@metadata_props [...]`` block of plain string pairs at ``p``, or None (then
+        the rule-by-rule reading decides). A block repeats on the nodes of one module: each distinct block text
+        is split once per parse, and each distinct pair decoded once."""
+        s = self.s
+        e = s.find('"]', p)  # where the printer's blocks end; checked by the split below, or by _META_RE
+        if e > 0:
+            text = s[p:e + 2]
+            pairs = self._meta_blocks.get(text)
+            if pairs is None:
+                contents = _split_block(text)
+                if contents is not None:
+                    pairs = self._meta_blocks[text] = self.metadata_pairs(contents)
+                    if pairs is None:
+                        return None  # a string that is not UTF-8 text
+            if pairs is not None:
+                return pairs, e + 2
+        m = _META_RE.match(s, p)  # other layouts: a trailing comma, a line break before the bracket...
+        if m is None:
+            return None
+        pairs = self.metadata_pairs([t[1:-1] for t in _STRING_RE.findall(m.group(1))])
+        return None if pairs is None else (pairs, m.end())
+
+    def metadata_pairs(self, contents: list):
+        """The :class:`MetadataPairs` of string contents (quotes removed), keys and values alternating, or None
+        when one is not UTF-8 text or has an escape the builder refuses."""
+        cache = self._meta_pairs
+        pairs = MetadataPairs()
+        wire = pairs.wire = []
+        for i in range(0, len(contents), 2):
+            k, v = contents[i], contents[i + 1]
+            hit = cache.get((k, v))
+            if hit is None:
+                try:  # unescape, as the builder does; a string without escapes is its text's UTF-8 bytes
+                    key = _b.unescape(f'"{k}"') if "\\" in k else k.encode("utf-8")
+                    value = _b.unescape(f'"{v}"') if "\\" in v else v.encode("utf-8")
+                    if type(key) is not bytes or type(value) is not bytes:
+                        key.decode("utf-8"), value.decode("utf-8")  # escapes may give bytes that are not text
+                except Exception:  # noqa: BLE001 - not UTF-8 text, or an escape the builder refuses
+                    return None
+                entry = b"\n" + _varint(len(key)) + key + b"\x12" + _varint(len(value)) + value
+                hit = cache[(k, v)] = ((key, value), _varint(len(entry)) + entry)
+            pairs.append(hit[0])
+            wire.append(hit[1])
+        return pairs
 
     # ------------------------------------------------------------------ types
     def type_starts(self) -> bool:
@@ -340,9 +466,14 @@ class ValueScanner:
         s, match, types, small = self.s, _ENTRY_RE.match, self._types, self.small_tensor
         add_init = out.add_init if small_tensors else None
         while True:
+            start = self.pos
             if starts is not None:
-                starts.append(self.pos)
-            m = match(s, self.pos)
+                starts.append(start)
+            ann = None
+            m = match(s, start)
+            if m is None and s.startswith("@", self.ws()):  # annotated entries (dynamo exports' value_info)
+                ann = self.annotations()
+                m = match(s, self.pos)
             if m is not None:
                 key, name, data, after = m.groups()
                 tp = types.get(key)
@@ -350,17 +481,18 @@ class ValueScanner:
                     if name[0] == '"':
                         name = _quoted(name)
                     if data is None:
-                        out.append(_b.ValueEntry(None, tp, name, None))
+                        out.append(_b.ValueEntry(ann, tp, name, None))
                     else:
-                        kw = small(key, name, data) if small_tensors else None
+                        kw = small(key, name, data) if small_tensors and ann is None else None
                         if kw is not None:
                             add_init(**kw)
                         else:
-                            out.append(_b.ValueEntry(None, tp, name, _b.TensorData("typed", self.values(data))))
+                            out.append(_b.ValueEntry(ann, tp, name, _b.TensorData("typed", self.values(data))))
                     self.pos = m.end()
                     if after == close:
                         return
                     continue
+            self.pos = start  # the rule-by-rule reading, from the entry's start
             if self.opt(close):  # after a trailing comma
                 return
             out.append(self.value_entry())
