@@ -138,7 +138,9 @@ def test_integer_matmul_to_float_rule(case):
         nodes.append(helper.make_node("Identity", ["m"], ["y"]))
     model = graph_model(nodes, feeds, ["y"], consts, opset=13)
     optimized = Evaluator(model)
-    assert "IntegerMatMulToFloat" in _fused_names(optimized)
+    # on DynamicQuantizeLinear's outputs, rule dynamic_quantized_matmul hands the product float32 codes
+    fused = ["DynamicQuantizeCodes", "CodesMatMulToFloat"] if a_dtype == np.uint8 else ["IntegerMatMulToFloat"]
+    assert [n for n in _fused_names(optimized) if n in fused] == fused
     got = optimized.run(None, feeds)[0]
     assert got.tobytes() == Evaluator(model, optimize=0).run(None, feeds)[0].tobytes()
     np.testing.assert_allclose(got, run_onnxruntime(model, feeds)[0], rtol=1e-6, atol=1e-6)
@@ -155,3 +157,55 @@ def test_integer_matmul_to_float_beyond_the_float32_bound_is_kept():
     ev = Evaluator(model)
     assert "IntegerMatMulToFloat" not in _fused_names(ev)
     np.testing.assert_array_equal(ev.run(None, feeds)[0], run_onnxruntime(model, feeds)[0])
+
+
+def _shared_dynamic_quantization(extra_reader: bool):
+    """DynamicQuantizeLinear read by two MatMulInteger -> Cast -> Mul chains (and, with ``extra_reader``,
+    by a DequantizeLinear too)."""
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["q", "s", "z"])]
+    consts = {}
+    for i, n in enumerate((5, 3)):
+        consts[f"w{i}"] = _ints(np.int8, (8, n), -127, 127)
+        consts[f"wz{i}"] = np.array(0, np.int8)
+        nodes += [helper.make_node("MatMulInteger", ["q", f"w{i}", "z", f"wz{i}"], [f"p{i}"]),
+                  helper.make_node("Cast", [f"p{i}"], [f"c{i}"], to=1),
+                  helper.make_node("Mul", [f"c{i}", "s"], [f"y{i}"])]
+    outputs = ["y0", "y1"]
+    if extra_reader:
+        nodes.append(helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]))
+        outputs.append("d")
+    return graph_model(nodes, {"x": (None, 8)}, outputs, consts, opset=13)
+
+
+# (id, the input: finite values, or with a NaN or an infinity, which take the kernel's general path)
+SHARED_INPUTS = [
+    ("finite", RNG.standard_normal((4, 8)).astype(np.float32)),
+    ("nan", np.where(np.arange(32).reshape(4, 8) == 5, np.nan, RNG.standard_normal((4, 8))).astype(np.float32)),
+    ("infinity", np.where(np.arange(32).reshape(4, 8) == 9, np.inf, RNG.standard_normal((4, 8))).astype(np.float32)),
+    ("zeros", np.zeros((4, 8), np.float32)),
+]
+
+
+@pytest.mark.parametrize("x", [c[1] for c in SHARED_INPUTS], ids=[c[0] for c in SHARED_INPUTS])
+def test_dynamic_quantized_matmul_is_exactly_the_nodes(x):
+    model = _shared_dynamic_quantization(extra_reader=False)
+    optimized = Evaluator(model)
+    names = _fused_names(optimized)
+    assert names.count("CodesMatMulToFloat") == 2 and "DynamicQuantizeCodes" in names
+    with np.errstate(all="ignore"):
+        got = optimized.run(None, {"x": x})
+        want = Evaluator(model, optimize=0).run(None, {"x": x})
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.tobytes() == w.tobytes()
+
+
+def test_dynamic_quantized_matmul_with_another_reader_is_kept():
+    """The quantized tensor is also read by a DequantizeLinear: the uint8 tensor must exist, so the
+    DynamicQuantizeLinear stays (the products are still rule integer_matmul_to_float's)."""
+    model = _shared_dynamic_quantization(extra_reader=True)
+    x = RNG.standard_normal((3, 8)).astype(np.float32)
+    optimized = Evaluator(model)
+    names = _fused_names(optimized)
+    assert "DynamicQuantizeCodes" not in names and names.count("IntegerMatMulToFloat") == 2
+    for g, w in zip(optimized.run(None, {"x": x}), run_onnxruntime(model, {"x": x})):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)

@@ -1,6 +1,7 @@
 """Run-time objects of the quantization rules: :class:`FakeQuantize` (rule ``qdq_pair``),
 :class:`PreparedQLinearConv` (rule ``qlinear_conv``), :class:`IntegerMatMulToFloat` (rule
-``integer_matmul_to_float``). Each computes exactly the values of the nodes it replaces.
+``integer_matmul_to_float``), :class:`DynamicQuantizeCodes` and :class:`CodesMatMulToFloat` (rule
+``dynamic_quantized_matmul``). Each computes exactly the values of the nodes it replaces.
 
 A QuantizeLinear whose only reader is a DequantizeLinear with the same per-tensor parameters is
 "fake quantization", the way onnxruntime's QDQ quantizer marks a float value as quantized: the pair
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.quantize import clip_ufunc
+from ..kernels.quantize import clip_ufunc, dynamic_quantize_codes, dynamic_quantize_linear
 
 _F32 = np.dtype(np.float32)
 
@@ -117,4 +118,47 @@ class IntegerMatMulToFloat:
         y *= factor
         if self.bias is not None:
             y += self.bias
+        return y
+
+
+class DynamicQuantizeCodes:
+    """``DynamicQuantizeLinear(x)`` read only by :class:`CodesMatMulToFloat` steps (rule
+    ``dynamic_quantized_matmul``): ``(codes - zero point as float32, scale)``, the values the
+    products read; the uint8 tensor and its zero point are never made (three numpy passes fewer for
+    the quantization and two per product)."""
+
+    __slots__ = ()
+
+    def __call__(self, x):
+        fast = dynamic_quantize_codes(x)
+        if fast is not None:
+            return fast[0], np.asarray(fast[1])
+        q, scale, zero_point = dynamic_quantize_linear(x)  # (NaN, infinities: the kernel's general path)
+        codes = q.astype(_F32)
+        codes -= zero_point.astype(_F32)
+        return codes, scale
+
+    def __repr__(self):
+        return "DynamicQuantizeCodes()"
+
+
+class CodesMatMulToFloat:
+    """An :class:`IntegerMatMulToFloat` reading :class:`DynamicQuantizeCodes`' shifted codes (float32
+    integers of magnitude at most 255, the values it would have made from the uint8 tensor and its
+    zero point) and scale: one product, then the scale and the bias in place."""
+
+    __slots__ = ("w", "scale_factor", "bias")
+
+    def __init__(self, product: IntegerMatMulToFloat):
+        self.w, self.scale_factor, self.bias = product.w, product.scale_factor, product.bias
+
+    def __call__(self, codes, scale):
+        y = np.matmul(codes, self.w)
+        factor = scale if self.scale_factor is None else np.multiply(scale, self.scale_factor)
+        if factor.ndim > y.ndim or (factor.size != 1 and factor.shape != y.shape[-1:]):
+            y = y * factor  # (a factor that broadcasts y to a larger shape, as the Mul node does)
+        else:
+            y *= factor
+        if self.bias is not None:
+            y = y + self.bias if self.bias.ndim > y.ndim else np.add(y, self.bias, out=y)
         return y

@@ -93,6 +93,7 @@ def _quantize(x, scale, zero_point, target, axis, block_size, saturate, precisio
 
 _FAST_INTEGERS = frozenset(np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16))
 _F32 = np.dtype(np.float32)
+_INF = float("inf")
 
 
 def per_tensor_float32(scale, zero_point) -> bool:
@@ -166,20 +167,12 @@ def dequantize_linear(x, x_scale, x_zero_point=None, axis=1, block_size=0, outpu
 @kernel("DynamicQuantizeLinear", since=11)
 def dynamic_quantize_linear(x):
     """uint8 quantization with scale and zero point computed from the data range (which includes 0)."""
-    if type(x) is np.ndarray and x.dtype == _F32 and x.size:
-        # NaN-free float32 (the reductions propagate NaN: then the general path, which ignores it)
-        lo, hi = float(np.minimum.reduce(x, axis=None)), float(np.maximum.reduce(x, axis=None))
-        if lo == lo and hi == hi:
-            low, high = min(0.0, lo), max(0.0, hi)
-            scale = np.float32((np.float32(high) - np.float32(low)) / np.float32(255))
-            if scale:
-                zero_point = _zero_point(low, scale)
-                q = np.divide(x, scale)
-                np.rint(q, out=q)
-                clip_ufunc(q, np.float32(-zero_point), np.float32(255.0 - zero_point), out=q)
-                if zero_point:
-                    q += np.float32(zero_point)
-                return q.astype(np.uint8), np.asarray(scale), np.asarray(np.uint8(zero_point))
+    fast = dynamic_quantize_codes(x)
+    if fast is not None:
+        q, scale, zero_point = fast
+        if zero_point:
+            q += np.float32(zero_point)
+        return q.astype(np.uint8), np.asarray(scale), np.asarray(np.uint8(zero_point))
     low, high = _range(x)
     scale = np.float32((np.float32(high) - np.float32(low)) / np.float32(255))
     if not scale:  # (an all-zero or empty tensor: scale 1, as onnxruntime, where the formula gives 0)
@@ -187,6 +180,27 @@ def dynamic_quantize_linear(x):
     zero_point = _zero_point(low, scale)
     return (_quantized_codes(x, scale, zero_point).astype(np.uint8), np.asarray(scale),
             np.asarray(np.uint8(zero_point)))
+
+
+def dynamic_quantize_codes(x):
+    """DynamicQuantizeLinear of a NaN-free float32 ``x`` as ``(codes - zero point as float32, scale,
+    zero point)``: ``clip(rint(x / scale), -zp, 255 - zp)``, every step exact; None for other inputs
+    (NaN or infinities, other types: the general path). The reductions propagate NaN, so finding one
+    costs nothing."""
+    if type(x) is not np.ndarray or x.dtype != _F32 or not x.size:
+        return None
+    lo, hi = float(np.minimum.reduce(x, axis=None)), float(np.maximum.reduce(x, axis=None))
+    if not (-_INF < lo and hi < _INF):  # (NaN compares false)
+        return None
+    low, high = min(0.0, lo), max(0.0, hi)
+    scale = np.float32((np.float32(high) - np.float32(low)) / np.float32(255))
+    if not scale:  # all zeros: scale 1, as below
+        return np.zeros(x.shape, np.float32), np.float32(1), 0.0
+    zero_point = _zero_point(low, scale)
+    q = np.divide(x, scale)
+    np.rint(q, out=q)
+    clip_ufunc(q, np.float32(-zero_point), np.float32(255.0 - zero_point), out=q)
+    return q, scale, zero_point
 
 
 def _range(x: np.ndarray) -> tuple[float, float]:

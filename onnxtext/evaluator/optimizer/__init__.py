@@ -47,6 +47,7 @@ def _rules() -> tuple[Rule, ...]:
     from . import (attention_operands, clamped_pointwise, gemm_constant, pool_after_pointwise_map,
                    pool_before_pointwise_conv)
     from . import conv_activation, hard_swish
+    from . import dynamic_quantized_matmul
     from . import shaped_views
 
     def module_rule(m):
@@ -60,6 +61,7 @@ def _rules() -> tuple[Rule, ...]:
         module_rule(float16_in_float32),
         *(pattern_rule(m) for m in (gelu, hard_swish, layer_norm, rms_norm, attention, matmul_add, gemm_constant,
                                     qdq_pair, integer_matmul_to_float)),
+        module_rule(dynamic_quantized_matmul),
         *(Rule(r.name, r.level, r.apply, r.doc) for r in (layout_chains.TRANSPOSE_RULE, layout_chains.RESHAPE_RULE)),
         module_rule(attention_operands),
         module_rule(pool_after_pointwise_map),
