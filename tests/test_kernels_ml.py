@@ -565,3 +565,50 @@ def test_re2_helpers_match_the_bindings_own_methods(pattern, text):
     assert split_re2(compiled, text) == compiled.split(text)
     for candidate in (text, text[:1], ""):
         assert full_match_re2(compiled)(candidate) == (compiled.fullmatch(candidate) is not None)
+
+
+def _libsvm_multiclass_probability(r: list, k: int) -> list:
+    """libsvm's multiclass_probability (svm.cpp), transcribed line by line for one sample."""
+    Q = [[0.0] * k for _ in range(k)]
+    p = [1.0 / k] * k
+    Qp = [0.0] * k
+    for t in range(k):
+        for j in range(t):
+            Q[t][t] += r[j][t] * r[j][t]
+            Q[t][j] = Q[j][t]
+        for j in range(t + 1, k):
+            Q[t][t] += r[j][t] * r[j][t]
+            Q[t][j] = -r[j][t] * r[t][j]
+    for _ in range(max(100, k)):
+        pQp = 0.0
+        for t in range(k):
+            Qp[t] = sum(Q[t][j] * p[j] for j in range(k))
+            pQp += p[t] * Qp[t]
+        if max(abs(Qp[t] - pQp) for t in range(k)) < 0.005 / k:
+            break
+        for t in range(k):
+            diff = (-Qp[t] + pQp) / Q[t][t]
+            p[t] += diff
+            pQp = (pQp + diff * (diff * Q[t][t] + 2 * Qp[t])) / (1 + diff) / (1 + diff)
+            for j in range(k):
+                Qp[j] = (Qp[j] + diff * Q[t][j]) / (1 + diff)
+                p[j] /= 1 + diff
+    return p
+
+
+@pytest.mark.parametrize("k, samples, seed", [(2, 5, 0), (3, 40, 1), (4, 30, 2), (6, 20, 3)])
+def test_svm_probability_coupling_matches_libsvm(k, samples, seed):
+    """The vectorized coupling gives libsvm's probabilities, samples converging after different sweeps."""
+    from onnxtext.evaluator.kernels.ml_linear import _Coupling
+
+    rng = np.random.default_rng(seed)
+    pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+    # pairwise probabilities from near-certain to undecided, clipped as the kernel clips them
+    pr = np.clip(rng.beta(0.4, 0.4, size=(samples, len(pairs))), 1e-7, 1 - 1e-7)
+    coupling = _Coupling(k, np.array([i for i, _ in pairs]), np.array([j for _, j in pairs]))
+    actual = coupling.probabilities(pr)
+    for s in range(samples):
+        r = [[0.0] * k for _ in range(k)]
+        for (i, j), v in zip(pairs, pr[s].tolist()):
+            r[i][j], r[j][i] = v, 1 - v
+        np.testing.assert_allclose(actual[s], _libsvm_multiclass_probability(r, k), rtol=1e-9, atol=1e-12)

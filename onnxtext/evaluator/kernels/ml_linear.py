@@ -116,49 +116,83 @@ def svm_regressor(X, *, coefficients=None, support_vectors=None, rho=None, kerne
     return post_transform_scores(score[:, None], post_transform)
 
 
-def _couple_probabilities(pairwise: np.ndarray, k: int) -> np.ndarray:
-    """libsvm's multiclass_probability for every sample: r [N, k, k] pairwise -> p [N, k].
+class _Coupling:
+    """libsvm's multiclass_probability for every sample: pairwise probabilities pr [N, P] -> p [N, k].
 
-    Solves min_p p^T Q p with sum(p) = 1 by its fixed-point iteration; the loop over classes is
-    sequential by construction, and all samples iterate together (converged ones stop moving).
-    ``p`` and ``Qp`` live side by side in one [N, 2k] array, so the step for class t is one scaled
-    row update ``S = (S + diff * [e_t | Q[t, :]]) / (1 + diff)``: the same arithmetic as libsvm's
-    loop, in a handful of numpy calls per step.
+    It solves min_p p^T Q p with sum(p) = 1 by a fixed-point iteration whose loop over classes is
+    sequential by construction; all samples iterate together (a converged one stops moving, as libsvm
+    stops). Q's entries are quadratic in the pairwise probabilities r[i, j] = pr, r[j, i] = 1 - pr, so
+    Q, the update rows and the starting state all come from one matrix product of [pr, pr^2].
+
+    The state is kept homogeneous, ``[p~ | q~ | w]`` with p = p~ / w and Qp = q~ / w, so libsvm's step
+    for class t, ``p, Qp <- (p + diff e_t, Qp + diff Q[t, :]) / (1 + diff)`` with
+    ``diff = (pQp - Qp[t]) / Q[t, t]``, is one scaled row addition ``S += (p~.q~ / w - q~[t]) * U[t]``
+    with ``U[t] = [e_t | Q[t, :] | 1] / Q[t, t]``: no division of the state per step. The convergence
+    test (libsvm's: max_t |Qp[t] - pQp| < 0.005 / k, Qp recomputed from p) runs on the normalized
+    state at the start of each sweep.
     """
-    n = pairwise.shape[0]
-    r = pairwise
-    Q = -r.transpose(0, 2, 1) * r  # Q[t, j] = -r[j, t] * r[t, j]
-    diag = (r.transpose(0, 2, 1) ** 2 * (1 - np.eye(k))).sum(axis=2)  # sum_{j != t} r[j, t]^2
-    Q[:, np.arange(k), np.arange(k)] = diag
-    # rows[t] = [e_t | Q[:, t, :]]: what one step adds to [p | Qp], scaled by its diff
-    rows = np.zeros((k, n, 2 * k))
-    rows[np.arange(k), :, np.arange(k)] = 1.0
-    rows[:, :, k:] = Q.transpose(1, 0, 2)
-    state = np.empty((n, 2 * k))
-    state[:, :k] = 1.0 / k
-    p, Qp = state[:, :k], state[:, k:]  # views: the updates below are in place
-    qp_columns = [state[:, k + t] for t in range(k)]
-    diag_columns = [diag[:, t] for t in range(k)]
-    eps = 0.005 / k
-    active = np.ones(n, bool)
-    for _ in range(max(100, k)):
-        Qp[...] = np.matvec(Q, p)  # Qp afresh each iteration, as libsvm does
-        pQp = np.vecdot(p, Qp)
-        active &= np.abs(Qp - pQp[:, None]).max(axis=1) >= eps
-        if not active.any():
-            break
-        all_active = active.all()
+
+    def __init__(self, k: int, pairs_i: np.ndarray, pairs_j: np.ndarray):
+        self.k = k
+        width = self.width = 2 * k + 1
+        n_pairs = len(pairs_i)
+        rows = k * width
+        linear = np.zeros((2 * n_pairs, rows + width))  # [pr, pr^2] @ linear + constant
+        constant = np.zeros(rows + width)
+
+        def q(t, j):  # column of Q[t, j] in the update rows
+            return t * width + k + j
+
+        for p, (i, j) in enumerate(zip(pairs_i.tolist(), pairs_j.tolist())):
+            for a, b in ((i, j), (j, i)):  # Q[i, j] = Q[j, i] = -r[j, i] r[i, j] = pr^2 - pr
+                linear[p, q(a, b)] -= 1
+                linear[n_pairs + p, q(a, b)] += 1
+            linear[p, q(i, i)] -= 2  # Q[i, i] += r[j, i]^2 = (1 - pr)^2
+            linear[n_pairs + p, q(i, i)] += 1
+            constant[q(i, i)] += 1
+            linear[n_pairs + p, q(j, j)] += 1  # Q[j, j] += r[i, j]^2 = pr^2
         for t in range(k):
-            diff = pQp - qp_columns[t]
-            diff /= diag_columns[t]
-            if not all_active:
-                diff *= active
-            diff = diff[:, None]
-            state += diff * rows[t]
-            state /= diff + 1
-            # p^T Q p of the updated p (libsvm updates it incrementally: the same value, rounded differently)
-            pQp = np.vecdot(p, Qp)
-    return state[:, :k]
+            constant[t * width + t] = 1.0  # e_t
+            constant[t * width + 2 * k] = 1.0  # the weight's increment
+            # starting state: p = 1/k, Qp = Q p (each row of Q summed over j, divided by k), w = 1
+            constant[rows + t] = 1.0 / k
+            for j in range(k):
+                linear[:, rows + k + t] += linear[:, q(t, j)] / k
+                constant[rows + k + t] += constant[q(t, j)] / k
+        constant[rows + 2 * k] = 1.0
+        self.linear, self.constant = linear, constant
+        self.diagonal = (np.arange(k), k + np.arange(k))  # Q[t, t] within the [k, width] update rows
+
+    def probabilities(self, pr: np.ndarray) -> np.ndarray:
+        n, k, width = pr.shape[0], self.k, self.width
+        m = np.concatenate((pr, pr * pr), axis=1) @ self.linear
+        m += self.constant
+        update = m[:, :k * width].reshape(n, k, width)
+        update /= update[:, self.diagonal[0], self.diagonal[1]][:, :, None]
+        rows = [update[:, t] for t in range(k)]
+        state = m[:, k * width:]
+        p, q, w = state[:, :k], state[:, k:2 * k], state[:, 2 * k]
+        q_columns = [q[:, t] for t in range(k)]
+        eps = 0.005 / k
+        moving_before = n
+        for _ in range(max(100, k)):
+            state /= state[:, 2 * k:]  # w = 1: p and Qp as libsvm has them
+            pqp = np.vecdot(p, q)
+            # A sample that converged stops moving, so it stays converged: no need to remember it.
+            moving = np.abs(q - pqp[:, None]).max(axis=1) >= eps
+            count = np.count_nonzero(moving)
+            if not count:
+                break
+            if count < moving_before:  # converged samples get zero update rows
+                update *= moving[:, None, None]
+                moving_before = count
+            for t in range(k):
+                if t:
+                    pqp = np.vecdot(p, q)
+                    pqp /= w
+                delta = pqp - q_columns[t]
+                state += delta[:, None] * rows[t]
+        return state[:, :k] / state[:, 2 * k:]
 
 
 @dataclass(frozen=True)
@@ -168,25 +202,29 @@ class _SVMTables:
     labels: np.ndarray
     vectors: np.ndarray      # [V, F] support vectors (or [C, F] weights of a linear SVM)
     vector_norms: np.ndarray  # [V] their squared norms
-    pair_weights: np.ndarray  # [V, P] coefficient of each support vector in each pair's decision
+    kernel_weights: np.ndarray  # [F, V]: the vectors transposed, scaled by gamma (2 gamma for RBF)
+    vector_bias: np.ndarray  # [V]: -gamma |v|^2 (RBF)
+    pair_weights: np.ndarray  # [V, P] (or [V, 2P]) coefficient of each vector in each pair's decision
+                              # (then in its Platt argument decision * A + B)
+    pair_offsets: np.ndarray  # [P] rho (then [2P]: rho, rho * A + B)
+    vote_slopes: np.ndarray  # [P, k]: votes = vote_base + (decision > 0) @ vote_slopes
+    vote_base: np.ndarray    # [k]
     rho: np.ndarray          # [P] (or [1])
-    pair_first: np.ndarray   # [P, k] one-hot of each pair's first class i (pairs (i, j), i < j)
-    pair_second: np.ndarray  # [P, k] one-hot of its second class j
-    pairs_i: np.ndarray      # [P]
-    pairs_j: np.ndarray      # [P]
+    coupling: _Coupling | None
 
 
 def _svm_tables(coefficients, support_vectors, vectors_per_class, rho, classlabels_ints, classlabels_strings,
-                n_features):
+                prob_a, prob_b, kernel_type, kernel_params, n_features):
     labels = class_labels(classlabels_strings, classlabels_ints)
     k = labels.size
     coef = np.asarray(coefficients or [], np.float64)
     rho = np.asarray(rho or [0.0], np.float64)
+    gamma = (list(kernel_params or []) + [0.0])[0]
     if not vectors_per_class:
         empty = np.zeros((0, k))
         weights = coef.reshape(-1, n_features)
-        return _SVMTables(labels, weights, (weights * weights).sum(axis=1), empty, rho, empty, empty,
-                          np.zeros(0, np.int64), np.zeros(0, np.int64))
+        return _SVMTables(labels, weights, (weights * weights).sum(axis=1), weights.T, empty, empty, rho, empty,
+                          np.zeros(k), rho, None)
     counts = np.asarray(vectors_per_class, np.int64)
     total = int(counts.sum())
     vectors = np.asarray(support_vectors, np.float64).reshape(total, -1)
@@ -202,7 +240,38 @@ def _svm_tables(coefficients, support_vectors, vectors_per_class, rho, classlabe
     pi = np.array([i for i, _ in pairs], np.int64)
     pj = np.array([j for _, j in pairs], np.int64)
     eye = np.eye(k)
-    return _SVMTables(labels, vectors, (vectors * vectors).sum(axis=1), weights, rho, eye[pi], eye[pj], pi, pj)
+    norms = (vectors * vectors).sum(axis=1)
+    scale = 2 * gamma if kernel_type == "RBF" else gamma if kernel_type in ("POLY", "SIGMOID") else 1.0
+    offsets = rho[:len(pairs)]
+    coupling = None
+    if prob_a:
+        a, b = np.asarray(prob_a, np.float64), np.asarray(prob_b, np.float64)
+        weights = np.concatenate([weights, weights * a], axis=1)
+        offsets = np.concatenate([offsets, offsets * a + b])
+        coupling = _Coupling(k, pi, pj)
+    return _SVMTables(labels, vectors, norms, np.ascontiguousarray(vectors.T * scale), -gamma * norms, weights,
+                      offsets, eye[pi] - eye[pj], eye[pj].sum(axis=0), rho, coupling)
+
+
+def _svm_kernel(x, tables: _SVMTables, kernel_type, kernel_params):
+    """K(x_n, v_j) [N, V] float64 from the prepared (scaled, transposed) vectors."""
+    k = x @ tables.kernel_weights
+    if kernel_type == "RBF":  # exp(-gamma |x - v|^2), the squared distance clipped at 0
+        k += tables.vector_bias
+        gamma = kernel_params[0]
+        k -= gamma * np.vecdot(x, x)[:, None]
+        np.minimum(k, 0, out=k)
+        return np.exp(k, out=k)
+    if kernel_type == "LINEAR":
+        return k
+    _, coef0, degree = (list(kernel_params or []) + [0.0, 0.0, 0.0])[:3]
+    if kernel_type == "POLY":
+        k += coef0
+        return k ** int(degree)
+    if kernel_type == "SIGMOID":
+        k += coef0
+        return np.tanh(k, out=k)
+    raise ValueError(f"unknown SVM kernel_type {kernel_type!r}")
 
 
 @kernel("SVMClassifier", since=1, domain=ML)
@@ -210,7 +279,8 @@ def svm_classifier(X, *, coefficients=None, support_vectors=None, vectors_per_cl
                    prob_a=None, prob_b=None, classlabels_ints=None, classlabels_strings=None, kernel_type,
                    kernel_params=None, post_transform):
     x = as_rows(X).astype(np.float64)
-    sources = (coefficients, support_vectors, vectors_per_class, rho, classlabels_ints, classlabels_strings)
+    sources = (coefficients, support_vectors, vectors_per_class, rho, classlabels_ints, classlabels_strings, prob_a,
+               prob_b, kernel_type, kernel_params)
     tables = derived(f"svm-classifier-{x.shape[1]}", sources, lambda: _svm_tables(*sources, x.shape[1]))
     labels = tables.labels
     k = labels.size
@@ -222,22 +292,23 @@ def svm_classifier(X, *, coefficients=None, support_vectors=None, vectors_per_cl
             return label, _binary_columns(scores[:, 0], post_transform).astype(np.float32)
         return labels[np.argmax(scores, axis=1)], post_transform_scores(scores, post_transform)
 
-    kern = _kernel_matrix(x, tables.vectors, kernel_type, kernel_params, tables.vector_norms)  # [N, total]
-    decisions = kern @ tables.pair_weights + tables.rho[:tables.pair_weights.shape[1]]  # [N, pairs]
-    positive = decisions > 0
-    votes = positive @ tables.pair_first + ~positive @ tables.pair_second  # [N, k]
-
-    if prob_a:
+    kern = _svm_kernel(x, tables, kernel_type, kernel_params)  # [N, vectors]
+    decisions = kern @ tables.pair_weights  # [N, pairs] (then the Platt arguments beside)
+    decisions += tables.pair_offsets
+    if tables.coupling is not None:
+        n_pairs = tables.vote_slopes.shape[0]
+        votes = (decisions[:, :n_pairs] > 0) @ tables.vote_slopes
+        votes += tables.vote_base
         # Platt scaling of each pair, then coupling into class probabilities.
-        a, b = np.asarray(prob_a, np.float64), np.asarray(prob_b, np.float64)
-        pr = np.clip(1 / (1 + np.exp(decisions * a + b)), 1e-7, 1 - 1e-7)
-        r = np.zeros((x.shape[0], k, k))
-        r[:, tables.pairs_i, tables.pairs_j] = pr
-        r[:, tables.pairs_j, tables.pairs_i] = 1 - pr
-        probabilities = _couple_probabilities(r, k)
+        pr = np.exp(decisions[:, n_pairs:])
+        pr += 1
+        pr = np.clip(np.reciprocal(pr, out=pr), 1e-7, 1 - 1e-7, out=pr)
+        probabilities = tables.coupling.probabilities(pr)
         # The label still comes from the votes (as onnxruntime does), not from the probabilities.
-        return labels[np.argmax(votes, axis=1)], post_transform_scores(probabilities, post_transform)
+        return labels[votes.argmax(axis=1)], post_transform_scores(probabilities, post_transform)
     if k == 2:
         label = np.where(decisions[:, 0] > 0, labels[0], labels[1]).astype(labels.dtype)
         return label, post_transform_scores(np.stack([-decisions[:, 0], decisions[:, 0]], axis=1), post_transform)
-    return labels[np.argmax(votes, axis=1)], post_transform_scores(decisions, post_transform)
+    votes = (decisions > 0) @ tables.vote_slopes
+    votes += tables.vote_base
+    return labels[votes.argmax(axis=1)], post_transform_scores(decisions, post_transform)
