@@ -172,3 +172,49 @@ def test_heads_attention_falls_back_to_the_original_steps():
     p /= p.sum(-1, keepdims=True)
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, (p @ v.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3), rtol=1e-12)
+
+
+# --------------------------------------------------------------------- attention's softmax without a row maximum
+# The fused attention exponentiates the scores without subtracting each row's maximum when that is safe
+# (no score above 60, every row sum at least 1e-25) and otherwise takes the per-row form: each case is
+# (what it exercises, score multiplier, {(batch, query row): (mask value, masked keys)}, nan_to_zero).
+NEG = float(np.finfo(np.float32).min)
+SOFTMAX_CASES = [
+    ("ordinary scores", 1.0, {}, False),
+    ("scores above 60 (per-row form)", 40.0, {}, False),
+    ("a row fully masked with float32's minimum (uniform, as the nodes give)", 1.0, {(0, 2): (NEG, 5)}, False),
+    ("a row fully masked with -inf, NaN guard (zeros)", 1.0, {(1, 0): (-np.inf, 5)}, True),
+    ("a row fully masked with -10000", 1.0, {(0, 1): (-10000.0, 5)}, False),
+    ("some keys masked with -10000", 1.0, {(0, 1): (-10000.0, 2), (1, 4): (-10000.0, 4)}, False),
+]
+
+
+def _reference_attention(q, k, v, scale, mask, nan_to_zero):
+    """The nodes' scores in float32 (a large mask value absorbs the scores' low bits there), softmax
+    and product in float64."""
+    with np.errstate(all="ignore"):
+        s = ((q @ k) * np.float32(scale) + mask).astype(np.float64)
+        p = np.exp(s - s.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+    if nan_to_zero:
+        p = np.nan_to_num(p, nan=0.0)
+    return p @ v.astype(np.float64)
+
+
+@pytest.mark.parametrize("case", SOFTMAX_CASES, ids=[c[0] for c in SOFTMAX_CASES])
+def test_attention_softmax_forms(case):
+    from onnxtext.evaluator.fused.attention import DotProductAttention
+
+    _, multiplier, masked, nan_to_zero = case
+    rng = np.random.default_rng(3)
+    q = (rng.standard_normal((2, 3, 5, 4)) * multiplier).astype(np.float32)
+    k = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    v = rng.standard_normal((2, 3, 5, 4)).astype(np.float32)
+    mask = np.zeros((2, 1, 5, 5), np.float32)
+    for (batch, row), (value, keys) in masked.items():
+        mask[batch, 0, row, :keys] = value
+    with np.errstate(all="ignore"):
+        got = DotProductAttention(0.5, nan_to_zero, True, None)(q, k, v, mask)
+    expected = _reference_attention(q, k, v, 0.5, mask, nan_to_zero)
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)

@@ -45,12 +45,60 @@ class DotProductAttention:
             s += mask
         if s.size == 0:
             return None
+        if s.dtype == np.float32 or s.dtype == np.float64:
+            y = _normalized_product(s, v)
+            if y is not None:
+                return y
+            s = np.matmul(q, k)  # (rows that need their own maximum: computed again, the usual way)
+            if self.scale is not None:
+                s *= s.dtype.type(self.scale)
+            if self.has_mask:
+                s += mask
         s -= row_max(s)
         np.exp(s, out=s)
         s /= _sum(s, axis=-1, keepdims=True)
         if self.nan_to_zero:
             np.copyto(s, 0, where=s != s)  # (NaN is the only value unequal to itself)
         return np.matmul(s, v)
+
+
+#: the largest score exponentiated without subtracting a maximum: exp(60) ~ 1e26, so rows of up to
+#: 1e12 keys sum without overflow in float32
+_SAFE_TOP = 60.0
+#: the smallest row sum accepted without a per-row maximum: every row then holds a term of at least
+#: ~exp(-57), a normal float32, beside which the terms that underflow weigh less than 1e-13
+_SAFE_SUM = 1e-25
+_ONES: dict = {}
+
+
+def _normalized_product(s, v):
+    """``softmax(s) @ v`` over the last axis of the float32/float64 scores ``s`` (a fresh contiguous
+    array, overwritten), or None when a row needs its own maximum subtracted.
+
+    Softmax is invariant under subtracting any constant per row; subtracting nothing is exact in
+    float arithmetic as long as no exponential overflows (the largest score at most 60) and every row
+    keeps a normal-sized term (each row sum at least 1e-25): then one whole-array maximum replaces
+    the per-row maximum and its broadcast subtraction (slow on short rows), the row sums are one
+    matrix-vector product, and the division is applied to the product. A row fully masked (all
+    -inf, or all the mask's large negative value) fails the second test: the caller then runs the
+    per-row form, which gives such rows what the nodes give them."""
+    n = s.shape[-1]
+    flat = s.reshape(-1, n)
+    top = np.maximum.reduce(flat, axis=None)
+    if not top <= _SAFE_TOP:  # (NaN fails too)
+        return None
+    np.exp(s, out=s)
+    ones = _ONES.get((n, s.dtype))
+    if ones is None:
+        ones = _ONES[(n, s.dtype)] = np.ones(n, s.dtype)
+    sums = np.matmul(flat, ones)
+    if not np.minimum.reduce(sums, axis=None) >= _SAFE_SUM:
+        return None
+    y = np.matmul(s, v)
+    if type(y) is not np.ndarray or y.shape[:-1] != s.shape[:-1]:
+        return None
+    y /= sums.reshape(s.shape[:-1] + (1,))
+    return y
 
 
 class HeadsAttention:
