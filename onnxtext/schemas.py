@@ -52,6 +52,8 @@ def schema(domain: str, op: str, version: int):
         return onnx.defs.get_schema(op, version, canonical_domain(domain))
     except onnx.defs.SchemaError:  # not a schema op (model-local function, custom domain, too old opset)
         return None
+    except TypeError:  # an op_type or domain that is not UTF-8 (bytes, from a damaged binary): no schema's name
+        return None
 
 
 def is_known_domain(domain: str) -> bool:
