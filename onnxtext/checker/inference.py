@@ -328,8 +328,10 @@ def infer_node(node, types: dict, data: dict, opsets: dict, opset_list, ir_versi
         found = onnx.shape_inference.infer_node_outputs(
             s, node, given, {x: data[x] for x in names if x in data}, opset_imports=opset_list,
             ir_version=max(ir_version, 3))
-    except ValueError as e:  # onnx's C++ side decodes the node: subgraphs nested deeper than protobuf's
-        if "Unable to parse proto" in str(e):  # 100 levels (~32 nested Ifs) leave the outputs unknown
+    except (ValueError, TypeError) as e:  # onnx's C++ side decodes the node: subgraphs nested deeper than
+        if "Unable to parse proto" in str(e):  # protobuf's 100 levels (~32 nested Ifs) leave the outputs unknown
             return None
+        if any(isinstance(x, bytes) for x in (*node.output, *given)):  # names that are not UTF-8, which onnx's
+            return None  # binding cannot take: proto.invalid-utf8 reports them, the outputs stay unknown
         raise
     return {o: t for o, t in found.items() if t.WhichOneof("value")}

@@ -91,6 +91,10 @@ def model_domain(ctx, m, path, _):
         yield "domain", "the model has no domain (e.g. domain: \"com.example.models\")"
 
 
+def _is_c90(name) -> bool:
+    return isinstance(name, str) and _C90.match(name) is not None  # bytes (not UTF-8) are no identifier
+
+
 @rule("model.identifier", "graph", "IR spec: Names Within a Graph (names MUST adhere to C90 identifier syntax)",
       "lint")
 def c90_names(ctx, scope, path, _):
@@ -98,16 +102,16 @@ def c90_names(ctx, scope, path, _):
     g = scope.proto
     bad = []
     for n in scope.inputs + scope.initializers + scope.outputs:
-        if n and not _C90.match(n):
+        if n and not _is_c90(n):
             bad.append((f"{path}", n))
     for i, node in enumerate(g.node):
         for j, o in enumerate(node.output):
-            if o and not _C90.match(o):
+            if o and not _is_c90(o):
                 bad.append((f"{path}.node[{i}].output[{j}]", o))
-        if node.name and not _C90.match(node.name):
+        if node.name and not _is_c90(node.name):
             bad.append((f"{path}.node[{i}]", node.name))
     if bad:
-        names = sorted({n for _, n in bad})
+        names = sorted({n for _, n in bad}, key=str)  # bytes: names that are not UTF-8
         shown = ", ".join(repr(n) for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
         yield bad[0][0], f"{len(names)} name{'s' if len(names) > 1 else ''} in {path} are not C identifiers: {shown}"
 

@@ -116,7 +116,7 @@ def external_data(ctx, t, path, _):
         if e.key in info:
             yield path, f"tensor {_name(t)}: external_data key {e.key!r} is given twice"
         info[e.key] = e.value
-    unknown = sorted(set(info) - {"location", "offset", "length", "checksum", "basepath"})
+    unknown = sorted(map(str, set(info) - {"location", "offset", "length", "checksum", "basepath"}))  # bytes: not UTF-8
     if unknown:
         yield path, f"tensor {_name(t)}: unknown external_data keys {', '.join(unknown)}", "warning"
     if t.HasField("raw_data") or any(len(getattr(t, f)) for f in _FIELDS):
