@@ -225,6 +225,8 @@ def safe_external_path(location: str, base_dir: str | None) -> str:
     """
     if not location:
         raise ExternalDataError("external data has an empty 'location'")
+    if isinstance(location, bytes):  # a string field that is not UTF-8 (protobuf returns its bytes)
+        raise ExternalDataError(f"external data location {location!r} is not UTF-8 text")
     if "\x00" in location:
         raise ExternalDataError(f"external data location {location!r} contains a NUL byte")
     if os.path.isabs(location) or location.startswith(("/", "\\")) or (len(location) > 1 and location[1] == ":"):
