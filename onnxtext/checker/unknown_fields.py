@@ -1,14 +1,27 @@
-"""Unknown fields: wire data onnx.proto does not describe (an unknown field number, a known field with the wrong
-wire type, a closed enum value outside the enum). Protobuf keeps them, onnxtext prints them as ``@unknown``
-annotations (:mod:`onnxtext.wireformat`); no runtime reads them, so a model holding any is reported."""
+"""Wire data a runtime does not read as onnx.proto says: unknown fields (an unknown field number, a known field
+with the wrong wire type, a closed enum value outside the enum), which protobuf keeps and onnxtext prints as
+``@unknown`` annotations (:mod:`onnxtext.wireformat`), and string fields holding bytes that are not UTF-8 (proto2
+does not check them; protobuf returns them as ``bytes``, onnxtext prints them as ``"\\xHH"`` escapes and sets
+them back through wire bytes, :mod:`onnxtext.syntax.raw_strings`). A model holding either is reported."""
 
 from __future__ import annotations
 
 from ..wireformat import any_unknown, decode_fields, has_unknown, unknown_bytes
 from . import rule
 
+from google.protobuf.descriptor import FieldDescriptor
+
 #: repeated fields whose elements the checker's paths name by their name (``graph.input[x]``), not by index
 _NAMED = frozenset({"input", "output", "value_info", "initializer", "attribute", "sparse_initializer"})
+
+
+def _key(v, i: int):
+    """How a checker path names element ``i`` of a repeated message field: by its name (bytes that are not UTF-8
+    as the text's positions name them), or by index."""
+    name = getattr(v, "name", None)
+    if isinstance(name, bytes):
+        name = name.decode("utf-8", "replace")
+    return name if name else i
 
 
 def _messages(msg, path: str):
@@ -21,9 +34,8 @@ def _messages(msg, path: str):
         sub = f"{path}.{fd.name}" if path else fd.name
         if fd.is_repeated:
             for i, v in enumerate(value):
-                key = getattr(v, "name", None) if fd.name in _NAMED and fd.message_type.name != "SparseTensorProto" \
-                    else None
-                yield from _messages(v, f"{sub}[{key if key else i}]")
+                key = _key(v, i) if fd.name in _NAMED and fd.message_type.name != "SparseTensorProto" else i
+                yield from _messages(v, f"{sub}[{key}]")
         else:
             yield from _messages(value, sub)
 
@@ -50,3 +62,40 @@ def unknown_fields(ctx, m, path, _):
         more = f" and {len(entries) - 4} more" if len(entries) > 4 else ""
         yield where, (f"{msg.DESCRIPTOR.name} holds {len(entries)} field{'s' if len(entries) != 1 else ''} onnx.proto "
                       f"does not describe: {shown}{more} (kept as @unknown; no runtime reads them)")
+
+
+_STRING, _MESSAGE = FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_MESSAGE
+
+
+def _not_utf8(msg, path: str):
+    """(checker path, message, field, bytes) of every string field inside ``msg`` that is not UTF-8 (protobuf
+    returns such a field as ``bytes``, a valid one as ``str``)."""
+    for fd, value in msg.ListFields():
+        t = fd.type
+        if t == _STRING:
+            at = f"{path}.{fd.name}" if path else fd.name  # the field's own position, when the text has one
+            if fd.is_repeated:
+                for i, v in enumerate(value):
+                    if isinstance(v, bytes):
+                        yield f"{at}[{i}]", msg, fd.name, v
+            elif isinstance(value, bytes):
+                yield at, msg, fd.name, value
+        elif t == _MESSAGE:
+            sub = f"{path}.{fd.name}" if path else fd.name
+            if fd.is_repeated:
+                named = fd.name in _NAMED
+                sparse = fd.message_type.name == "SparseTensorProto"  # named by its values' name in the text
+                for i, v in enumerate(value):
+                    key = (_key(v.values, i) if sparse else _key(v, i)) if named else i
+                    yield from _not_utf8(v, f"{sub}[{key}]")
+            else:
+                yield from _not_utf8(value, sub)
+
+
+@rule("proto.invalid-utf8", "model", "IR spec: strings are UTF-8 (onnx.proto's string fields; proto2 does not check "
+      "them, so a file can hold other bytes)")
+def invalid_utf8(ctx, m, path, _):
+    for where, msg, field, value in _not_utf8(m, ""):
+        shown = value[:60].decode("utf-8", "backslashreplace") + ("..." if len(value) > 60 else "")
+        yield where, (f"{msg.DESCRIPTOR.name}.{field} is not UTF-8: \"{shown}\" (kept as bytes and printed as \\xHH "
+                      "escapes; tools that read it as text may fail or change it)")

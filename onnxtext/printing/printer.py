@@ -395,8 +395,9 @@ class Printer(TensorPrinter, RecordPrinter):
         ann += self.unknown_lines(a, _ATTR_TYPE_FIELDS if a.HasField("tp") or len(a.type_protos) else (), level)
         if ref:
             typ = f": {ATTR_TYPE_NAMES[t]}" if t else ""
-            return ("\n" + self.ind * level).join(ann + [f"{op_part(a.name)}{typ} = @{a.ref_attr_name}" if _IDENT.match(a.ref_attr_name)
-                                    else f"{op_part(a.name)}{typ} = @ {quote(a.ref_attr_name)}"])
+            ref_name = a.ref_attr_name  # bytes when not UTF-8: quoted, as \xHH escapes
+            return ("\n" + self.ind * level).join(ann + [f"{op_part(a.name)}{typ} = @{ref_name}" if isinstance(
+                ref_name, str) and _IDENT.match(ref_name) else f"{op_part(a.name)}{typ} = @ {quote(ref_name)}"])
         lead = len(self.ind) * level + len(a.name) + 3  # the value's column (a `: type` aside)
         if a.name in type_names and not self.onnx_style:
             if t == AttributeProto.INT and a.i in _TYPE_NAME_OF:

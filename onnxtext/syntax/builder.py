@@ -14,20 +14,20 @@ Semantic errors raise :class:`onnxtext.errors.ParseError` with the position of t
 
 from __future__ import annotations
 
-from lark import Transformer
-from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, TensorShapeProto, \
-    TrainingInfoProto, TypeProto, ValueInfoProto
+from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, TrainingInfoProto, TypeProto, \
+    ValueInfoProto
 
-from .. import dtypes
 # Literals, tensor data and field/attribute values live in their own modules; their names stay importable
 # from here (syntax.fastparse and syntax.fastlex use them as builder.X, with the children Lark passes).
 from ..schemas import element_type_attributes
 from ..vocabulary import FUNCTION_HEADER, MODEL_HEADER
-from .field_values import (ATTR_TYPE_NAMES, Pair, Pairs, Record, Ref, _ATTR_TYPES, _as_float, _kind_of,  # noqa: F401
+from .field_values import (ATTR_TYPE_NAMES, Pair, Pairs, RawRef, Record, Ref, _ATTR_TYPES, _as_float, _kind_of,  # noqa: F401
                            _element_type_to_int, _is_type_name, _set_list_attr, _set_single_attr,
                            _type_named_attributes, apply_annotations, assign, build_unchecked)
 from .literal_data import (Bits, TensorData, _err, _pos, _text, build_sparse, build_tensor,  # noqa: F401
                            decode_base64, decode_hex, literals_to_array, unescape)
+from .raw_strings import RawText, append_text, extend_texts, join_raw, set_text, text_or_raw
+from .type_rules import MAX_TYPE_NESTING, TypeRules, _opt  # noqa: F401
 
 
 # ---------------------------------------------------------------------------------------------- values
@@ -50,20 +50,9 @@ class ValueEntry:
 
 
 # ---------------------------------------------------------------------------------------------- transformer
-def _opt(children):
-    return [c for c in children if c is not None]
-
-
-class Builder(Transformer):
-    """Builds protos from the parse (rule methods are called by lark with the rule's children)."""
-
-    # (TypeProto, DTYPE token) of the tensor_type rule reduced last. A TypeProto cannot carry a source position
-    # (protobuf messages take no extra attributes and cannot be subclassed), and the rules' children must stay
-    # as they are (fastparse calls these methods with them), so tensor_constant finds the position of its type
-    # here: in `tensor_constant: [annotations] tensor_type [name] "="? tensor_data` no other tensor_type is
-    # reduced between the two rules unless the data is sparse(...), and then the identity check fails. A
-    # concurrent parse sharing this instance can only make the check fail (no position), never give a wrong one.
-    _last_type = (None, None)
+class Builder(TypeRules):
+    """Builds protos from the parse (rule methods are called by lark with the rule's children); the rules of
+    types are in :class:`onnxtext.syntax.type_rules.TypeRules`."""
 
     # ------------------------------------------------------------------ names and literals
     def ident(self, c):
@@ -74,7 +63,10 @@ class Builder(Transformer):
 
     def quoted_name(self, c):
         tok = c[0]
-        n = Name(_text(unescape(tok), "a name"))
+        text = text_or_raw(unescape(tok), tok)
+        if isinstance(text, RawText):  # bytes that are not UTF-8: set as they are (syntax.raw_strings)
+            return text
+        n = Name(text)
         n.line, n.column = tok.line, tok.column
         return n
 
@@ -130,137 +122,6 @@ class Builder(Transformer):
         n = Name(tok[1:])
         n.line, n.column = tok.line, tok.column
         return ("set", n, c[1])
-
-    # ------------------------------------------------------------------ types
-    def denotation(self, c):
-        return _text(unescape(c[0]))
-
-    def dim(self, c):
-        d = TensorShapeProto.Dimension()
-        v = c[0]
-        if v.type == "INT":
-            if not -(1 << 63) <= int(v) < 1 << 63:
-                raise _err(f"dimension {v} is beyond int64", v)
-            d.dim_value = int(v)
-        elif v.type == "IDENT":
-            d.dim_param = str(v)
-        elif v.type == "STRING":
-            d.dim_param = _text(unescape(v))
-        if c[1] is not None:
-            d.denotation = c[1]
-        return d
-
-    def shape(self, c):
-        return _opt(c)
-
-    def tensor_type(self, c):
-        tp = TypeProto()
-        tt = tp.tensor_type
-        tt.elem_type = dtypes.BY_NAME[str(c[0])].enum
-        shape = c[1]
-        if shape is None:
-            tt.shape.SetInParent()  # no brackets: a scalar (rank 0), as in onnx's syntax
-        elif shape:
-            tt.shape.dim.extend(shape)
-        # 'float[]' = unknown rank: no shape
-        if c[2] is not None:
-            tp.denotation = c[2]
-        self._last_type = (tp, c[0])
-        return tp
-
-    def _with_denotation(self, tp, den):
-        if den is not None:
-            tp.denotation = den
-        return tp
-
-    def seq_type(self, c):
-        tp = TypeProto()
-        tp.sequence_type.SetInParent()
-        if c[0] is not None:  # `seq()`: no element type
-            _check_type_depth(c[0], self._last_type)
-            tp.sequence_type.elem_type.CopyFrom(c[0])
-        return self._with_denotation(tp, c[1])
-
-    def map_type(self, c):
-        tp = TypeProto()
-        tp.map_type.SetInParent()
-        try:  # an element type name, or a number that names none (`map(0, float)`), `?`: no key type
-            if c[0].type != "QMARK":
-                tp.map_type.key_type = dtypes.BY_NAME[str(c[0])].enum if c[0].type == "DTYPE" else int(c[0])
-        except ValueError:
-            raise _err(f"element type number {c[0]} is not a 32-bit integer", c[0]) from None
-        if c[1] is not None:  # `map(int64)`: no value type
-            _check_type_depth(c[1], (None, c[0]))
-            tp.map_type.value_type.CopyFrom(c[1])
-        return self._with_denotation(tp, c[2])
-
-    def optional_type(self, c):
-        tp = TypeProto()
-        tp.optional_type.SetInParent()
-        if c[0] is not None:  # `optional()`: no element type
-            _check_type_depth(c[0], self._last_type)
-            tp.optional_type.elem_type.CopyFrom(c[0])
-        return self._with_denotation(tp, c[1])
-
-    def sparse_type(self, c):
-        tp = TypeProto()
-        tt = c[0].tensor_type
-        st = tp.sparse_tensor_type
-        st.elem_type = tt.elem_type
-        if tt.HasField("shape"):
-            st.shape.CopyFrom(tt.shape)
-        if c[0].denotation:
-            raise _err("put the denotation after sparse_tensor(...)")
-        return self._with_denotation(tp, c[1])
-
-    def sparse_untyped_type(self, c):
-        # `sparse_tensor(tensor[10])`, `sparse_tensor(tensor(0))`: no element type, or a number that names none
-        inner = self.untyped_tensor([c[0], c[1], None]).tensor_type
-        tp = TypeProto()
-        st = tp.sparse_tensor_type
-        st.SetInParent()
-        if inner.HasField("elem_type"):
-            st.elem_type = inner.elem_type
-        if inner.HasField("shape"):
-            st.shape.CopyFrom(inner.shape)
-        return self._with_denotation(tp, c[2])
-
-    def dotted(self, c):
-        return ".".join(c)
-
-    def opaque_type(self, c):
-        # opaque(a.b.c) -> name only; opaque(dom.ain, name) -> domain and name (onnx's rule)
-        tp = TypeProto()
-        tp.opaque_type.SetInParent()
-        first, second, den = c
-        if second is not None:
-            tp.opaque_type.domain = first or ""
-            tp.opaque_type.name = second
-        elif first:
-            tp.opaque_type.name = first
-        return self._with_denotation(tp, den)
-
-    def untyped_tensor(self, c):
-        # `tensor`: no element type, no shape; `tensor[2, N]`: a shape without element type; `tensor[]`: a
-        # rank-0 shape without element type (a scalar's shape, which `float` writes without brackets);
-        # `tensor(0)`, `tensor(99)[N]`: an element type number that is no type (UNDEFINED, unknown)
-        tp = TypeProto()
-        tp.tensor_type.SetInParent()
-        if c[0] is not None:
-            try:
-                tp.tensor_type.elem_type = int(c[0])
-            except ValueError:
-                raise _err(f"element type number {c[0]} is not a 32-bit integer", c[0]) from None
-        if c[1] is not None:
-            tp.tensor_type.shape.SetInParent()
-            tp.tensor_type.shape.dim.extend(c[1])
-        self._last_type = (tp, c[0])  # the number's token, when written (a deep seq(...) around it: its position)
-        return self._with_denotation(tp, c[2])
-
-    def empty_type(self, c):
-        tp = TypeProto()
-        self._last_type = (tp, None)
-        return self._with_denotation(tp, c[0])
 
     # ------------------------------------------------------------------ tensor data
     def typed_data(self, c):
@@ -327,7 +188,10 @@ class Builder(Transformer):
 
     def attr_ref(self, c):
         tok = c[0]
-        return Ref(str(tok)[1:] if str(tok).startswith("@") else _text(unescape(tok)))
+        if str(tok).startswith("@"):
+            return Ref(str(tok)[1:])
+        text = text_or_raw(unescape(tok), tok)
+        return RawRef(text) if isinstance(text, RawText) else Ref(text)
 
     def type_value(self, c):
         return c[0]
@@ -341,7 +205,7 @@ class Builder(Transformer):
     def attr(self, c):
         ann, name, declared, value = c
         a = AttributeProto()
-        a.name = name
+        set_text(a, "name", name)
         if isinstance(value, tuple) and value and value[0] == "list":
             _set_list_attr(a, value[1], declared, name)
         else:
@@ -370,20 +234,23 @@ class Builder(Transformer):
 
     def op_ref(self, c):
         # no prefix: the domain stays unset (None); a written prefix, even "" ("".Relu), sets it
-        return (".".join(c[:-2]) if len(c) > 2 else None, c[-2], c[-1])
+        return (join_raw(".", c[:-2]) if len(c) > 2 else None, c[-2], c[-1])
 
     def node(self, c):
         ann, label, outputs, op, attrs1, inputs, attrs2 = c
         n = NodeProto()
-        if label is not None:
-            n.name = label
-        n.input.extend(inputs)
-        n.output.extend(outputs)
-        n.op_type = op[1]
-        if op[0] is not None:
-            n.domain = op[0]
-        if op[2] is not None:
-            n.overload = op[2]
+        try:
+            if label is not None:
+                n.name = label
+            n.input.extend(inputs)
+            n.output.extend(outputs)
+            n.op_type = op[1]
+            if op[0] is not None:
+                n.domain = op[0]
+            if op[2] is not None:
+                n.overload = op[2]
+        except ValueError:  # a string that is not UTF-8 (RawText): set through wire bytes, field by field
+            n = _node_with_raw_strings(label, inputs, outputs, op)
         if attrs1 and attrs2:
             raise _err("attributes given both before and after the inputs", op[1])
         attrs = attrs1 or attrs2 or []
@@ -413,7 +280,7 @@ class Builder(Transformer):
     def graph(self, c):
         ann, name, inputs, outputs, values, nodes = c
         g = GraphProto()
-        g.name = name
+        set_text(g, "name", name)
         for e in inputs:
             g.input.append(_value_info(e))
             if e.data is not None:
@@ -454,18 +321,18 @@ class Builder(Transformer):
         f = FunctionProto()
         if header is not None:
             _apply_header(f, header, FUNCTION_HEADER)
-        f.name = name
+        set_text(f, "name", name)
         for a in attrs or ():
             if isinstance(a, AttributeProto):
                 f.attribute_proto.append(a)
             else:
-                f.attribute.append(a)
+                append_text(f, "attribute", a)
         for tp, n in ins:
-            f.input.append(n)
+            append_text(f, "input", n)
             if tp is not None:
                 f.value_info.append(_vi(n, tp))
         for tp, n in outs:
-            f.output.append(n)
+            append_text(f, "output", n)
             if tp is not None:
                 f.value_info.append(_vi(n, tp))
         for e in values or ():
@@ -518,35 +385,19 @@ class Builder(Transformer):
         return m
 
 
-# seq(...), optional(...) and map(..., ...) types nest at most this deep: onnx itself decodes about 48 (protobuf's
-# limit of 100 message levels, two per type), and each level copies the one inside, so 10,000 took seconds
-MAX_TYPE_NESTING = 100
-
-
-def _check_type_depth(inner: TypeProto, last_type) -> None:
-    """Refuse a type nested deeper than MAX_TYPE_NESTING. The error points at the innermost element type (the
-    DTYPE token of the last ``tensor_type`` reduced, ``last_type``, when that type is the innermost one: the
-    transformer's children carry no position of the seq/optional keywords)."""
-    depth, tp = 1, inner
-    while depth <= MAX_TYPE_NESTING:
-        kind = tp.WhichOneof("value")
-        if kind == "sequence_type":
-            tp = tp.sequence_type.elem_type
-        elif kind == "optional_type":
-            tp = tp.optional_type.elem_type
-        elif kind == "map_type":
-            tp = tp.map_type.value_type
-        else:
-            return
-        depth += 1
-    while tp.WhichOneof("value") in ("sequence_type", "optional_type", "map_type"):
-        kind = tp.WhichOneof("value")
-        tp = tp.map_type.value_type if kind == "map_type" else getattr(tp, kind).elem_type
-    innermost, token = last_type
-    at = token if innermost is None or innermost == tp else None
-    raise _err(f"types nested more than {MAX_TYPE_NESTING} deep (seq, optional, map): onnx itself reads about 48 "
-               f"(protobuf's limit of 100 message levels); onnxtext.syntax.builder.MAX_TYPE_NESTING sets the limit",
-               at)
+def _node_with_raw_strings(label, inputs, outputs, op) -> NodeProto:
+    """A node's string fields when one holds bytes that are not UTF-8 (wire-level setters, in field order)."""
+    n = NodeProto()
+    if label is not None:
+        set_text(n, "name", label)
+    extend_texts(n, "input", inputs)
+    extend_texts(n, "output", outputs)
+    set_text(n, "op_type", op[1])
+    if op[0] is not None:
+        set_text(n, "domain", op[0])
+    if op[2] is not None:
+        set_text(n, "overload", op[2])
+    return n
 
 
 def _tensor(tp: TypeProto, name, data: TensorData, where):
@@ -558,7 +409,7 @@ def _tensor(tp: TypeProto, name, data: TensorData, where):
 
 def _vi(name, tp) -> ValueInfoProto:
     v = ValueInfoProto()
-    v.name = name
+    set_text(v, "name", name)
     if tp is not None:
         v.type.CopyFrom(tp)
     return v

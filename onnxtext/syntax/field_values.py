@@ -20,6 +20,7 @@ from onnx import AttributeProto, GraphProto, SparseTensorProto, TensorProto, Typ
 from .. import dtypes, wireformat
 from ..vocabulary import ATTR_TYPE_NAMES, ATTR_TYPES as _ATTR_TYPES  # noqa: F401
 from .literal_data import Bits, _err, _text, literals_to_array
+from .raw_strings import RawText, extend_texts, set_text, text_or_raw
 
 
 class Record(list):
@@ -41,6 +42,10 @@ class Pair(tuple):
 
 class Ref(str):
     """``@name``: a reference to an attribute of the enclosing function."""
+
+
+class RawRef(RawText):
+    """``@"\xff"``: a reference by a name whose bytes are not UTF-8."""
 
 
 # ---------------------------------------------------------------------------------------------- field assignment
@@ -67,13 +72,20 @@ def assign(msg, field: str, value, at=None) -> None:
         else:
             if not isinstance(value, list):
                 raise _err(f"field {field!r} expects a list", at or field)
-            target.extend(_scalar(fd, v, field) for v in value)
+            values = [_scalar(fd, v, field) for v in value]
+            if fd.type == fd.TYPE_STRING:
+                extend_texts(msg, fd.name, values)  # elements that are not UTF-8 as wire bytes
+            else:
+                target.extend(values)
         return
     if fd.message_type is not None:
         if not _fill(getattr(msg, fd.name), value):
             raise _err(f"field {field!r} expects a {{...}} record", at or field)
         return
-    setattr(msg, fd.name, _scalar(fd, value, field))
+    if fd.type == fd.TYPE_STRING:
+        set_text(msg, fd.name, _scalar(fd, value, field))  # not UTF-8: as wire bytes
+    else:
+        setattr(msg, fd.name, _scalar(fd, value, field))
 
 
 def _fill(sub, value) -> bool:
@@ -100,12 +112,12 @@ def _assign_pair(sub, item, field):
     at = getattr(item, "at", None) or field  # the pair's key token: values carry no position
     name = sub.DESCRIPTOR.name
     if name == "StringStringEntryProto":
-        sub.key = _text(key)
+        set_text(sub, "key", text_or_raw(key, at))
         if not isinstance(value, (bytes, str)):
             raise _err(f"field {field!r} expects string values", at, hint="put the value in quotes")
-        sub.value = _text(value)
+        set_text(sub, "value", text_or_raw(value, at))
     elif name == "OperatorSetIdProto":
-        sub.domain = _text(key)
+        set_text(sub, "domain", text_or_raw(key, at))
         if not isinstance(value, int) or isinstance(value, bool):
             number = str(value).strip() if isinstance(value, str) and str(value).strip().isdigit() else "<version>"
             raise _err(f"field {field!r} expects integer versions", at,
@@ -136,7 +148,7 @@ def _scalar(fd, value, field):
     if t == fd.TYPE_STRING:
         if not isinstance(value, (bytes, str)):
             _bad(field, "a string")
-        return _text(value, field)
+        return text_or_raw(value, field) if isinstance(value, bytes) else str(value)
     if t == fd.TYPE_BYTES:
         if not isinstance(value, (bytes, str)):
             _bad(field, "a string")
@@ -279,7 +291,7 @@ _KIND_OF_CLASS = ((bool, AttributeProto.INT), (int, AttributeProto.INT), (float,
 
 
 def _kind_of(v):
-    if isinstance(v, Ref):
+    if isinstance(v, (Ref, RawRef)):
         return None
     for cls, kind in _KIND_OF_CLASS:
         if isinstance(v, cls):
@@ -310,8 +322,8 @@ def _as_float(v, name):
 
 
 def _set_single_attr(a: AttributeProto, value, declared, name):
-    if isinstance(value, Ref):
-        a.ref_attr_name = value
+    if isinstance(value, (Ref, RawRef)):
+        set_text(a, "ref_attr_name", value)
         if declared is not None:
             a.type = declared
         return
@@ -423,7 +435,7 @@ def build_unchecked(type_proto: TypeProto, name, record, where=None) -> TensorPr
             raise _err(f"tensor dimensions are numbers, not {d.dim_param or '?'}", where)
         t.dims.append(d.dim_value)
     if name is not None:
-        t.name = name
+        set_text(t, "name", name)
     if not isinstance(record, Record):
         raise _err("unchecked expects a {field: value} record", where)
     for key, value in record:

@@ -25,6 +25,7 @@ from onnx import SparseTensorProto, TensorProto, TypeProto
 
 from .. import dtypes, tensors
 from ..errors import ParseError
+from .raw_strings import set_text, text_or_raw
 
 # binascii's strict mode (3.11+) accepts exactly what b64decode(validate=True) accepts
 _STRICT_BASE64 = sys.version_info >= (3, 11)
@@ -248,7 +249,7 @@ def build_tensor(type_proto: TypeProto, name, data: TensorData, where=None) -> T
             raise _err(f"{_called(name)} needs numeric dimensions, not {d.dim_param or '?'}", where)
         t.dims.append(d.dim_value)
     if name is not None:
-        t.name = name
+        set_text(t, "name", name)
     count = tensors.element_count(t)
     kind = data.kind
     if kind in ("typed", "raw"):
@@ -274,8 +275,8 @@ def build_tensor(type_proto: TypeProto, name, data: TensorData, where=None) -> T
         t.data_location = TensorProto.EXTERNAL
         for k, v in data.values:
             e = t.external_data.add()
-            e.key = _text(k)
-            e.value = _text(v) if isinstance(v, (bytes, str)) else str(v)
+            set_text(e, "key", text_or_raw(k))
+            set_text(e, "value", text_or_raw(v) if isinstance(v, (bytes, str)) else str(v))
     elif kind == "elided":
         what = f"tensor {str(name)!r}" if name else "an unnamed tensor"
         raise _err(f"{what} was elided for reading (printed with --elide); its values are not in the text",
@@ -297,6 +298,6 @@ def build_sparse(type_proto: TypeProto, name, data: TensorData, where=None) -> S
     s.values.CopyFrom(data.values)
     s.indices.CopyFrom(data.extra)
     if name and not s.values.name:
-        s.values.name = name
+        set_text(s.values, "name", name)
     return s
 
