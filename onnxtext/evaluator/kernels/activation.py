@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from ..registry import kernel
-from .elementwise import erf
+from .erf import erf, gelu_float32
 
 _ignore = np.errstate(all="ignore")
 
@@ -121,6 +121,8 @@ _TANH_SCALE = math.sqrt(2 / math.pi)
 def gelu_values(x, tanh: bool):
     """``0.5 x (1 + erf(x / sqrt 2))`` or, ``tanh=True``, ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``
     of a float array, computed in place on one temporary (shared with the rule ``gelu``'s step)."""
+    if x.dtype == np.float32 and not tanh:
+        return gelu_float32(x)
     t = x.dtype.type
     if tanh:
         inner = np.multiply(x, x)

@@ -16,6 +16,7 @@ import functools
 import numpy as np
 
 from ..registry import kernel
+from .erf import erf, erf_values as _erf  # noqa: F401  (erf: contrib Gelu kernels import it from here)
 
 _ignore = functools.partial(np.errstate, all="ignore")
 
@@ -34,79 +35,6 @@ def legacy_broadcast(a, b, broadcast=0, axis=None):
 
 
 # ---------------------------------------------------------------------------------------- unary
-
-
-def _erf_float64(x):
-    """erf without scipy: the all-positive series ``2/sqrt(pi) exp(-x^2) sum 2^n x^(2n+1)/(2n+1)!!``
-    below |x| = 3 and the continued fraction of erfc above (relative error ~1.5e-15)."""
-    ax = np.abs(x)
-    out = np.empty_like(ax)
-    small = ax < 3.0
-    xs = ax[small]
-    two_x2 = 2.0 * xs * xs
-    term = xs.copy()
-    total = xs.copy()
-    for n in range(1, 45):
-        term *= two_x2 / (2 * n + 1)
-        total += term
-    out[small] = (2.0 / np.sqrt(np.pi)) * np.exp(-xs * xs) * total
-    xl = ax[~small]
-    frac = xl.copy()
-    for k in range(25, 0, -1):  # erfc(x) = exp(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...))))
-        frac = xl + (k / 2.0) / frac
-    with _ignore():
-        out[~small] = 1.0 - np.exp(-xl * xl) / np.sqrt(np.pi) / frac
-    out[np.isnan(ax)] = np.nan
-    return np.copysign(out, x)
-
-
-# erf(x) ~ x * P(x^2) / Q(x^2) on [-4, 4] (erf is 1 to float32 precision beyond): the rational
-# approximation used by Eigen and XLA for float32, absolute error < 5e-7.
-_ERF_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
-          -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)
-_ERF_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
-          -1.42647390514189e-02)
-_BLOCK = 1 << 15  # elements per chunk: the dozen Horner passes then stay in cache
-
-
-_ERF_P32 = tuple(np.float32(c) for c in _ERF_P)  # (numpy scalars: no conversion per operation)
-_ERF_Q32 = tuple(np.float32(c) for c in _ERF_Q)
-_FOUR32 = np.float32(4)
-
-
-def _horner(x2, coefficients):
-    acc = x2 * coefficients[0]
-    for c in coefficients[1:-1]:
-        acc += c
-        acc *= x2
-    acc += coefficients[-1]
-    return acc
-
-
-def _erf_float32(x):
-    flat = x.reshape(-1)
-    out = np.empty_like(flat)
-    for start in range(0, flat.size, _BLOCK):
-        chunk = out[start:start + _BLOCK]
-        np.minimum(flat[start:start + _BLOCK], _FOUR32, out=chunk)  # (np.clip's wrapper costs ~3 us)
-        np.maximum(chunk, -_FOUR32, out=chunk)
-        x2 = chunk * chunk
-        chunk *= _horner(x2, _ERF_P32)
-        chunk /= _horner(x2, _ERF_Q32)
-    return out.reshape(x.shape)
-
-
-def _erf(x):
-    if x.dtype == np.float64:
-        return _erf_float64(x)
-    if x.dtype == np.float32:
-        return _erf_float32(x)
-    return _erf_float32(x.astype(np.float32)).astype(x.dtype)  # float16, bfloat16
-
-
-def erf(x):
-    """Public so activations (Gelu) share it."""
-    return np.asarray(_erf(np.asarray(x)))
 
 
 # op -> (numpy function, first opset). np.rint rounds half to even, as Round requires.
