@@ -142,16 +142,19 @@ def imputer(X, *, imputed_value_floats=None, imputed_value_int64s=None, replaced
 
 @kernel("Normalizer", since=1, domain=ML)
 def normalizer(X, *, norm):
-    x = as_rows(X).astype(np.float32) if X.ndim <= 2 else X.astype(np.float32)
+    x = X.reshape(1, -1) if X.ndim == 1 else X
+    if x.dtype != np.float32:
+        x = x.astype(np.float32)
     if norm == "MAX":
         divisor = x.max(axis=-1, keepdims=True)
     elif norm == "L1":
         divisor = np.abs(x).sum(axis=-1, keepdims=True)
     elif norm == "L2":
-        divisor = np.sqrt((x * x).sum(axis=-1, keepdims=True))
+        divisor = np.sqrt(np.vecdot(x, x)[..., None])
     else:
         raise ValueError(f"unknown Normalizer norm {norm!r}")
-    divisor[divisor == 0] = 1  # a zero row stays as it is
+    if not divisor.all():
+        divisor[divisor == 0] = 1  # a zero row stays as it is
     y = x / divisor
     return y.reshape(X.shape) if X.ndim == 1 else y
 
@@ -321,9 +324,10 @@ def dict_vectorizer(X, *, int64_vocabulary=None, string_vocabulary=None):
 
 @kernel("ZipMap", since=1, domain=ML)
 def zip_map(X, *, classlabels_int64s=None, classlabels_strings=None):
-    labels = derived("zipmap-labels", (classlabels_strings, classlabels_int64s), lambda: tuple(
-        classlabels_strings) if classlabels_strings else tuple(int(v) for v in classlabels_int64s))
-    rows = as_rows(X).tolist()
+    # the attribute lists hold Python str / int already: they zip as they are (building the dicts is
+    # the cost, as it is for onnxruntime's Python binding, which returns the same list of dicts)
+    labels = classlabels_strings or classlabels_int64s
+    rows = (X.tolist() if X.ndim == 2 else as_rows(X).tolist())
     if rows and len(rows[0]) != len(labels):
         raise ValueError(f"ZipMap: {len(rows[0])} columns but {len(labels)} labels")
     return [dict(zip(labels, row)) for row in rows]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..registry import kernel
+from .activation import row_max
 from .derived_cache import derived
 from .ml import ML, as_rows, class_labels, post_transform
 
@@ -36,16 +37,26 @@ def _linear_tables(coefficients, intercepts, n_features: int, rows: int | None =
     return derived(f"linear-{n_features}-{rows}", (coefficients, intercepts), build)
 
 
+def _classifier_tables(coefficients, intercepts, classlabels_ints, classlabels_strings, n_features: int):
+    """(weights [F, C], intercepts [C] or None, labels) of a LinearClassifier, once per node."""
+    def build():
+        return _linear_tables(coefficients, intercepts, n_features) + (class_labels(classlabels_strings,
+                                                                                     classlabels_ints),)
+    return derived(f"linear-classifier-{n_features}", (coefficients, intercepts, classlabels_ints,
+                                                       classlabels_strings), build)
+
+
 @kernel("LinearClassifier", since=1, domain=ML)
 def linear_classifier(X, *, coefficients, intercepts=None, classlabels_ints=None, classlabels_strings=None,
                       multi_class, post_transform):
-    x = as_rows(X).astype(np.float32, copy=False)
-    weights, bias = _linear_tables(coefficients, intercepts, x.shape[1])
+    x = as_rows(X)
+    if x.dtype != np.float32:
+        x = x.astype(np.float32)
+    weights, bias, labels = _classifier_tables(coefficients, intercepts, classlabels_ints, classlabels_strings,
+                                               x.shape[1])
     scores = x @ weights
     if bias is not None:
         scores += bias
-    labels = derived("labels", (classlabels_strings, classlabels_ints),
-                     lambda: class_labels(classlabels_strings, classlabels_ints))
     if scores.shape[1] == 1:
         # One score: positive score -> second label (or 1 when the labels are not a pair).
         pair = labels if labels.size == 2 else np.array([0, 1], np.int64)
@@ -53,13 +64,18 @@ def linear_classifier(X, *, coefficients, intercepts=None, classlabels_ints=None
         if labels.size == 2:
             return label, _binary_columns(scores[:, 0], post_transform).astype(np.float32)
         return label, post_transform_scores(scores, post_transform)
-    label = labels[np.argmax(scores, axis=1)]
+    label = labels[scores.argmax(axis=1)]
+    if post_transform == "SOFTMAX":  # in float32, as onnxruntime computes it
+        scores -= row_max(scores)
+        np.exp(scores, out=scores)
+        scores /= scores.sum(axis=1, keepdims=True)
+        return label, scores
     return label, post_transform_scores(scores, post_transform)
 
 
 def post_transform_scores(scores, name):
-    if name == "NONE":
-        return scores.astype(np.float32)
+    if name == "NONE":  # the scores are the kernel's own array: no copy needed when already float32
+        return scores.astype(np.float32, copy=False)
     return post_transform(scores.astype(np.float64), name).astype(np.float32)
 
 
