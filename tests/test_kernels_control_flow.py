@@ -1,7 +1,9 @@
 """Control-flow kernels beyond the node suite: a Scan body run once over all slices
-(kernels/scan_vectorized.py) and a Loop body's loop-invariant steps run once (kernels/control_flow.py).
+(kernels/scan_vectorized.py), a Loop body's loop-invariant steps run once, the forms of Loop (trip count,
+condition, both, none taken) and If (kernels/control_flow.py).
 
-Each case is checked against onnxruntime (the oracle) and against the evaluator's own slice-by-slice loop.
+Each case is checked against onnxruntime (the oracle) and against the evaluator's own slice-by-slice loop
+or a traced run (which keeps every step in the loop).
 """
 
 from __future__ import annotations
@@ -153,3 +155,106 @@ def test_scan_output_that_is_the_scanned_input_is_a_copy():
     (got,) = Evaluator(model).run(None, feed)
     np.testing.assert_array_equal(got, feed["in0"][::-1])
     assert not np.shares_memory(got, feed["in0"])
+
+
+# ---------------------------------------------------------------- Loop forms and If against onnxruntime
+# Each Loop case: (id, M or None, cond or None, body nodes, body outputs after the condition (carried then
+# scanned), carried initial values). The body's inputs are i (int64), c (bool) and the carried values
+# acc (float32 [3]); "two" and "limit" are outer constants a body may read. Add a case: one line.
+def _cast_i():
+    return _N("Cast", ["i"], ["i_f"], to=F)
+
+
+LOOP_CASES = [
+    ("trip_count_only", 4, None, [_cast_i(), _N("Add", ["acc", "i_f"], ["acc2"]), _N("Identity", ["c"], ["c2"]),
+                                  _N("Mul", ["acc2", "two"], ["scan"])], ["acc2", "scan"]),
+    ("while_condition", None, True, [_N("Mul", ["acc", "two"], ["acc2"]), _N("ReduceSum", ["acc2"], ["s"], keepdims=0),
+                                     _N("Less", ["s", "limit"], ["c2"])], ["acc2"]),
+    ("condition_stops_before_trip_count", 10, True,
+     [_N("Less", ["i", "three"], ["c2"]), _N("Add", ["acc", "two"], ["acc2"]), _N("Identity", ["i"], ["scan"])],
+     ["acc2", "scan"]),
+    ("zero_trips", 0, None, [_N("Identity", ["c"], ["c2"]), _N("Add", ["acc", "two"], ["acc2"]),
+                             _N("Mul", ["acc", "two"], ["scan"])], ["acc2", "scan"]),
+    ("negative_trip_count", -2, True, [_N("Identity", ["c"], ["c2"]), _N("Add", ["acc", "two"], ["acc2"])], ["acc2"]),
+    ("condition_false_at_start", 5, False, [_N("Identity", ["c"], ["c2"]), _N("Add", ["acc", "two"], ["acc2"])],
+     ["acc2"]),
+    ("condition_input_scanned", 3, True, [_N("Identity", ["c"], ["c2"]), _N("Identity", ["acc"], ["acc2"]),
+                                          _N("Identity", ["c"], ["scan"])], ["acc2", "scan"]),
+    ("if_in_body", 6, None,
+     [_N("Identity", ["c"], ["c2"]), _N("ReduceSum", ["acc"], ["s"], keepdims=0), _N("Greater", ["s", "limit"], ["big"]),
+      _N("If", ["big"], ["acc2"],
+         then_branch=helper.make_graph([_N("Sub", ["acc", "two"], ["t"])], "then", [], [_vi("t", [3])]),
+         else_branch=helper.make_graph([_N("Add", ["acc", "two"], ["e"])], "else", [], [_vi("e", [3])]))],
+     ["acc2"]),
+]
+
+
+def _loop_model(M, cond, nodes, outputs):
+    scan_elem = {n.output[0]: n for n in nodes}
+    out_info = [_vi("c2", [], TP.BOOL)]
+    for name in outputs:
+        if name == "acc2":
+            out_info.append(_vi(name, [3]))
+        else:  # a scan output typed like what the body computes for it
+            source = scan_elem[name].input[0]
+            elem = {"i": I64, "c": TP.BOOL}.get(source, F)
+            out_info.append(_vi(name, [] if elem != F else [3], elem))
+    body = helper.make_graph(nodes, "body", [_vi("i", [], I64), _vi("c", [], TP.BOOL), _vi("acc", [3])], out_info)
+    loop = _N("Loop", ["M" if M is not None else "", "cond" if cond is not None else "", "init"],
+              ["final"] + [f"out_{n}" for n in outputs[1:]], body=body)
+    inits = [onnx.numpy_helper.from_array(v, n) for n, v in (
+        ("two", np.array(2, np.float32)), ("limit", np.array(40, np.float32)), ("three", np.array(3, np.int64)))]
+    if M is not None:
+        inits.append(onnx.numpy_helper.from_array(np.array(M, np.int64), "M"))
+    if cond is not None:
+        inits.append(onnx.numpy_helper.from_array(np.array(cond), "cond"))
+    graph = helper.make_graph([loop], "g", [_vi("init", [3])],
+                              [helper.make_value_info(n, onnx.TypeProto()) for n in loop.output], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("case", LOOP_CASES, ids=lambda c: c[0])
+def test_loop_forms_match_onnxruntime(case):
+    """Trip count only, condition only, both, zero or negative trips, a condition false from the start, the
+    condition input scanned, an If in the body: onnxruntime's outputs, and a traced run's (every step kept)."""
+    _, M, cond, nodes, outputs = case
+    model = _loop_model(M, cond, nodes, outputs)
+    feeds = {"init": np.array([1.0, -2.0, 3.5], np.float32)}
+    ev = Evaluator(model)
+    got = ev.run(None, feeds)
+    assert_close(got, run_onnxruntime(model, feeds), 1e-6, 1e-6, "against onnxruntime:")
+    assert_close(got, ev.run(None, feeds, trace=lambda step, outputs: None), 0, 0, "against a traced run:")
+
+
+# If: (id, condition value, branch outputs). The then branch adds 1 to the outer x, the else branch subtracts
+# it; with two outputs each branch also gives x itself (an outer value passed through).
+IF_CASES = [
+    ("then_scalar_condition", np.array(True), 1),
+    ("else_scalar_condition", np.array(False), 1),
+    ("then_condition_of_shape_1", np.array([True]), 1),
+    ("else_two_outputs", np.array([[False]]), 2),
+    ("then_two_outputs", np.array(True), 2),
+]
+
+
+@pytest.mark.parametrize("case", IF_CASES, ids=lambda c: c[0])
+def test_if_matches_onnxruntime(case):
+    _, condition, n_outputs = case
+    extra = [_N("Identity", ["x"], ["x_then"])] if n_outputs == 2 else []
+    then_b = helper.make_graph([_N("Add", ["x", "one"], ["t"])] + extra, "then", [],
+                               [_vi("t", [4])] + ([_vi("x_then", [4])] if extra else []))
+    extra = [_N("Identity", ["x"], ["x_else"])] if n_outputs == 2 else []
+    else_b = helper.make_graph([_N("Sub", ["x", "one"], ["e"])] + extra, "else", [],
+                               [_vi("e", [4])] + ([_vi("x_else", [4])] if extra else []))
+    outs = ["y", "y2"][:n_outputs]
+    graph = helper.make_graph([_N("If", ["cond"], outs, then_branch=then_b, else_branch=else_b)], "g",
+                              [_vi("x", [4]), _vi("cond", list(condition.shape), TP.BOOL)],
+                              [helper.make_value_info(n, onnx.TypeProto()) for n in outs],
+                              [onnx.numpy_helper.from_array(np.array(1, np.float32), "one")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    feeds = {"x": np.arange(4, dtype=np.float32), "cond": condition}
+    got = Evaluator(model).run(None, feeds)
+    assert_close(got, run_onnxruntime(model, feeds), 0, 0, "against onnxruntime:")

@@ -9,10 +9,13 @@ that is a pure function of one slice runs once over all slices (:mod:`.scan_vect
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 import numpy as np
 
 from ... import dtypes
 from ...errors import EvalError
+from .. import limits
 from ..limits import charge_run, check_allocation, check_loop_iterations
 from ..plan import GraphPlan, find_schema
 from ..registry import kernel
@@ -41,11 +44,16 @@ class _BodyRunner:
         else:
             self.pending, self.plan = split
 
-    def __call__(self, inputs) -> list:
+    def run_invariant(self) -> None:
+        """Run the hoisted loop-invariant steps (once, before the first iteration)."""
         if self.pending is not None:
             self.base = dict(self.base)
             self.pending.execute(self.base)
             self.pending = None
+
+    def __call__(self, inputs) -> list:
+        if self.pending is not None:
+            self.run_invariant()
         return self.plan.run_bound(self.base, inputs)
 
 
@@ -72,6 +80,8 @@ def _invariant_split(plan):
 
 
 def _truth(cond) -> bool:
+    if type(cond) is np.ndarray and cond.size == 1:
+        return bool(cond)
     c = np.asarray(cond)
     if c.size != 1:
         raise EvalError(f"condition must hold a single element, got shape {list(c.shape)}")
@@ -85,7 +95,10 @@ def if_(ctx, cond, then_branch, else_branch):
     plan = ctx.info.subplan(then_branch if _truth(cond) else else_branch)
     env = plan.bind_outer(ctx.scope)
     plan.execute(env)
-    return tuple(env[n] for n in plan.output_names)
+    names = plan.output_names
+    if len(names) == 1:
+        return env[names[0]]
+    return tuple([env[n] for n in names])
 
 
 # ---------------------------------------------------------------------------------------------- Loop
@@ -97,6 +110,11 @@ def _empty_scan_output(value_info) -> np.ndarray:
     return np.empty((0, *dims), dtype=dtype)
 
 
+# the condition passed to every iteration of a Loop (only iterations whose condition holds run)
+_TRUE = np.array(True)
+_TRUE.flags.writeable = False
+
+
 @kernel("Loop", since=1, context=True)
 def loop(ctx, M, cond, *v_initial, body):
     max_trips = None if M is None else int(np.asarray(M).reshape(()))
@@ -105,14 +123,34 @@ def loop(ctx, M, cond, *v_initial, body):
     n_scan = len(body.output) - 1 - n_carried
     if n_scan < 0:
         raise EvalError(f"Loop body has {len(body.output)} outputs, fewer than 1 + {n_carried} carried values")
-    run_body = _BodyRunner(ctx, body)
+    runner = _BodyRunner(ctx, body)
+    runner.run_invariant()
+    # the iteration below is run_bound written out: per iteration a copy of the bound values, the
+    # iteration number, the carried values, the body's steps, and its outputs in one C call
+    plan, base = runner.plan, runner.base
+    execute = plan.execute
+    names = list(plan.input_names)
+    if len(names) != 2 + n_carried:
+        raise EvalError(f"Loop body has {len(names)} inputs, not 2 + {n_carried} carried values")
+    iteration_name, cond_name, carried_names = names[0], names[1], names[2:]
+    outputs = plan.output_names
+    get_outputs = itemgetter(*outputs) if len(outputs) > 1 else (lambda env: (env[outputs[0]],))
     carried = list(v_initial)
     scans: list[list] = [[] for _ in range(n_scan)]
     i = 0
+    trips = max(max_trips, 0) if max_trips is not None else -1  # -1: no trip count
+    cap = limits.MAX_LOOP_ITERATIONS
     scan_bytes = [0] * n_scan
-    while keep_going and (max_trips is None or i < max_trips):
-        check_loop_iterations(i, "Loop")
-        out = run_body([np.array(i, dtype=np.int64), np.array(keep_going), *carried])
+    while keep_going and i != trips:
+        if i >= cap:
+            check_loop_iterations(i, "Loop")
+        env = base.copy()
+        env[iteration_name] = np.array(i, dtype=np.int64)
+        env[cond_name] = _TRUE
+        for name, value in zip(carried_names, carried):
+            env[name] = value
+        execute(env)
+        out = get_outputs(env)
         if cond is not None:  # without a cond input the body's condition output is ignored
             keep_going = _truth(out[0])
         carried = out[1:1 + n_carried]
@@ -127,7 +165,7 @@ def loop(ctx, M, cond, *v_initial, body):
         charge_run(scan_bytes[k], f"Loop scan output {k}")
     stacked = [np.stack(s) if s else _empty_scan_output(body.output[1 + n_carried + k])
                for k, s in enumerate(scans)]
-    return tuple(carried + stacked)
+    return tuple(list(carried) + stacked)
 
 
 # ---------------------------------------------------------------------------------------------- Scan
