@@ -117,6 +117,16 @@ EDGE = [
     'g (float x) => (float y) { y = Cast<to = [float, int64]>(x) z = Cast<to = float, to = int64>(x) }',
     'g (float x) => (float y) { y = Cast<to = float, saturate = 0>(x) z = Cast<saturate = 0, to = string>(x) }',
     'g (float x) => (float y) { y = Cast<to = float x>(x) z = Cast<to = float = 1>(x) w = Cast<to = seq(float)>(x) }',
+    # a Constant's raw tensor (built by the scanner for int64/int32/float/double of plain literals), and its limits
+    *(f'g (float x) => (float y) {{ y = Constant <value = {v}> () z = Constant<value={v}>() }}' for v in [
+        'int64 = raw {1}', 'int64[1, 4] = raw {0, 1, 2, -3}', 'int64[0] = raw {}', 'int64 = raw {1,}', 'int64[2] = raw {1}',
+        'int64 = raw {9223372036854775807}', 'int64 = raw {9223372036854775808}', 'int64 = raw {0x10}', 'int64 = raw {1.5}',
+        'int32[1] = raw {-2147483648}', 'int32 = raw {2147483648}', 'float = raw {8.0}', 'float = raw {1}',
+        'float[2] = raw {1e39, 1.0}', 'float[3] = raw {nan, -inf, 3.4028235e38}', 'double[] = raw {1.5}',
+        'double[1,] = raw {1.5}', 'double[01] = raw {-inf}', 'double[1] = raw {1e400}', 'float[N] = raw {1.5}',
+        'int64[1] = raw {1 2}', 'int64[ 1 ] = raw { 7 }', 'float16 = raw {1.0}', 'int64 = {1}']),
+    'g (float x) => (float y) { y = Constant <value = int64 = raw {1}, a = 1> () }',
+    'g (float x) => (float y) { y = Constant <v: tensor = int64 = raw {1}> () z = Constant <"v" = int64 = raw {1}> () }',
     # comments and doc lines
     'g (float x) => (float y) { y = Foo(x) # comment\n z = Bar(y) // another\n }',
     'g (float x) => (float y) { y = Foo( # inside\n x) }',

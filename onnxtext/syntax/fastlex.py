@@ -71,6 +71,9 @@ _ENTRY_RE = re.compile(f"{_W}({_DTYPE}(?:{_W}\\[[^\\[\\]\"<>{{}}()=#/:]*\\])?){_
 # An ``@metadata_props`` block of plain ``"key": "value"`` pairs (most of a dynamo export's text), read in one step
 _META_RE = re.compile(f"@metadata_props{_W}\\[{_W}({_STRING}{_W}:{_W}{_STRING}(?:{_W},{_W}{_STRING}{_W}:{_W}{_STRING})*+)"
                       f"(?:{_W},)?{_W}\\]", re.S)
+# `<value = int64[1] = raw {0}>`: a Constant's only attribute, a small raw tensor (hundreds in exported models)
+_RAW_TENSOR_ATTR_RE = re.compile(f"<{_W}({_IDENT}){_W}={_W}(int64|int32|float|double)(?:{_W}\\[([0-9 \t\f\r\n,]*)\\])?"
+                                 f"{_W}={_W}raw{_W}\\{{([^{{}}\"()#/]*)\\}}{_W}>")
 _META_HEAD_RE = re.compile(f"@metadata_props{_W}\\[{_W}")
 _COMPOUND = {"seq": "seq_type", "optional": "optional_type", "map": "map_type", "sparse_tensor": "sparse_type"}
 # A whole {...} body of FLOAT (or INT) tokens: Lark lexes each piece as that one terminal
@@ -148,6 +151,9 @@ def _ids(text: str) -> list:
     if "\\" not in text:
         if text[0] == '"' and text.find('"', 1) == len(text) - 1:
             return [text[1:-1]]  # one quoted name (a comma in it is part of it)
+        names = text.split('"')[1::2]
+        if text == '"' + '", "'.join(names) + '"':
+            return names  # quoted names only, as the printer separates them (names hold no quote: the split is exact)
         items = []  # split on commas, unless a piece shows a comma inside a quoted name
         for x in text.split(","):
             x = x.strip(" \t\f\r\n")

@@ -23,12 +23,16 @@ than guess. ``tests/test_fastparse.py`` proves the two paths equal on the whole 
 
 from __future__ import annotations
 
-from onnx import FunctionProto, GraphProto, ModelProto, NodeProto
+import numpy as np
+from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, TensorProto
+
+from .. import dtypes, tensors
 
 from . import builder as _b
-from .fastlex import (FailedAt, Fallback, _ANNOT_RE, _B, _DTYPE_RE, _IDENT_RE, _NAME_RE, _NODE_RE, _NUMBER_RE, _attrs, _ids,
+from .fastlex import (FailedAt, Fallback, _ANNOT_RE, _B, _DTYPE_RE, _F32_MAX, _IDENT_RE, _INF, _NAME_RE, _NODE_RE,
+                      _NUMBER_RE, _RAW_TENSOR_ATTR_RE, _attrs, _ids,
                       _name, _quoted)
-from .fastvalues import ValueScanner, apply_annotations, skip_middle
+from .fastvalues import _WS, ValueScanner, apply_annotations, skip_middle
 from .statement import parse_node_at
 
 #: Set to False to send every text to Lark (tests and benchmarks also pass ``fast=False`` to the parse API).
@@ -80,6 +84,7 @@ class _Scanner(ValueScanner):
     def __init__(self, text: str):
         super().__init__(text)
         self._attr_lists: dict = {}  # attribute list text -> AttributeProtos (attrs_of)
+        self._simple_attrs: dict = {}  # (list text, domain, op_type) -> AttributeProtos of a one-regex statement
 
     # ------------------------------------------------------------------ nodes
     def node_list(self, into, top: bool = False, opened: bool = False) -> None:
@@ -156,10 +161,15 @@ class _Scanner(ValueScanner):
             if attrs1 is not None and attrs2 is not None:
                 raise Fallback  # the builder's error: Lark reports it
             group = 6 if attrs1 is not None else 8
-            try:
-                kw["attribute"] = _attrs(m.group(group), kw.get("domain"), op_type)
-            except Fallback:
-                kw["attribute"] = self.attrs_of(m.start(group) - 1, m.end(group) + 1)
+            key = (attrs1 if group == 6 else attrs2, kw.get("domain"), op_type)
+            attrs = self._simple_attrs.get(key)  # lists repeat (axis = 0, perm = [0, 2, 1, 3]...): read once
+            if attrs is None:
+                try:
+                    attrs = _attrs(key[0], key[1], op_type)
+                except Fallback:
+                    attrs = self.attrs_of(m.start(group) - 1, m.end(group) + 1)
+                self._simple_attrs[key] = attrs
+            kw["attribute"] = attrs
         if label is not None:
             kw["name"] = "" if label_name is None else (label_name if label_name[0] != '"' else _quoted(label_name))
         n = add(**kw)
@@ -174,6 +184,11 @@ class _Scanner(ValueScanner):
         key = self.s[begin:end]
         attrs = self._attr_lists.get(key)
         if attrs is None:
+            m = _RAW_TENSOR_ATTR_RE.fullmatch(key)
+            attrs = None if m is None else self.raw_tensor_attr(*m.groups())
+            if attrs is not None:
+                self._attr_lists[key] = attrs
+                return attrs
             pending = _b._type_named_attributes()
             before = len(pending)
             self.pos = begin
@@ -184,6 +199,37 @@ class _Scanner(ValueScanner):
                 raise Fallback
             self._attr_lists[key] = attrs
         return attrs
+
+    def raw_tensor_attr(self, name: str, dtype: str, dims_text, body: str):
+        """``[AttributeProto]`` of ``<name = dtype[dims] = raw {numbers}>`` (int64, int32, float, double) exactly as
+        Builder.attr and build_tensor make it (the same numpy conversions), or None: the reading of record decides."""
+        dims = []
+        if dims_text is not None:  # (no brackets: a scalar; `[]` is the builder's error)
+            for d in dims_text.split(","):
+                d = d.strip(_WS)
+                if not d:
+                    return None
+                dims.append(int(d))
+        count = 1
+        for d in dims:
+            count *= d
+        vals = self.values(body)
+        if len(vals) != count:
+            return None
+        if dtype in ("int64", "int32"):
+            bound = 1 << (63 if dtype == "int64" else 31)
+            for v in vals:
+                if type(v) is not int or not -bound <= v < bound:
+                    return None
+        else:
+            for v in vals:
+                if type(v) is not float or (dtype == "float" and not -_F32_MAX <= v <= _F32_MAX and v == v
+                                            and abs(v) != _INF):
+                    return None  # numpy warns when it overflows a float32: leave that to the builder
+        dt = dtypes.BY_NAME[dtype]
+        arr = np.array(vals, dtype=np.int64 if dt.kind == "int" else np.float64).astype(dt.np)
+        t = TensorProto(data_type=dt.enum, dims=dims, raw_data=tensors.raw_bytes(arr, dt))
+        return [AttributeProto(name=name, type=AttributeProto.TENSOR, t=t)]
 
     def id_list(self, close: str) -> list:
         items = []
