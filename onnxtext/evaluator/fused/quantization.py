@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.quantize import clip_ufunc, dynamic_quantize_codes, dynamic_quantize_linear
+from ..kernels.quantize import clip_ufunc, dynamic_quantize_codes, dynamic_quantize_linear, saturate_float32
 
 _F32 = np.dtype(np.float32)
 
@@ -36,8 +36,7 @@ class FakeQuantize:
             return self.fallback(x)
         q = np.divide(x, self.scale)
         np.rint(q, out=q)
-        np.fmax(q, self.low, out=q)  # fmax: NaN becomes the minimum code, as QuantizeLinear's
-        np.minimum(q, self.high, out=q)
+        saturate_float32(q, self.low, self.high)  # (fmax: NaN becomes the minimum code, as QuantizeLinear's)
         q += np.float32(0)  # -0.0 (rint of a small negative ratio) is the code's +0.0, as q - zp is
         q *= self.scale
         return q

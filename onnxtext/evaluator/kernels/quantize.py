@@ -48,6 +48,41 @@ def _saturate_integer(values: np.ndarray, target: np.dtype) -> np.ndarray:
     return np.minimum(np.fmax(np.rint(values), info.min), info.max).astype(target)
 
 
+_FILLED: dict = {}  # (value, size) -> read-only float32 array
+_FILLED_BYTES = [0]
+_FILLED_LIMIT = 64 << 20
+FILLED_MIN_SIZE = 1024  # below, the scalar form costs no more
+
+
+def filled(value, size: int) -> np.ndarray:
+    """A read-only float32 array of ``size`` copies of ``value``, kept between calls: numpy's
+    fmax/minimum run about twice as fast against an array as against a scalar (numpy 2.4 on this
+    project's machine: 3.7 against 6.6 us for 32k values; the scalar operand takes a loop without SIMD)."""
+    key = (float(value), size)
+    out = _FILLED.get(key)
+    if out is None:
+        if _FILLED_BYTES[0] + 4 * size > _FILLED_LIMIT:
+            _FILLED.clear()
+            _FILLED_BYTES[0] = 0
+        out = _FILLED[key] = np.full(size, value, np.float32)
+        out.flags.writeable = False
+        _FILLED_BYTES[0] += out.nbytes
+    return out
+
+
+def saturate_float32(q: np.ndarray, low, high) -> np.ndarray:
+    """``q`` clipped in place to ``[low, high]``, NaN becoming ``low`` (fmax), as QuantizeLinear saturates;
+    against filled arrays for large ``q`` (see :func:`filled`)."""
+    if q.size >= FILLED_MIN_SIZE and q.flags.c_contiguous:
+        flat = q.reshape(-1)
+        np.fmax(flat, filled(low, q.size), out=flat)
+        np.minimum(flat, filled(high, q.size), out=flat)
+    else:
+        np.fmax(q, low, out=q)
+        np.minimum(q, high, out=q)
+    return q
+
+
 _RANGES: dict = {}
 
 
@@ -111,8 +146,7 @@ def quantize_float32(x: np.ndarray, scale: np.float32, zero_point: float, target
     info = np.iinfo(target)
     q = np.divide(x, scale)
     np.rint(q, out=q)
-    np.fmax(q, np.float32(info.min - zero_point), out=q)
-    np.minimum(q, np.float32(info.max - zero_point), out=q)
+    saturate_float32(q, np.float32(info.min - zero_point), np.float32(info.max - zero_point))
     if zero_point:
         q += np.float32(zero_point)
     return q.astype(target)
