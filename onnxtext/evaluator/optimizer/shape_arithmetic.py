@@ -8,6 +8,11 @@ results of such steps, and replaces each group of them by ONE step per value rea
 a :class:`~..fused.shape_cone.ShapeCone` that computes the value's cone of steps on the first call
 for a given tuple of source shapes and returns the cached result afterwards.
 
+The shape of a ``Transpose``'s result is read from the Transpose's input instead (the cone holds a
+copy of the Transpose step, run on the first call for a shape): exporters take the shape of the heads
+they just transposed to compute the merge target, and that second reader would keep rule
+``attention_operands`` from doing the transpose as a view inside the attention step.
+
 Condition: deterministic schema operators of the default domain without subgraphs or context.
 Exact: the cached values are those the steps compute.
 """
@@ -32,6 +37,7 @@ def apply(steps: list, keep: set, known) -> list:
     view = GraphView(steps, keep, known)
     sources_of: dict[str, frozenset] = {}  # shape-only value -> the runtime values whose shapes it reads
     members: dict[int, frozenset] = {}
+    shadows: set[int] = set()  # Transposes whose shape a cone reads: copied into the cone, kept in the plan
     for i in range(len(view)):
         st = view.step(i)
         op = view.op(i)
@@ -40,6 +46,12 @@ def apply(steps: list, keep: set, known) -> list:
         ins = st[1]
         if op in ("Shape", "Size") and ins[0] not in sources_of and ins[0] not in known:
             sources = frozenset(ins[:1])
+            k = view.producer.get(ins[0])
+            if k is not None and (k in shadows or (k not in members and view.op(k) == "Transpose" and
+                                                   len(view.step(k)[2]) == 1 and view.step(k)[1][0] not in known)):
+                shadows.add(k)
+                sources = frozenset(view.step(k)[1][:1])
+                members[k] = sources
         elif all(not n or n in sources_of or n in known for n in ins) and any(n in sources_of for n in ins) \
                 and _deterministic(st[5]):
             sources = frozenset().union(*(sources_of[n] for n in ins if n in sources_of))
@@ -55,11 +67,14 @@ def apply(steps: list, keep: set, known) -> list:
     cones = {}
     for i in sorted(members):
         st = view.step(i)
+        if i in shadows:
+            continue
         wanted = tuple(o for o in st[2] if o in read_outside)
         if wanted:
             cones[i] = (st, wanted, _cone(view, i, members))
     for i in members:
-        view.remove(i)
+        if i not in shadows:
+            view.remove(i)
     for i, (st, wanted, cone) in cones.items():
         sources = tuple(sorted(members[i]))
         constants = {n: view.constant(n) for k in cone for n in steps[k][0][1] if n and n not in member_outputs}
