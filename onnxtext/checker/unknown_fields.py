@@ -10,6 +10,7 @@ from ..wireformat import any_unknown, decode_fields, has_unknown, unknown_bytes
 from . import rule
 
 from google.protobuf.descriptor import FieldDescriptor
+from onnx import TensorProto
 
 #: repeated fields whose elements the checker's paths name by their name (``graph.input[x]``), not by index
 _NAMED = frozenset({"input", "output", "value_info", "initializer", "attribute", "sparse_initializer"})
@@ -65,12 +66,19 @@ def unknown_fields(ctx, m, path, _):
 
 
 _STRING, _MESSAGE = FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_MESSAGE
+_TENSOR = TensorProto.DESCRIPTOR
+#: the fields of a TensorProto that hold strings, or messages that do (its data fields are numbers or bytes)
+_TENSOR_STRINGS = [fd for fd in _TENSOR.fields if fd.type == _STRING or fd.message_type is not None]
 
 
 def _not_utf8(msg, path: str):
     """(checker path, message, field, bytes) of every string field inside ``msg`` that is not UTF-8 (protobuf
     returns such a field as ``bytes``, a valid one as ``str``)."""
-    for fd, value in msg.ListFields():
+    if msg.DESCRIPTOR is _TENSOR:  # its string fields only: ListFields would copy the weights out
+        fields = [(fd, getattr(msg, fd.name)) for fd in _TENSOR_STRINGS if fd.is_repeated or msg.HasField(fd.name)]
+    else:
+        fields = msg.ListFields()
+    for fd, value in fields:
         t = fd.type
         if t == _STRING:
             at = f"{path}.{fd.name}" if path else fd.name  # the field's own position, when the text has one
