@@ -21,3 +21,22 @@ class MatMulAdd:
             return self.fallback(a)
         y += self.b
         return y
+
+
+class SharedInputProducts:
+    """Products of one input with several constant weights (``a @ w_i (+ b_i)``) as ONE product with the
+    weights side by side (rule ``shared_input_products``); returns each result as a view of its columns
+    of the shared result. ``fallback`` (the original steps, one output each) for other inputs."""
+
+    __slots__ = ("w", "b", "bounds", "fallback")
+
+    def __init__(self, w, b, bounds, fallback):
+        self.w, self.b, self.bounds, self.fallback = w, b, bounds, fallback
+
+    def __call__(self, a):
+        if type(a) is not np.ndarray or a.dtype != self.w.dtype or a.ndim < 2:
+            return self.fallback(a)
+        y = np.matmul(a, self.w)
+        if self.b is not None:
+            y += self.b
+        return tuple(y[..., start:stop] for start, stop in self.bounds)
