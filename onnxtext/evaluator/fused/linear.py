@@ -6,7 +6,8 @@ import numpy as np
 
 
 class MatMulAdd:
-    """``a @ w + b`` with the bias added in place into the product; ``fallback`` for other inputs."""
+    """``a @ w + b`` with the bias (if any: None for a product alone) added in place into the product;
+    ``fallback`` for other inputs."""
 
     __slots__ = ("w", "b", "fallback")
 
@@ -19,7 +20,8 @@ class MatMulAdd:
         y = np.matmul(a, self.w)
         if type(y) is not np.ndarray:  # a 1-D a gives a 1-D product; a 0-d result would be a scalar
             return self.fallback(a)
-        y += self.b
+        if self.b is not None:
+            y += self.b
         return y
 
 

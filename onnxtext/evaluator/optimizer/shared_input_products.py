@@ -29,6 +29,8 @@ def _projection(view: GraphView, i: int):
         return None
     if type(st[0]) is MatMulAdd and len(st[1]) == 1:
         w, b = st[0].w, st[0].b
+        if b is None:
+            return (st[1][0], w, None) if w.ndim == 2 else None
         if w.ndim != 2 or b.ndim != 1 or b.dtype != w.dtype or b.size not in (1, w.shape[1]):
             return None
         return st[1][0], w, np.broadcast_to(b, (w.shape[1],))
