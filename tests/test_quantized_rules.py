@@ -209,3 +209,39 @@ def test_dynamic_quantized_matmul_with_another_reader_is_kept():
     assert "DynamicQuantizeCodes" not in names and names.count("IntegerMatMulToFloat") == 2
     for g, w in zip(optimized.run(None, {"x": x}), run_onnxruntime(model, {"x": x})):
         np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+
+
+# (id, bits, K, N, block size, packed zero points, bias, activation dtype)
+MATMUL_NBITS = [
+    ("bits4_zero_points_bias", 4, 32, 6, 16, True, True, np.float32),
+    ("bits4_default_zero_point", 4, 40, 5, 16, False, False, np.float32),  # K not a multiple of the block
+    ("bits8", 8, 32, 3, 32, True, False, np.float32),
+    ("bits2_bias", 2, 64, 4, 32, True, True, np.float32),
+    ("float16_activation_runs_the_kernel", 4, 32, 6, 16, True, True, np.float16),
+]
+
+
+@pytest.mark.parametrize("case", MATMUL_NBITS, ids=[c[0] for c in MATMUL_NBITS])
+def test_prepared_matmul_nbits_is_exactly_the_kernel(case):
+    _, bits, k, n, block, zero_points, bias, dtype = case
+    blocks = -(-k // block)
+    consts = {"b": _ints(np.uint8, (n, blocks, block * bits // 8)),
+              "s": (RNG.random(n * blocks) * 0.05 + 0.01).astype(dtype)}
+    inputs = ["a", "b", "s"]
+    if zero_points:
+        consts["z"] = _ints(np.uint8, (n * (-(-blocks * bits // 8)),))
+        inputs.append("z")
+    if bias:
+        consts["bias"] = RNG.standard_normal(n).astype(dtype)
+        inputs += [""] * (5 - len(inputs)) + ["bias"]
+    node = helper.make_node("MatMulNBits", inputs, ["y"], domain="com.microsoft", K=k, N=n, bits=bits,
+                            block_size=block)
+    a = RNG.standard_normal((2, 3, k)).astype(dtype)
+    model = graph_model([node], {"a": a}, [("y", 1 if dtype == np.float32 else 10)], consts, opset=17,
+                        extra_opsets={"com.microsoft": 1})
+    optimized = Evaluator(model)
+    assert "DequantizedMatMul" in _fused_names(optimized)
+    got = optimized.run(None, {"a": a})[0]
+    assert got.dtype == dtype and got.tobytes() == Evaluator(model, optimize=0).run(None, {"a": a})[0].tobytes()
+    np.testing.assert_allclose(got.astype(np.float32), run_onnxruntime(model, {"a": a})[0].astype(np.float32),
+                               rtol=1e-5 if dtype == np.float32 else 1e-2, atol=1e-5 if dtype == np.float32 else 1e-2)

@@ -1,7 +1,8 @@
 """Run-time objects of the quantization rules: :class:`FakeQuantize` (rule ``qdq_pair``),
 :class:`PreparedQLinearConv` (rule ``qlinear_conv``), :class:`IntegerMatMulToFloat` (rule
 ``integer_matmul_to_float``), :class:`DynamicQuantizeCodes` and :class:`CodesMatMulToFloat` (rule
-``dynamic_quantized_matmul``). Each computes exactly the values of the nodes it replaces.
+``dynamic_quantized_matmul``), :class:`DequantizedMatMul` (rule ``prepared_matmul_nbits``). Each computes
+exactly the values of the nodes it replaces.
 
 A QuantizeLinear whose only reader is a DequantizeLinear with the same per-tensor parameters is
 "fake quantization", the way onnxruntime's QDQ quantizer marks a float value as quantized: the pair
@@ -160,4 +161,23 @@ class CodesMatMulToFloat:
             y *= factor
         if self.bias is not None:
             y = y + self.bias if self.bias.ndim > y.ndim else np.add(y, self.bias, out=y)
+        return y
+
+
+class DequantizedMatMul:
+    """MatMulNBits with constant weights (rule ``prepared_matmul_nbits``): ``a @ w (+ bias)`` for float32
+    ``a``, ``w`` the weights dequantized once (float32, K x N), the bias added in place, as the kernel
+    computes it; ``fallback(a)`` (the kernel) for other inputs (float16 activations)."""
+
+    __slots__ = ("w", "bias", "fallback")
+
+    def __init__(self, w, bias, fallback):
+        self.w, self.bias, self.fallback = w, bias, fallback
+
+    def __call__(self, a):
+        if type(a) is not np.ndarray or a.dtype != _F32 or a.ndim < 1:
+            return self.fallback(a)
+        y = np.matmul(a, self.w)
+        if self.bias is not None:
+            y += self.bias
         return y

@@ -47,7 +47,7 @@ def _rules() -> tuple[Rule, ...]:
     from . import (attention_operands, clamped_pointwise, gemm_constant, pool_after_pointwise_map,
                    pool_before_pointwise_conv)
     from . import conv_activation, hard_swish
-    from . import dynamic_quantized_matmul
+    from . import dynamic_quantized_matmul, prepared_matmul_nbits
     from . import shaped_views, shared_input_products
 
     def module_rule(m):
@@ -71,6 +71,7 @@ def _rules() -> tuple[Rule, ...]:
         module_rule(conv_activation),
         module_rule(prepared_recurrent),
         module_rule(qlinear_conv),
+        module_rule(prepared_matmul_nbits),
         module_rule(bias_into_pointwise),
         module_rule(depthwise_into_pointwise),
         module_rule(shuffle_into_conv),

@@ -53,15 +53,20 @@ def _nbits_weights(B, scales, zero_points, g_idx, K, N, bits, block_size):
     return w.reshape(N, -1)[:, :K]
 
 
+def nbits_weights(B, scales, zero_points, g_idx, K, N, bits, block_size) -> np.ndarray:
+    """MatMulNBits' dequantized weights as the right operand of the product: a contiguous float32 (K, N)."""
+    return np.ascontiguousarray(_nbits_weights(B, scales, zero_points, g_idx, K, N, bits, block_size).T)
+
+
 @kernel("MatMulNBits", since=1, domain=MS)
 def matmul_nbits(A, B, scales, zero_points=None, g_idx=None, bias=None, *, K, N, bits=4, block_size,
                  accuracy_level=0):
     if bits not in (2, 4, 8):
         raise EvalError(f"MatMulNBits: bits={bits} is not supported (2, 4 or 8)")
-    # dequantized once per (B, scales, zero points) when they are constants (see derived_cache)
+    # dequantized once per (B, scales, zero points) when they are constants (see derived_cache; rule
+    # prepared_matmul_nbits does it at preparation)
     wt = derived(f"nbits-{K}-{N}-{bits}-{block_size}", (B, scales, zero_points, g_idx),
-                 lambda: np.ascontiguousarray(_nbits_weights(B, scales, zero_points, g_idx, K, N, bits,
-                                                             block_size).T), lambda w: w.nbytes,
+                 lambda: nbits_weights(B, scales, zero_points, g_idx, K, N, bits, block_size), lambda w: w.nbytes,
                  readonly_inputs=True)
     y = np.matmul(A.astype(np.float32, copy=False), wt)
     if bias is not None:
