@@ -79,8 +79,8 @@ class Prepared:
     result is copied into the gate-major rows (one call: cheaper than the strided elementwise calls it
     saves; a block-diagonal matrix, one product without the copy, measured slower)."""
 
-    __slots__ = ("w_t", "bias", "r", "r_stacked", "r_gate", "r_gate_stacked", "gate_bias", "hidden", "dirs",
-                 "scaled", "nbytes")
+    __slots__ = ("w_t", "bias", "r", "r_stacked", "r_gate", "r_gate_stacked", "gate_bias", "r_augmented", "hidden",
+                 "dirs", "scaled", "nbytes")
 
     def __init__(self, op, W, R, B, hidden, linear_before_reset, scaled=True):
         """``scaled``: W and R copied with the sigmoid gate rows halved (the layout kept between runs);
@@ -115,9 +115,15 @@ class Prepared:
             R = R[:, : 2 * hidden]
             gates -= 1
         self.r, self.r_stacked = recurrence_matrices(R, gates, hidden)
+        self.r_augmented = None
+        if self.gate_bias is not None and self.r is not None and scaled:
+            # [R | 0 ... 0 Rbh]: with a row of ones under the state, one product adds Rbh too
+            column = np.zeros((self.r.shape[0], 1), dtype)
+            column[2 * hidden:] = self.gate_bias
+            self.r_augmented = np.concatenate([self.r, column], axis=1)
         self.bias = gate_major((bias * scale)[:, :, None], GATES[op], hidden)
         self.nbytes = sum(a.nbytes for a in (self.w_t, self.r, self.r_stacked, self.r_gate, self.r_gate_stacked,
-                                             self.bias, self.gate_bias) if a is not None)
+                                             self.bias, self.gate_bias, self.r_augmented) if a is not None)
 
     @classmethod
     def external(cls, bias, hidden) -> "Prepared":
@@ -125,6 +131,7 @@ class Prepared:
         and recurrence."""
         prep = cls.__new__(cls)
         prep.w_t = prep.r = prep.r_stacked = prep.r_gate = prep.r_gate_stacked = prep.gate_bias = None
+        prep.r_augmented = None
         prep.bias = gate_major(bias[:, :, None], 4, hidden)
         prep.hidden, prep.dirs, prep.nbytes, prep.scaled = hidden, bias.shape[0], bias.nbytes, True
         return prep
@@ -143,28 +150,6 @@ def recurrence_matrices(R, gates, hidden):
     if R.shape[0] == 1:
         return R[0], None
     return None, np.ascontiguousarray(R.reshape(R.shape[0], gates * hidden, hidden))
-
-
-def per_direction(matrices, hidden):
-    """``product(h, out)``: out = R h for a [dirs*hidden, batch] state, one product per direction (one
-    stacked matmul), copied into the gate-major rows of out. The loops pass the same gate buffer at
-    every step: its views are made once."""
-    matmul, copyto = _matmul, np.copyto
-    dirs, rows, _ = matrices.shape
-    gates = rows // hidden
-    views = [None]
-
-    def product(h, out):
-        view = views[0]
-        if view is None or view[0] is not out:
-            batch = out.shape[-1]
-            tmp = np.empty((dirs, rows, batch), out.dtype)
-            view = views[0] = (out, tmp, out.reshape(gates, dirs, hidden, batch),
-                               tmp.reshape(dirs, gates, hidden, batch).transpose(1, 0, 2, 3))
-        _, tmp, out4, tmp4 = view
-        matmul(matrices, h.reshape(dirs, hidden, -1), tmp)
-        copyto(out4, tmp4)
-    return product
 
 
 def prepared(op, W, R, B, hidden, linear_before_reset) -> Prepared:
@@ -228,25 +213,26 @@ def run(op, X, prep: Prepared, initial_states, reverse: list, projected=None, re
     else:
         p5 = projected.reshape(dirs, steps, batch, gates, hidden).transpose(1, 2, 3, 0, 4)
     xp = step_inputs(p5, prep.bias, reverse)
-    hs = np.empty((steps + 1, block, batch), dtype)  # transposed states, step order
-    _set_state(hs[0], initial_states[0], dirs, hidden)
-    r, product = prep.r, recurrence
-    if r is None and product is None:
-        product = per_direction(prep.r_stacked, hidden)
+    augmented = op == "GRU" and prep.r_augmented is not None
+    # transposed states in step order; a GRU whose candidate bias is in its recurrence matrix has a row
+    # of ones under them (see Prepared)
+    hs = np.empty((steps + 1, block + augmented, batch), dtype)
+    if augmented:
+        hs[:, block] = 1
+    _set_state(hs[0, :block], initial_states[0], dirs, hidden)
     finals = []
     if op == "LSTM":
         c = np.empty((block, batch), dtype)
         _set_state(c, initial_states[1], dirs, hidden)
-        _lstm_loop(xp, hs, r, product, c, block, prep.scaled)
+        _lstm_loop(xp, hs, prep.r, prep.r_stacked, recurrence, c, block, prep.scaled)
         finals = [np.ascontiguousarray(c.reshape(dirs, hidden, batch).transpose(0, 2, 1))]
     elif op == "GRU":
-        r_gate, gate_product = prep.r_gate, None
-        if prep.gate_bias is None and r_gate is None:
-            gate_product = per_direction(prep.r_gate_stacked, hidden)
-        _gru_loop(xp, hs, r, product, r_gate, gate_product, prep.gate_bias, block, prep.scaled)
+        _gru_loop(xp, hs, prep.r_augmented if augmented else prep.r, prep.r_stacked, prep.r_gate,
+                  prep.r_gate_stacked, None if augmented else prep.gate_bias, prep.gate_bias is not None, block,
+                  prep.scaled)
     else:
-        _rnn_loop(xp, hs, r, product)
-    states = hs.reshape(steps + 1, dirs, hidden, batch)
+        _rnn_loop(xp, hs, prep.r, prep.r_stacked)
+    states = hs[:, :block].reshape(steps + 1, dirs, hidden, batch)
     y = np.empty((steps, dirs, batch, hidden), dtype)
     if not any(reverse):
         np.copyto(y, states[1:].transpose(0, 1, 3, 2))
@@ -256,31 +242,61 @@ def run(op, X, prep: Prepared, initial_states, reverse: list, projected=None, re
     return (y, np.ascontiguousarray(states[steps].transpose(0, 2, 1)), *finals)
 
 
-def _rnn_loop(xp, hs, r, product):
-    add, tanh, matmul = _add, _tanh, _matmul
+class _Stacked:
+    """One direction-stacked product per step copied into gate-major rows, written into the loop:
+    ``matmul(matrices, states[k], tmp)`` then ``copyto(out_rows, tmp_rows)``, with every view made
+    once (calling a closure per step cost about 0.5 us more)."""
+
+    __slots__ = ("matrices", "states", "tmp", "out_rows", "tmp_rows")
+
+    def __init__(self, matrices, states, out):
+        """``states`` [..., dirs*hidden, batch] (the inputs of the products), ``out`` [gates*dirs*hidden, batch]."""
+        dirs, rows, hidden = matrices.shape
+        gates, batch = rows // hidden, out.shape[-1]
+        self.matrices = matrices
+        self.states = states.reshape(states.shape[:-2] + (dirs, hidden, batch))
+        self.tmp = np.empty((dirs, rows, batch), out.dtype)
+        self.out_rows = out.reshape(gates, dirs, hidden, batch)
+        self.tmp_rows = self.tmp.reshape(dirs, gates, hidden, batch).transpose(1, 0, 2, 3)
+
+
+def _rnn_loop(xp, hs, r, stacked):
+    add, tanh, matmul, copyto = _add, _tanh, _matmul, np.copyto
+    if r is None:
+        st = _Stacked(stacked, hs, hs[0])
+        matrices, states, tmp, out_rows, tmp_rows = st.matrices, st.states, st.tmp, st.out_rows, st.tmp_rows
     for k in range(xp.shape[0]):
         h = hs[k + 1]
         if r is not None:
             matmul(r, hs[k], h)
         else:
-            product(hs[k], h)
+            matmul(matrices, states[k], tmp)
+            copyto(h.reshape(out_rows.shape), tmp_rows)
         add(h, xp[k], h)
         tanh(h, h)
 
 
-def _lstm_loop(xp, hs, r, product, c, block, scaled):
-    """Gate row blocks i, o, f, c; i/o/f halved (sigmoid as tanh): in r when ``scaled``, else here."""
-    add, multiply, tanh, matmul = _add, _multiply, _tanh, _matmul
+def _lstm_loop(xp, hs, r, stacked, product, c, block, scaled):
+    """Gate row blocks i, o, f, c; i/o/f halved (sigmoid as tanh): in r when ``scaled``, else here.
+    The recurrence is one product with ``r``, or with the ``stacked`` per-direction matrices, or the
+    caller's ``product(h, out)``."""
+    add, multiply, tanh, matmul, copyto = _add, _multiply, _tanh, _matmul, np.copyto
     g = np.empty(xp.shape[1:], xp.dtype)
     half = g.dtype.type(0.5)
     sig = g[: 3 * block]
     gi, go, gf, gc = (g[k * block:(k + 1) * block] for k in range(4))
     tmp = np.empty(c.shape, c.dtype)
+    if product is None and r is None:
+        st = _Stacked(stacked, hs, g)
+        matrices, states, rtmp, out_rows, tmp_rows = st.matrices, st.states, st.tmp, st.out_rows, st.tmp_rows
     for k in range(xp.shape[0]):
-        if r is not None:
+        if product is not None:
+            product(hs[k], g)
+        elif r is not None:
             matmul(r, hs[k], g)
         else:
-            product(hs[k], g)
+            matmul(matrices, states[k], rtmp)
+            copyto(out_rows, tmp_rows)
         if not scaled:
             multiply(sig, half, sig)
         add(g, xp[k], g)
@@ -294,11 +310,13 @@ def _lstm_loop(xp, hs, r, product, c, block, scaled):
         multiply(go, tmp, hs[k + 1])
 
 
-def _gru_loop(xp, hs, r, product, r_gate, gate_product, gate_bias, block, scaled):
-    """h~ = tanh(Wh x + Rh (r * h) + Wbh + Rbh), or with linear_before_reset (``gate_bias`` given: Rbh)
-    tanh(Wh x + Wbh + r * (Rh h + Rbh)), where one product gives the three gates' recurrent terms."""
-    add, multiply, tanh, matmul = _add, _multiply, _tanh, _matmul
-    linear = gate_bias is not None
+def _gru_loop(xp, hs, r, stacked, r_gate, gate_stacked, gate_bias, linear, block, scaled):
+    """h~ = tanh(Wh x + Rh (r * h) + Wbh + Rbh), or with ``linear`` (linear_before_reset)
+    tanh(Wh x + Wbh + r * (Rh h + Rbh)), where one product gives the three gates' recurrent terms and
+    Rbh comes from the matrix's last column (``gate_bias`` None: the states have a row of ones) or is
+    added (``gate_bias``). Products as in :func:`_lstm_loop` (``r`` or ``stacked``; ``r_gate`` or
+    ``gate_stacked`` for Rh)."""
+    add, subtract, multiply, tanh, matmul, copyto = _add, _subtract, _multiply, _tanh, _matmul, np.copyto
     batch = xp.shape[-1]
     g = np.empty(((3 if linear else 2) * block, batch), xp.dtype)
     half = g.dtype.type(0.5)
@@ -307,12 +325,20 @@ def _gru_loop(xp, hs, r, product, r_gate, gate_product, gate_bias, block, scaled
     rh = np.empty(z.shape, xp.dtype)
     xzr, xh = xp[:, : 2 * block], xp[:, 2 * block:]
     tmp = np.empty(z.shape, xp.dtype)
+    if r is None:
+        st = _Stacked(stacked, hs, g)
+        matrices, states, rtmp, out_rows, tmp_rows = st.matrices, st.states, st.tmp, st.out_rows, st.tmp_rows
+    if not linear and r_gate is None:
+        gst = _Stacked(gate_stacked, rh, gh)
+        gate_matrices, gate_in, gate_tmp, gate_rows, gate_tmp_rows = gst.matrices, gst.states, gst.tmp, gst.out_rows, \
+            gst.tmp_rows
     for k in range(xp.shape[0]):
-        h = hs[k]
+        h = hs[k, :block]
         if r is not None:
-            matmul(r, h, g)
+            matmul(r, hs[k], g)
         else:
-            product(h, g)
+            matmul(matrices, states[k], rtmp)
+            copyto(out_rows, tmp_rows)
         if not scaled:
             multiply(zr, half, zr)
         add(zr, xzr[k], zr)
@@ -320,21 +346,19 @@ def _gru_loop(xp, hs, r, product, r_gate, gate_product, gate_bias, block, scaled
         multiply(zr, half, zr)
         add(zr, half, zr)
         if linear:
-            add(gh, gate_bias, gh)
+            if gate_bias is not None:
+                add(gh, gate_bias, gh)
             multiply(rg, gh, gh)
         else:
             multiply(rg, h, rh)
             if r_gate is not None:
                 matmul(r_gate, rh, gh)
             else:
-                gate_product(rh, gh)
+                matmul(gate_matrices, gate_in, gate_tmp)
+                copyto(gate_rows, gate_tmp_rows)
         add(gh, xh[k], gh)
         tanh(gh, gh)
-        _blend(z, gh, h, tmp, hs[k + 1])
-
-
-def _blend(z, candidate, h_prev, tmp, out):
-    """out = (1 - z) * candidate + z * h_prev, as candidate + z * (h_prev - candidate)."""
-    _subtract(h_prev, candidate, tmp)
-    _multiply(z, tmp, tmp)
-    _add(candidate, tmp, out)
+        # h' = (1 - z) * h~ + z * h, as h~ + z * (h - h~)
+        subtract(h, gh, tmp)
+        multiply(z, tmp, tmp)
+        add(gh, tmp, hs[k + 1, :block])
