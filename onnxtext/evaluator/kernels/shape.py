@@ -6,6 +6,7 @@ Squeeze, Unsqueeze, Pad, Tile, TopK) register one kernel per form and share the 
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import threading
@@ -267,16 +268,19 @@ class ConcatLink:
 def _split(data, num_outputs, axis, split=None):
     axis = _axis(axis, data.ndim)
     dim = data.shape[axis]
-    if split is None or len(np.asarray(split).reshape(-1)) == 0:
+    sizes = [] if split is None else _ints(split)
+    if not sizes:
         # equal parts; when the dimension is not divisible the last chunk is smaller (Split-18)
         chunk = -(-dim // num_outputs)
-        split = [min(chunk, max(dim - i * chunk, 0)) for i in range(num_outputs)]
-    offsets = np.cumsum([0] + _ints(split))
-    index = [slice(None)] * data.ndim
+        sizes = [min(chunk, max(dim - i * chunk, 0)) for i in range(num_outputs)]
+    # (Python ints throughout: numpy scalars as offsets and slice bounds cost ~10 us on three parts)
+    lead = (slice(None),) * axis
     outs = []
-    for begin, end in zip(offsets[:-1], offsets[1:]):
-        index[axis] = slice(int(begin), int(end))
-        outs.append(data[tuple(index)].copy())
+    begin = 0
+    for size in sizes:
+        end = begin + size
+        outs.append(data[lead + (slice(begin, end),)].copy())
+        begin = end
     return tuple(outs)
 
 
@@ -298,8 +302,8 @@ def split_13(ctx, data, split=None, axis=0, num_outputs=None):
 
 def _slice(data, starts, ends, axes=None, steps=None):
     starts, ends = _ints(starts), _ints(ends)
-    axes = list(range(len(starts))) if axes is None or len(np.asarray(axes)) == 0 else _ints(axes)
-    steps = [1] * len(starts) if steps is None or len(np.asarray(steps)) == 0 else _ints(steps)
+    axes = (_ints(axes) if axes is not None else None) or list(range(len(starts)))
+    steps = (_ints(steps) if steps is not None else None) or [1] * len(starts)
     index = [slice(None)] * data.ndim
     for start, end, axis, step in zip(starts, ends, axes, steps):
         axis = _axis(axis, data.ndim)
@@ -372,7 +376,24 @@ def _pad(data, pads, mode="constant", value=None, axes=None):
         return out
     if mode not in _NP_PAD_MODE:
         raise ValueError(f"unsupported Pad mode {mode!r}")
-    return np.pad(data, widths, mode=_NP_PAD_MODE[mode])
+    return _pad_by_index(data, widths, _NP_PAD_MODE[mode])
+
+
+@functools.lru_cache(maxsize=256)
+def _pad_index(n: int, before: int, after: int, mode: str) -> np.ndarray:
+    """Source positions along an axis of length n padded in ``mode`` (reflect, edge, wrap: modes that
+    only move elements): numpy's own pad of 0..n-1, so one take per padded axis gives np.pad's result
+    (1.5 us instead of 15 us for a reflect pad of 2x576 floats, as speech models pad before an STFT)."""
+    index = np.pad(np.arange(n), (before, after), mode=mode)
+    index.flags.writeable = False
+    return index
+
+
+def _pad_by_index(data, widths, mode):
+    for axis, (before, after) in enumerate(widths):
+        if before or after:
+            data = data.take(_pad_index(data.shape[axis], before, after, mode), axis=axis)
+    return data
 
 
 @kernel("Pad", since=1)
