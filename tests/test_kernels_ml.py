@@ -159,6 +159,12 @@ CASES = [
     ("normalizer_max", "Normalizer", XF, [("Y", F)], {"X": X2}, dict(norm="MAX")),
     ("normalizer_l1", "Normalizer", XF, [("Y", F)], {"X": X2}, dict(norm="L1")),
     ("normalizer_l2", "Normalizer", XF, [("Y", F)], {"X": X2}, dict(norm="L2")),
+    ("normalizer_l1_zero_row", "Normalizer", XF, [("Y", F)], {"X": np.vstack([X2, np.zeros((1, 2), np.float32)])},
+     dict(norm="L1")),
+    ("normalizer_l2_zero_row_double", "Normalizer", [("X", D)], [("Y", F)],
+     {"X": np.vstack([np.zeros((1, 2)), X2.astype(np.float64)])}, dict(norm="L2")),
+    ("normalizer_max_zero_row", "Normalizer", XF, [("Y", F)], {"X": np.vstack([X2, np.zeros((1, 2), np.float32)])},
+     dict(norm="MAX")),
     ("scaler", "Scaler", XF, [("Y", F)], {"X": X2}, dict(offset=[0.5, -1.0], scale=[2.0, 0.25])),
     ("scaler_broadcast", "Scaler", [("X", D)], [("Y", F)], {"X": X2.astype(np.float64)}, dict(offset=[1.0], scale=[3.0])),
     ("imputer_float_nan", "Imputer", XF, [("Y", F)], {"X": X3}, dict(imputed_value_floats=[9.0, 8.0, 7.0],
@@ -565,6 +571,45 @@ def test_re2_helpers_match_the_bindings_own_methods(pattern, text):
     assert split_re2(compiled, text) == compiled.split(text)
     for candidate in (text, text[:1], ""):
         assert full_match_re2(compiled)(candidate) == (compiled.fullmatch(candidate) is not None)
+
+
+# Tokenizer runs token patterns of one simple shape with Python's re (kernels/string.python_find_all);
+# these must give RE2's matches on any text, the others must be left to RE2.
+FAST_TOKEN_PATTERNS = [r"\w+", r"\b\w\w+\b", r"\d+", r"\S+", r"\s", r"\W+", r"\D", r"ab+", r"\b\w", r"x\d\w+\b",
+                       r"\s+", r"\b\W\b"]
+RE2_ONLY_PATTERNS = [r"\W+\b", r"\w*", r"(\w+)", r"a|b", r"\w+\w+", r"[a-z]+", r"\w+?", r"é+", r"\b", r"",
+                     r"\w{2,}", r"(?i)a+", r"\B\w+"]
+_TEXT_ALPHABET = list("aZ09_ -,.!?\t\n\r\f\v\x0b\x1c\xa0") + ["é", "ß", "中", "\u2028", "😀", "\u0301"]
+
+
+def _random_texts(n, seed):
+    rng = np.random.default_rng(seed)
+    return ["".join(rng.choice(_TEXT_ALPHABET, size=int(rng.integers(0, 30)))) for _ in range(n)] + [
+        "works well, great value", "naïve café\u00a0déjà-vu 42x_7", "\vtab\x0bvertical\tfeed\f"]
+
+
+@pytest.mark.parametrize("pattern", FAST_TOKEN_PATTERNS + RE2_ONLY_PATTERNS)
+def test_python_find_all_gives_re2s_matches(pattern):
+    from onnxtext.evaluator.kernels.string import compile_re2, find_all_re2, python_find_all
+
+    fast = python_find_all(pattern)
+    assert (fast is not None) == (pattern in FAST_TOKEN_PATTERNS)
+    if fast is not None:
+        compiled = compile_re2(pattern)
+        for text in _random_texts(300, seed=len(pattern)):
+            assert fast(text) == find_all_re2(compiled, text), (pattern, text)
+
+
+TOKEN_TEXTS = np.array([["Works well, GREAT value\vtab", "naïve café déjà-vu 42x_7"], ["", "a\u00a0b\x0bc d"]], object)
+
+
+@pytest.mark.parametrize("attrs", [dict(tokenexp=r"\w+"), dict(tokenexp=r"\b\w\w+\b", mark=1, mincharnum=2),
+                                   dict(tokenexp=r"\S+"), dict(tokenexp=r"[a-z]+")], ids=str)
+def test_tokenizer_token_patterns_against_onnxruntime(attrs):
+    model = make_model("Tokenizer", [("X", S)], [("Y", S)], dict(dict(mark=0, mincharnum=1, pad_value="#"), **attrs),
+                       domain="com.microsoft")
+    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    check(model, {"X": TOKEN_TEXTS})
 
 
 def _libsvm_multiclass_probability(r: list, k: int) -> list:

@@ -13,6 +13,7 @@ run the way a backtracking engine (Python's ``re``) does on ``(a+)+$``.
 from __future__ import annotations
 
 import functools
+import re
 
 import numpy as np
 
@@ -171,6 +172,35 @@ def full_match_re2(compiled):
         data = text.encode("utf-8")
         return regexp.Match(both, data, 0, len(data))[0][0] >= 0
     return full_match
+
+
+# RE2's Perl classes are ASCII (RE2's syntax page): \s is [\t\n\f\r ] (no \v, unlike Python's ASCII \s).
+_CLASSES = {"w": "[0-9A-Za-z_]", "W": "[^0-9A-Za-z_]", "d": "[0-9]", "D": "[^0-9]", "s": "[\t\n\f\r ]",
+            "S": "[^\t\n\f\r ]"}
+_SIMPLE_PATTERN = re.compile(r"(\\b)?((?:\\[wWdDsS]|[A-Za-z0-9])+?)(\+)?(\\b)?")
+
+
+@functools.lru_cache(maxsize=256)
+def python_find_all(pattern: str):
+    r"""A function ``text -> list[str]`` equal to ``find_all_re2(compile_re2(pattern), text)`` run by Python's
+    ``re`` (a C loop per text instead of one RE2 call per match), or None when ``pattern`` is not of the
+    one shape where the two engines provably agree and Python's stays linear in the text's length:
+
+    ``[\b] ATOM... [+] [\b]`` where an ATOM is \w \W \d \D \s \S or an ASCII letter or digit, only the
+    last one may repeat (``+``), and a final ``\b`` after a repeated atom only when that atom is \w
+    (its greedy run always ends on a word boundary, so nothing is retried). Such a pattern never matches
+    the empty string, the classes are spelled out as RE2 defines them, and ``\b`` is ASCII in both.
+    skl2onnx's token patterns (``\w+``, ``\b\w\w+\b``) have this shape; any other goes to RE2.
+    """
+    shape = _SIMPLE_PATTERN.fullmatch(pattern)
+    if shape is None:
+        return None
+    start, atoms, plus, end = shape.groups()
+    atoms = re.findall(r"\\[wWdDsS]|[A-Za-z0-9]", atoms)
+    if plus and end and atoms[-1] != "\\w":
+        return None
+    body = "".join(_CLASSES[a[1]] if a.startswith("\\") else a for a in atoms)
+    return re.compile((r"\b" if start else "") + body + (plus or "") + (r"\b" if end else ""), re.ASCII).findall
 
 
 def _re2_module():

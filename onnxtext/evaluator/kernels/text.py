@@ -27,7 +27,7 @@ def _pool_ngrams(pool: list, ngram_counts: list) -> list[tuple]:
 class _Pool:
     """A TfIdfVectorizer's pool as lookup tables, built once per node (:mod:`.derived_cache`)."""
 
-    __slots__ = ("gram_position", "vocab_index", "vocabulary", "int_vocabulary", "base", "sorted_keys", "order", "size", "weight", "indexes",
+    __slots__ = ("gram_position", "lookups", "column_weight", "vocab_index", "vocabulary", "int_vocabulary", "base", "sorted_keys", "order", "size", "weight", "indexes",
                  "unique_indexes", "width")
 
     def __init__(self, pool_strings, pool_int64s, ngram_counts, ngram_indexes, weights):
@@ -48,6 +48,15 @@ class _Pool:
         self.indexes = np.asarray(ngram_indexes, np.int64)
         self.unique_indexes = np.unique(self.indexes).size == self.indexes.size
         self.width = int(self.indexes.max()) + 1
+        # small inputs: n-gram -> its pool position, or straight to its output column when no two pool
+        # entries share one; unigrams keyed by the token itself (no 1-tuple per token)
+        columns = self.indexes.tolist()
+        self.lookups = {}
+        for by_column in (False, True):
+            grams_to = {g: columns[i] if by_column else i for g, i in self.gram_position.items()}
+            self.lookups[by_column] = ({g[0]: v for g, v in grams_to.items() if len(g) == 1}.get, grams_to.get)
+        self.column_weight = np.zeros(self.width, np.float32)  # weight by output column (unique indexes)
+        self.column_weight[self.indexes] = self.weight
 
 
 def _key(base: int, id_columns):
@@ -63,21 +72,43 @@ def _key(base: int, id_columns):
 SMALL_INPUT_GRAMS = 512
 
 
-def _found_cells_small(rows: list, pool: _Pool, min_n: int, max_n: int, max_skip: int) -> list:
-    """Flat (row, pool n-gram) positions of every n-gram found, by looking each one up in a dict."""
-    position = pool.gram_position
+def _found_cells_small(rows: list, pool: _Pool, min_n: int, max_n: int, max_skip: int, by_column: bool = False) -> list:
+    """Flat (row, pool n-gram) positions of every n-gram found, by looking each one up in a dict; with
+    ``by_column`` (pools whose n-grams have distinct output columns) flat (row, output column) positions.
+
+    The candidate n-grams of all rows are looked up in one ``map`` per (n, skip) over the flattened tokens;
+    windows that cross a row's end are dropped by their start's entry in ``starts``, which also holds the
+    row's first flat position (kept per input shape)."""
+    unigram, position = pool.lookups[by_column]
+    stride = pool.width if by_column else pool.size
+    length = len(rows[0]) if rows else 0
+    flat = [t for row in rows for t in row]
     cells = []
-    for r, row in enumerate(rows):
-        base = r * pool.size
-        for n in range(min_n, max_n + 1):
-            for skip in range(max_skip + 1 if n > 1 else 1):
-                step = skip + 1
-                span = (n - 1) * step
-                for s in range(len(row) - span):
-                    i = position.get(tuple(row[s:s + span + 1:step]))
-                    if i is not None:
-                        cells.append(base + i)
+    for n in range(min_n, max_n + 1):
+        for step in range(1, max_skip + 2 if n > 1 else 2):  # a unigram is the same whatever the skip
+            span = (n - 1) * step
+            if span >= length:
+                continue
+            found = map(unigram, flat) if n == 1 else map(position, zip(*[flat[j * step:] for j in range(n)]))
+            starts = _window_starts(len(rows), length, span, stride)
+            cells += [b + i for b, i in zip(starts, found) if i is not None and b is not None]
     return cells
+
+
+_STARTS: dict = {}
+
+
+def _window_starts(batch: int, length: int, span: int, stride: int) -> list:
+    """Per flat token position, ``row * stride`` when a window of ``span`` starting there stays in its row,
+    else None."""
+    key = (batch, length, span, stride)
+    starts = _STARTS.get(key)
+    if starts is None:
+        if len(_STARTS) > 64:
+            _STARTS.clear()
+        starts = _STARTS[key] = [r * stride if s + span < length else None for r in range(batch)
+                                 for s in range(length)]
+    return starts
 
 
 def _found_cells(rows: np.ndarray, pool: _Pool, min_n: int, max_n: int, max_skip: int) -> np.ndarray:
@@ -119,21 +150,30 @@ def tfidf_vectorizer(X, *, mode, min_gram_length, max_gram_length, max_skip_coun
     rows = X.reshape(1, -1) if X.ndim == 1 else X
     batch, length = rows.shape
     combinations = (max_gram_length - min_gram_length + 1) * (max_skip_count + 1)
+    if mode not in ("TF", "IDF", "TFIDF"):
+        raise ValueError(f"unknown TfIdfVectorizer mode {mode!r}")
+    check_allocation((batch, pool.width), 4, "TfIdfVectorizer")  # the output width comes from ngram_indexes
+    if batch * length * combinations <= SMALL_INPUT_GRAMS and pool.unique_indexes:
+        # counted straight into the output columns
+        cells = _found_cells_small(rows.tolist(), pool, min_gram_length, max_gram_length, max_skip_count, True)
+        counts = np.bincount(cells, minlength=batch * pool.width).reshape(batch, pool.width).astype(np.float32)
+        if mode == "IDF":
+            np.minimum(counts, 1, out=counts)
+        if mode != "TF":
+            counts *= pool.column_weight
+        return counts[0] if X.ndim == 1 else counts
     if batch * length * combinations <= SMALL_INPUT_GRAMS:
         cells = np.array(_found_cells_small(rows.tolist(), pool, min_gram_length, max_gram_length, max_skip_count),
                          np.int64)
     else:
         cells = _found_cells(rows, pool, min_gram_length, max_gram_length, max_skip_count)
-    check_allocation((batch, pool.width), 4, "TfIdfVectorizer")  # the output width comes from ngram_indexes
     counts = np.bincount(cells, minlength=batch * pool.size).reshape(batch, pool.size).astype(np.float32)
     if mode == "TF":
         scores = counts
     elif mode == "IDF":
         scores = np.minimum(counts, 1) * pool.weight
-    elif mode == "TFIDF":
-        scores = counts * pool.weight
     else:
-        raise ValueError(f"unknown TfIdfVectorizer mode {mode!r}")
+        scores = counts * pool.weight
     out = np.zeros((batch, pool.width), np.float32)
     if pool.unique_indexes:
         out[:, pool.indexes] = scores

@@ -16,7 +16,7 @@ import numpy as np
 from ....errors import EvalError
 from ...limits import check_allocation
 from ...registry import kernel
-from ..string import compile_re2, find_all_re2, split_re2
+from ..string import compile_re2, find_all_re2, python_find_all, split_re2
 from . import MS
 
 _START, _END = "\x02", "\x03"
@@ -24,8 +24,8 @@ _START, _END = "\x02", "\x03"
 
 def _splitter(separators, tokenexp):
     if tokenexp:
-        pattern = compile_re2(tokenexp, "Tokenizer")
-        return lambda s: find_all_re2(pattern, s)
+        pattern = compile_re2(tokenexp, "Tokenizer")  # also rejects what RE2 rejects
+        return python_find_all(tokenexp) or (lambda s: find_all_re2(pattern, s))
     if separators is None:
         raise EvalError("Tokenizer needs 'separators' or 'tokenexp'")
     if list(separators) == [""]:
@@ -42,13 +42,16 @@ def tokenizer(X, *, mark, mincharnum, pad_value, separators=None, tokenexp=None)
         raise EvalError("Tokenizer: 'separators' and 'tokenexp' cannot both be set")
     split = _splitter(separators, tokenexp)
     rows = []
-    for text in X.reshape(-1):
-        tokens = [t for t in split(str(text)) if t and len(t) >= mincharnum]
+    for text in X.reshape(-1).tolist():
+        tokens = [t for t in split(text if type(text) is str else str(text)) if t and len(t) >= mincharnum]
         if mark:
             tokens = [_START] + tokens + [_END]
         rows.append(tokens)
-    width = max((len(r) for r in rows), default=0)
+    width = max(map(len, rows), default=0)
     check_allocation((len(rows), width), 8, "Tokenizer")  # every row padded to the longest
-    out = np.empty((len(rows), width), dtype=object)
-    out[...] = [tokens + [pad_value] * (width - len(tokens)) for tokens in rows]
-    return out.reshape(X.shape + (width,))
+    flat = []
+    for tokens in rows:
+        flat += tokens
+        if len(tokens) < width:
+            flat += [pad_value] * (width - len(tokens))
+    return np.array(flat, dtype=object).reshape(X.shape + (width,))
