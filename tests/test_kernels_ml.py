@@ -529,6 +529,12 @@ TFIDF_CASES = [
     ("ints_large_tfidf", _RNG.integers(1, 9, (5, 400)).astype(np.int64),
      dict(TFIDF_INT_POOL, mode="TFIDF", min_gram_length=1, max_gram_length=3, max_skip_count=1,
           weights=[0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4])),
+    ("strings_small_tfidf", _WORDS[_RNG.integers(0, 5, (4, 5))],
+     dict(TFIDF_POOL, mode="TFIDF", min_gram_length=1, max_gram_length=2, max_skip_count=2,
+          weights=[0.5, 2.0, 3.0, 0.25, 5.0, 6.0, 7.0])),
+    ("strings_one_row_tfidf", _WORDS[_RNG.integers(0, 5, (7,))],
+     dict(TFIDF_POOL, mode="TFIDF", min_gram_length=2, max_gram_length=2, max_skip_count=1,
+          weights=[1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])),
     ("ints_one_row", _RNG.integers(1, 9, (11,)).astype(np.int32),
      dict(TFIDF_INT_POOL, mode="TF", min_gram_length=1, max_gram_length=2, max_skip_count=0)),
 ]
@@ -551,6 +557,10 @@ def test_tfidf_vectorizer_count_paths_agree():
         small = sorted(_found_cells_small(rows.tolist(), pool, n_min, n_max, skip))
         assert small, (n_min, n_max, skip)
         assert small == sorted(_found_cells(rows, pool, n_min, n_max, skip).tolist()), (n_min, n_max, skip)
+        # the same cells addressed by output column (row * width + ngram_indexes[position])
+        by_column = sorted(_found_cells_small(rows.tolist(), pool, n_min, n_max, skip, by_column=True))
+        columns = TFIDF_POOL["ngram_indexes"]
+        assert by_column == sorted(c // pool.size * pool.width + columns[c % pool.size] for c in small)
 
 
 # Tokenizer's and RegexFullMatch's matches (kernels/string.py) step over the binding's matcher themselves;
