@@ -202,6 +202,10 @@ EDGE = [
     'g (float x) => (float y) <uint8[2] b = base64 "AAE=AA=="> { y = Foo(x) }',
     'g (float x) => (float y) <uint8[2] b = base64 "AA*="> { y = Foo(x) }',
     'g (float x) => (float y) <uint8[2] b = base64 "AAE"> { y = Foo(x) }',
+    *(f'g (float x) => (float y) <uint8[{n}] b = base64 "{block}"> {{ y = Foo(x) }}' for n, block in [
+        (3, "\n    AAEC\n  "), (2, "AAE=="), (0, "="), (0, "=="), (0, ""), (3, "AAAA===="), (1, "A\n=\n="), (2, "AA\tE=\n"),
+        (2, "AAE\x0b="), (2, "AAE\x0c=\r"), (3, "ABCD\x1c"), (2, "AB=C"), (3, "ABCD=="), (6, "AAEC\n    AAEC"),
+        (2, "AA\u00e9E="), (2, "AAE=\n  "), (2, "\\nAAE=")]),
     'g (float x) => (float y) <uint8[3] b = base64 "AAE="> { y = Foo(x) }',
     'g (float x) => (float y) <uint8[2] b = base64 "\\x41AE="> { y = Foo(x) }',
     'g (float x) => (float y) <float16[1] h = base64 "AAA=", int4[3] q = base64 "AAA=", uint8[1] x = hex "f f"> '
