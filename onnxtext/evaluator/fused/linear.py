@@ -42,3 +42,26 @@ class SharedInputProducts:
         if self.b is not None:
             y += self.b
         return tuple(y[..., start:stop] for start, stop in self.bounds)
+
+
+class MatMulAddResidual:
+    """``(a @ w + b) + r``: a :class:`MatMulAdd` whose result is added to another value (a transformer's
+    residual connection), the second addition in place into the product too (rule ``residual_add``).
+    ``fallback`` (the original steps) for inputs it was not prepared for or an ``r`` that would
+    broadcast the product to a larger shape."""
+
+    __slots__ = ("product", "fallback")
+
+    def __init__(self, product: MatMulAdd, fallback):
+        self.product, self.fallback = product, fallback
+
+    def __call__(self, a, r):
+        p = self.product
+        if type(a) is np.ndarray and type(r) is np.ndarray and a.dtype == p.w.dtype == r.dtype and a.ndim >= 2:
+            y = np.matmul(a, p.w)
+            if y.shape == r.shape:
+                if p.b is not None:
+                    y += p.b
+                y += r
+                return y
+        return self.fallback(a, r)
