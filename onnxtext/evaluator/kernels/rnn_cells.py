@@ -31,8 +31,8 @@ and every sequence as long as X; everything else takes its general path. What ma
   innermost numpy spends its time starting inner loops of a few elements (the step-order copy of a
   12-step bidirectional LSTM at batch 3 took 55 us that way, 16 us this way).
 
-The recurrent product is ``R @ h`` unless a caller passes its own (``recurrence(h, out)``):
-com.microsoft::DynamicQuantizeLSTM quantizes ``h`` on the fly there (kernels/contrib/quant_lstm.py).
+com.microsoft::DynamicQuantizeLSTM (kernels/contrib/quant_lstm.py) quantizes ``h`` on the fly in its
+own loop, between :func:`begin` and :func:`finish` here.
 """
 
 from __future__ import annotations
@@ -192,12 +192,28 @@ def _set_state(out: np.ndarray, value, dirs: int, hidden: int) -> None:
         np.copyto(out.reshape(dirs, hidden, -1).transpose(0, 2, 1), value)
 
 
-def run(op, X, prep: Prepared, initial_states, reverse: list, projected=None, recurrence=None):
-    """Y [T, dirs, B, H] and the final states ([dirs, B, H] each) for layout-0 inputs.
+def run(op, X, prep: Prepared, initial_states, reverse: list):
+    """Y [T, dirs, B, H] and the final states ([dirs, B, H] each) for layout-0 inputs."""
+    xp, hs, c = begin(op, X, prep, initial_states, reverse)
+    block = len(reverse) * prep.hidden
+    if op == "LSTM":
+        _lstm_loop(xp, hs, prep.r, prep.r_stacked, c, block, prep.scaled)
+    elif op == "GRU":
+        augmented = prep.r_augmented is not None
+        _gru_loop(xp, hs, prep.r_augmented if augmented else prep.r, prep.r_stacked, prep.r_gate,
+                  prep.r_gate_stacked, None if augmented else prep.gate_bias, prep.gate_bias is not None, block,
+                  prep.scaled)
+    else:
+        _rnn_loop(xp, hs, prep.r, prep.r_stacked)
+    return finish(hs, c, reverse, prep.hidden)
+
+
+def begin(op, X, prep: Prepared, initial_states, reverse: list, projected=None):
+    """What the loops work on: (the step-order inputs [T, rows, B], the transposed states [T+1,
+    dirs*H (+1), B] with the initial one set, the LSTM cell state [dirs*H, B] or None).
 
     ``projected``: the input projections X @ W^T (scaled as the prepared weights) as [dirs, T*B, G],
-    when the caller computed them (the quantized LSTM); ``recurrence(h, out)`` replaces the recurrent
-    product (LSTM only): h is the [dirs*H, B] state, out the [4*dirs*H, B] gate buffer."""
+    when the caller computed them (the quantized LSTM, which runs its own loop)."""
     steps, batch, inputs = X.shape
     dirs = len(reverse)
     hidden = prep.hidden
@@ -220,26 +236,28 @@ def run(op, X, prep: Prepared, initial_states, reverse: list, projected=None, re
     if augmented:
         hs[:, block] = 1
     _set_state(hs[0, :block], initial_states[0], dirs, hidden)
-    finals = []
+    c = None
     if op == "LSTM":
         c = np.empty((block, batch), dtype)
         _set_state(c, initial_states[1], dirs, hidden)
-        _lstm_loop(xp, hs, prep.r, prep.r_stacked, recurrence, c, block, prep.scaled)
-        finals = [np.ascontiguousarray(c.reshape(dirs, hidden, batch).transpose(0, 2, 1))]
-    elif op == "GRU":
-        _gru_loop(xp, hs, prep.r_augmented if augmented else prep.r, prep.r_stacked, prep.r_gate,
-                  prep.r_gate_stacked, None if augmented else prep.gate_bias, prep.gate_bias is not None, block,
-                  prep.scaled)
-    else:
-        _rnn_loop(xp, hs, prep.r, prep.r_stacked)
-    states = hs[:, :block].reshape(steps + 1, dirs, hidden, batch)
-    y = np.empty((steps, dirs, batch, hidden), dtype)
+    return xp, hs, c
+
+
+def finish(hs, c, reverse: list, hidden: int) -> tuple:
+    """(Y [T, dirs, B, H], Y_h [dirs, B, H]) and for an LSTM Y_c, from the loop's states in step order."""
+    dirs = len(reverse)
+    steps, batch = hs.shape[0] - 1, hs.shape[-1]
+    states = hs[:, :dirs * hidden].reshape(steps + 1, dirs, hidden, batch)
+    y = np.empty((steps, dirs, batch, hidden), hs.dtype)
     if not any(reverse):
         np.copyto(y, states[1:].transpose(0, 1, 3, 2))
     else:
         for d in range(dirs):
             np.copyto(y[:, d], (states[:0:-1, d] if reverse[d] else states[1:, d]).transpose(0, 2, 1))
-    return (y, np.ascontiguousarray(states[steps].transpose(0, 2, 1)), *finals)
+    outs = (y, np.ascontiguousarray(states[steps].transpose(0, 2, 1)))
+    if c is None:
+        return outs
+    return outs + (np.ascontiguousarray(c.reshape(dirs, hidden, batch).transpose(0, 2, 1)),)
 
 
 class _Stacked:
@@ -276,23 +294,20 @@ def _rnn_loop(xp, hs, r, stacked):
         tanh(h, h)
 
 
-def _lstm_loop(xp, hs, r, stacked, product, c, block, scaled):
+def _lstm_loop(xp, hs, r, stacked, c, block, scaled):
     """Gate row blocks i, o, f, c; i/o/f halved (sigmoid as tanh): in r when ``scaled``, else here.
-    The recurrence is one product with ``r``, or with the ``stacked`` per-direction matrices, or the
-    caller's ``product(h, out)``."""
+    The recurrence is one product with ``r``, or with the ``stacked`` per-direction matrices."""
     add, multiply, tanh, matmul, copyto = _add, _multiply, _tanh, _matmul, np.copyto
     g = np.empty(xp.shape[1:], xp.dtype)
     half = g.dtype.type(0.5)
     sig = g[: 3 * block]
     gi, go, gf, gc = (g[k * block:(k + 1) * block] for k in range(4))
     tmp = np.empty(c.shape, c.dtype)
-    if product is None and r is None:
+    if r is None:
         st = _Stacked(stacked, hs, g)
         matrices, states, rtmp, out_rows, tmp_rows = st.matrices, st.states, st.tmp, st.out_rows, st.tmp_rows
     for k in range(xp.shape[0]):
-        if product is not None:
-            product(hs[k], g)
-        elif r is not None:
+        if r is not None:
             matmul(r, hs[k], g)
         else:
             matmul(matrices, states[k], rtmp)

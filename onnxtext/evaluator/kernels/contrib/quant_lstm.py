@@ -8,8 +8,8 @@ quantizes its float operand to uint8 on the fly with the range of the whole oper
 for all time steps, the recurrence once per step and direction (each direction's hidden state with
 its own range).
 
-The usual case (default activations, no clip, peepholes, input_forget or shorter sequences) runs the
-fast LSTM loop of :mod:`..rnn_cells` with the quantized recurrence of :func:`_quantized_recurrence`;
+The usual case (default activations, no clip, peepholes, input_forget or shorter sequences) runs
+:func:`_quantized_lstm_loop` between the fast path's :func:`..rnn_cells.begin` and ``finish``;
 the weights are shifted by their zero points and converted to float32 once (kept between runs by
 :mod:`..derived_cache` for initializers). The rest goes through :func:`..rnn._recurrent` with a
 quantizing product, one direction at a time.
@@ -125,49 +125,56 @@ class _FastWeights:
         x_shifted, x_scale = dynamic_quantize_uint8(X.reshape(1, steps * batch, inputs))
         acc = integer_product(x_shifted, self.w_shifted, 255.0, self.w_bound)
         projected = np.multiply(acc, x_scale * self.w_scales, dtype=np.float32)  # [dirs, T*B, 4H]
-        recurrence = _quantized_recurrence(self.r_rows, self.r_bound, self.r_scales)
-        return rnn_cells.run("LSTM", X, self.cells, initial_states, reverse, projected=projected,
-                             recurrence=recurrence)
+        xp, hs, c = rnn_cells.begin("LSTM", X, self.cells, initial_states, reverse, projected=projected)
+        _quantized_lstm_loop(xp, hs, c, self.r_rows, self.r_bound, self.r_scales)
+        return rnn_cells.finish(hs, c, reverse, self.cells.hidden)
 
 
-def _quantized_recurrence(r_rows, r_bound, r_scales):
-    """``recurrence(h, out)`` for rnn_cells: out = R h with the [dirs*hidden, batch] state h quantized per
-    direction as onnxruntime quantizes it (uint8, range of the direction's whole state including 0);
-    out is the gate buffer, gate-major across directions ([4, dirs, hidden, batch] as rows).
+def _quantized_lstm_loop(xp, hs, c, r_rows, r_bound, r_scales):
+    """rnn_cells' LSTM loop (see its _lstm_loop) with the recurrent product R h of each step taken as
+    onnxruntime takes it: the [dirs*hidden, batch] state h quantized per direction (uint8, range of the
+    direction's whole state including 0), multiplied exactly in integers and scaled back.
 
-    Written out in place of :func:`..quantize.dynamic_quantize_uint8` for every direction at once, with
-    the same float32 arithmetic. Two of its steps drop out: the lower clamp of the codes (the zero point
-    is round(-low / scale), so the smallest value's code is exactly 0) and the all-zero special case (a
-    zero range gets the smallest normal scale instead of 1: every code is 0 either way). Every call
-    writes into buffers made once per gate buffer (the loop passes the same one at every step), over
-    contiguous memory: the integer product and its scaling run direction-major, and two directions are
-    copied into the gate-major rows at the end (one call; scaling through the strided gate-major view
-    cost three times more)."""
+    The quantization is :func:`..quantize.dynamic_quantize_uint8` written out for every direction at
+    once, with the same float32 arithmetic. Two of its steps drop out: the lower clamp of the codes (the
+    zero point is round(-low / scale), so the smallest value's code is exactly 0) and the all-zero
+    special case (a zero range gets the smallest normal scale instead of 1: every code is 0 either way).
+    Every call writes into buffers made before the loop, over contiguous memory: the integer product and
+    its scaling run direction-major, and two directions are copied into the gate-major rows (one call;
+    scaling through the strided gate-major view cost three times more). About 24 numpy calls a step."""
     dirs, rows, hidden = r_rows.shape
-    minimum, maximum, subtract, divide, rint, add, multiply, matmul, copyto = (
-        np.minimum, np.maximum, np.subtract, np.divide, np.rint, np.add, np.multiply, np.matmul, np.copyto)
-    low_reduce, high_reduce = np.minimum.reduce, np.maximum.reduce
+    steps, _, batch = xp.shape
+    block = dirs * hidden
+    add, subtract, multiply, divide, tanh, rint, matmul, copyto = (
+        np.add, np.subtract, np.multiply, np.divide, np.tanh, np.rint, np.matmul, np.copyto)
+    minimum, maximum, low_reduce, high_reduce = np.minimum, np.maximum, np.minimum.reduce, np.maximum.reduce
     # codes - zero point are within [-255, 255]: one float32 product is exact when every partial sum is
     exact = hidden * 255.0 * r_bound < 2 ** 24
     r_scales = r_scales.reshape(dirs, -1, 1)  # per gate row (or per direction), direction-major
+    g = np.empty((4 * block, batch), np.float32)  # gate rows i, o, f, c (gate-major across directions)
+    half = np.float32(0.5)
+    sig = g[: 3 * block]
+    gi, go, gf, gc = (g[k * block:(k + 1) * block] for k in range(4))
+    tmp = np.empty(c.shape, np.float32)
+    acc = g if dirs == 1 else np.empty((dirs, rows, batch), np.float32)
+    acc3 = acc.reshape(dirs, rows, batch)
+    g_rows = g.reshape(4, dirs, hidden, batch)
+    acc_rows = acc3.reshape(dirs, 4, hidden, batch).transpose(1, 0, 2, 3)
+    flat_states = hs.reshape(steps + 1, dirs, hidden * batch)
+    codes = np.empty((dirs, hidden * batch), np.float32)
+    codes3 = codes.reshape(dirs, hidden, batch)
+    low, high, scale, zero_point = (np.empty((dirs, 1), np.float32) for _ in range(4))
+    scale3 = scale.reshape(dirs, 1, 1)
+    # the rows' scales repeated over the batch: the product's scaling is then a plain elementwise call
+    # (broadcasting one scale per row over a short batch took 1.9 us against 0.5 us at batch 3)
+    r_scales = np.ascontiguousarray(np.broadcast_to(r_scales, (dirs, rows, batch)))
+    row_scales = np.empty(r_scales.shape, np.float32)
     single = r_rows[0] if dirs == 1 else None
-    buffers = [None]
-
-    def recurrence(h, out):
-        buf = buffers[0]
-        if buf is None or buf[0] is not out:
-            batch = out.shape[-1]
-            acc = out if dirs == 1 else np.empty((dirs, rows, batch), np.float32)
-            codes = np.empty((dirs, hidden * batch), np.float32)
-            buf = buffers[0] = (out, acc, acc.reshape(dirs, rows, batch), codes, codes.reshape(dirs, hidden, batch),
-                                np.empty((dirs, 1), np.float32), np.empty((dirs, 1), np.float32),
-                                np.empty(r_scales.shape, np.float32),
-                                None if dirs == 1 else (out.reshape(4, dirs, hidden, batch),
-                                                        acc.reshape(dirs, 4, hidden, batch).transpose(1, 0, 2, 3)))
-        _, acc, acc3, codes, codes3, scale, zero_point, row_scales, gate_major = buf
-        flat = h.reshape(dirs, -1)
-        low = low_reduce(flat, 1, None, None, True, 0.0)  # axis 1, keepdims, initial 0
-        subtract(high_reduce(flat, 1, None, None, True, 0.0), low, scale)
+    for k in range(steps):
+        flat = flat_states[k]
+        low_reduce(flat, 1, None, low, True, 0.0)  # axis 1, out, keepdims, initial 0
+        high_reduce(flat, 1, None, high, True, 0.0)
+        subtract(high, low, scale)
         divide(scale, _F255, scale)
         maximum(scale, _TINY, out=scale)
         divide(low, scale, zero_point)
@@ -182,11 +189,19 @@ def _quantized_recurrence(r_rows, r_bound, r_scales):
             matmul(single, codes3[0], acc)
         else:
             matmul(r_rows, codes3, acc)
-        multiply(r_scales, scale.reshape(dirs, 1, 1), row_scales)
+        multiply(r_scales, scale3, row_scales)
         multiply(acc3, row_scales, acc3)
-        if gate_major is not None:
-            copyto(*gate_major)
-    return recurrence
+        if single is None:
+            copyto(g_rows, acc_rows)
+        add(g, xp[k], g)
+        tanh(g, g)
+        multiply(sig, half, sig)
+        add(sig, half, sig)
+        multiply(gf, c, c)
+        multiply(gi, gc, gi)
+        add(c, gi, c)
+        tanh(c, tmp)
+        multiply(go, tmp, hs[k + 1])
 
 
 # ------------------------------------------------------------------ the general path (rnn._recurrent)
