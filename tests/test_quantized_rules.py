@@ -159,17 +159,25 @@ def test_integer_matmul_to_float_beyond_the_float32_bound_is_kept():
     np.testing.assert_array_equal(ev.run(None, feeds)[0], run_onnxruntime(model, feeds)[0])
 
 
-def _shared_dynamic_quantization(extra_reader: bool):
-    """DynamicQuantizeLinear read by two MatMulInteger -> Cast -> Mul chains (and, with ``extra_reader``,
-    by a DequantizeLinear too)."""
+def _shared_dynamic_quantization(extra_reader: bool, biases=(False, False), weight_scales=(None, None)):
+    """DynamicQuantizeLinear read by two MatMulInteger -> Cast -> Mul (-> Add bias) chains (and, with
+    ``extra_reader``, by a DequantizeLinear too); a weight scale multiplies the activation scale first."""
     nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["q", "s", "z"])]
     consts = {}
-    for i, n in enumerate((5, 3)):
+    for i, (n, bias, ws) in enumerate(zip((5, 3), biases, weight_scales)):
         consts[f"w{i}"] = _ints(np.int8, (8, n), -127, 127)
         consts[f"wz{i}"] = np.array(0, np.int8)
         nodes += [helper.make_node("MatMulInteger", ["q", f"w{i}", "z", f"wz{i}"], [f"p{i}"]),
-                  helper.make_node("Cast", [f"p{i}"], [f"c{i}"], to=1),
-                  helper.make_node("Mul", [f"c{i}", "s"], [f"y{i}"])]
+                  helper.make_node("Cast", [f"p{i}"], [f"c{i}"], to=1)]
+        scale = "s"
+        if ws is not None:
+            consts[f"ws{i}"] = np.asarray(ws, np.float32)
+            nodes.append(helper.make_node("Mul", ["s", f"ws{i}"], [f"sc{i}"]))
+            scale = f"sc{i}"
+        nodes.append(helper.make_node("Mul", [f"c{i}", scale], [f"m{i}" if bias else f"y{i}"]))
+        if bias:
+            consts[f"b{i}"] = RNG.standard_normal(n).astype(np.float32)
+            nodes.append(helper.make_node("Add", [f"m{i}", f"b{i}"], [f"y{i}"]))
     outputs = ["y0", "y1"]
     if extra_reader:
         nodes.append(helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]))
@@ -184,19 +192,27 @@ SHARED_INPUTS = [
     ("infinity", np.where(np.arange(32).reshape(4, 8) == 9, np.inf, RNG.standard_normal((4, 8))).astype(np.float32)),
     ("zeros", np.zeros((4, 8), np.float32)),
 ]
+# (id, biases, weight scales: None for the activation's scale alone, a scalar or one per column)
+SHARED_FORMS = [
+    ("no_bias", (False, False), (None, None)),
+    ("biases_and_scales", (True, True), (0.0125, [0.5, 0.25, 0.125])),
+    ("one_bias", (True, False), (0.0125, None)),
+]
 
 
+@pytest.mark.parametrize("form", SHARED_FORMS, ids=[f[0] for f in SHARED_FORMS])
 @pytest.mark.parametrize("x", [c[1] for c in SHARED_INPUTS], ids=[c[0] for c in SHARED_INPUTS])
-def test_dynamic_quantized_matmul_is_exactly_the_nodes(x):
-    model = _shared_dynamic_quantization(extra_reader=False)
+def test_dynamic_quantized_matmul_is_exactly_the_nodes(x, form):
+    _, biases, weight_scales = form
+    model = _shared_dynamic_quantization(False, biases, weight_scales)
     optimized = Evaluator(model)
     names = _fused_names(optimized)
-    assert names.count("CodesMatMulToFloat") == 2 and "DynamicQuantizeCodes" in names
+    assert "DynamicQuantizeCodes" in names and names.count("CodesMatMulToFloat") == 2
     with np.errstate(all="ignore"):
         got = optimized.run(None, {"x": x})
         want = Evaluator(model, optimize=0).run(None, {"x": x})
     for g, w in zip(got, want):
-        assert g.dtype == w.dtype and g.tobytes() == w.tobytes()
+        assert g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == np.ascontiguousarray(w).tobytes()
 
 
 def test_dynamic_quantized_matmul_with_another_reader_is_kept():
