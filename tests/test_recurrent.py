@@ -46,6 +46,7 @@ class Case(NamedTuple):
     peepholes: bool = False
     dtype: str = "float32"
     fed_weights: bool = False  # W, R, B as graph inputs (new arrays at every run) instead of initializers
+    column_scales: bool = False  # DynamicQuantizeLSTM: scales and zero points per column, not per direction
 
 
 CASES = [
@@ -103,6 +104,15 @@ CASES = [
     Case("lstm_float64_peepholes", "LSTM", peepholes=True, initial=True, dtype="float64"),
     Case("lstm_fed_weights", "LSTM", "bidirectional", initial=True, fed_weights=True),
     Case("lstm_fed_weights_one_step", "LSTM", steps=1, batch=2, hidden=16, fed_weights=True),
+    # the sizes of the corpus's recurrent models (torch exports: bidirectional LSTMs of hidden 48 at
+    # batch 3, a GRU of hidden 32 with linear_before_reset, silero's one-step LSTM of hidden 128)
+    Case("lstm_bidirectional_model_sized", "LSTM", "bidirectional", steps=12, batch=3, inputs=32, hidden=48,
+         initial=True),
+    Case("gru_linear_model_sized", "GRU", steps=10, batch=3, inputs=16, hidden=32, initial=True,
+         attrs=dict(linear_before_reset=1)),
+    Case("gru_bidirectional_linear_model_sized", "GRU", "bidirectional", steps=6, batch=3, inputs=16, hidden=32,
+         attrs=dict(linear_before_reset=1)),
+    Case("lstm_one_step_model_sized", "LSTM", steps=1, batch=2, inputs=128, hidden=128, initial=True),
 ]
 
 # DynamicQuantizeLSTM: W [dirs, input, 4H] and R [dirs, H, 4H] int8 with per-direction scales
@@ -114,6 +124,12 @@ QUANTIZED = [
     Case("dq_lstm_lengths", "DynamicQuantizeLSTM", "bidirectional", lens=(5, 2, 4)),
     Case("dq_lstm_peepholes", "DynamicQuantizeLSTM", peepholes=True, initial=True),
     Case("dq_lstm_clip", "DynamicQuantizeLSTM", attrs=dict(clip=0.5)),
+    Case("dq_lstm_column_scales", "DynamicQuantizeLSTM", "bidirectional", initial=True, column_scales=True),
+    Case("dq_lstm_one_step_column_scales", "DynamicQuantizeLSTM", steps=1, batch=2, column_scales=True),
+    Case("dq_lstm_model_sized", "DynamicQuantizeLSTM", "bidirectional", steps=12, batch=3, inputs=32, hidden=48,
+         initial=True),
+    # hidden * 255 * 127 > 2**24: the recurrent products are cut into exact float32 chunks
+    Case("dq_lstm_wide_chunked_products", "DynamicQuantizeLSTM", steps=2, batch=2, hidden=520),
 ]
 
 
@@ -152,10 +168,13 @@ def _values(case: Case, rng) -> tuple[dict, dict]:
     if gates == 4:
         constants["P"] = uniform(dirs, 3 * hidden, scale=0.5) if case.peepholes else None
     if case.op == "DynamicQuantizeLSTM":
-        constants["W_scale"] = rng.uniform(0.002, 0.006, dirs).astype(np.float32)
-        constants["W_zero_point"] = rng.integers(-2, 3, dirs).astype(np.int8)
-        constants["R_scale"] = rng.uniform(0.002, 0.006, dirs).astype(np.float32)
-        constants["R_zero_point"] = rng.integers(-2, 3, dirs).astype(np.int8)
+        shape = (dirs, gates * hidden) if case.column_scales else (dirs,)
+        constants["W_scale"] = rng.uniform(0.002, 0.006, shape).astype(np.float32)
+        # (onnxruntime refuses per-column zero points other than 0)
+        spread = 0 if case.column_scales else 2
+        constants["W_zero_point"] = rng.integers(-spread, spread + 1, shape).astype(np.int8)
+        constants["R_scale"] = rng.uniform(0.002, 0.006, shape).astype(np.float32)
+        constants["R_zero_point"] = rng.integers(-spread, spread + 1, shape).astype(np.int8)
     return inputs, constants
 
 
