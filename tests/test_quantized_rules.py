@@ -261,3 +261,22 @@ def test_prepared_matmul_nbits_is_exactly_the_kernel(case):
     assert got.dtype == dtype and got.tobytes() == Evaluator(model, optimize=0).run(None, {"a": a})[0].tobytes()
     np.testing.assert_allclose(got.astype(np.float32), run_onnxruntime(model, {"a": a})[0].astype(np.float32),
                                rtol=1e-5 if dtype == np.float32 else 1e-2, atol=1e-5 if dtype == np.float32 else 1e-2)
+
+
+def test_uint8_scale_zero_point_equals_float32_arithmetic():
+    """The Python-float scale and zero point of DynamicQuantizeLinear's fast path against the same formula
+    in numpy float32 scalar arithmetic (onnxruntime's), over random ranges of every magnitude."""
+    from onnxtext.evaluator.kernels.quantize import uint8_scale_zero_point
+
+    rng = np.random.default_rng(5)
+    lows = -(2.0 ** rng.uniform(-140, 127, 20000)).astype(np.float32) * rng.random(20000).astype(np.float32)
+    highs = (2.0 ** rng.uniform(-140, 127, 20000)).astype(np.float32) * rng.random(20000).astype(np.float32)
+    lows[:200], highs[200:400] = 0, 0  # one-sided ranges
+    with np.errstate(all="ignore"):
+        for low, high in zip(lows.tolist(), highs.tolist()):
+            scale = np.float32((np.float32(high) - np.float32(low)) / np.float32(255))
+            got_scale, got_zero_point = uint8_scale_zero_point(low, high)
+            assert got_scale.tobytes() == scale.tobytes(), (low, high)
+            if scale and np.isfinite(scale):
+                want = min(255.0, max(0.0, round(float(np.float32(0) - np.float32(low) / scale))))
+                assert got_zero_point == want, (low, high)

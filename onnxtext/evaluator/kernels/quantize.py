@@ -226,11 +226,9 @@ def dynamic_quantize_codes(x):
     lo, hi = float(np.minimum.reduce(x, axis=None)), float(np.maximum.reduce(x, axis=None))
     if not (-_INF < lo and hi < _INF):  # (NaN compares false)
         return None
-    low, high = min(0.0, lo), max(0.0, hi)
-    scale = np.float32((np.float32(high) - np.float32(low)) / np.float32(255))
+    scale, zero_point = uint8_scale_zero_point(min(0.0, lo), max(0.0, hi))
     if not scale:  # all zeros: scale 1, as below
         return np.zeros(x.shape, np.float32), np.float32(1), 0.0
-    zero_point = _zero_point(low, scale)
     q = np.divide(x, scale)
     np.rint(q, out=q)
     clip_ufunc(q, np.float32(-zero_point), np.float32(255.0 - zero_point), out=q)
@@ -244,6 +242,19 @@ def _range(x: np.ndarray) -> tuple[float, float]:
     if type(x) is np.ndarray and x.dtype.kind == "f":  # NaN ignored, as onnxruntime (its code is then 0)
         return min(0.0, float(np.fmin.reduce(x, axis=None))), max(0.0, float(np.fmax.reduce(x, axis=None)))
     return min(0.0, float(x.min())), max(0.0, float(x.max()))
+
+
+def uint8_scale_zero_point(low: float, high: float) -> tuple[np.float32, float]:
+    """DynamicQuantizeLinear's ``scale = (high - low) / 255`` and ``zero point = round(-low / scale)``
+    clamped to [0, 255] (half to even), each operation rounded to float32 as onnxruntime computes them,
+    for float32 values ``low <= 0 <= high``. In Python floats with one rounding to float32 per operation
+    (three numpy scalar operations instead of eight): a float32 difference or quotient of two float32
+    values computed in float64 first and then rounded to float32 is the correctly rounded float32 result
+    (the float64 value can only fall on a float32 rounding boundary if the exact value is on it)."""
+    scale = np.float32(float(np.float32(high - low)) / 255.0)
+    if not scale:
+        return scale, 0.0
+    return scale, float(min(255.0, max(0.0, round(-float(np.float32(low / float(scale)))))))
 
 
 def _zero_point(low: float, scale: np.float32) -> float:
