@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels.shape import slice_index
 from ..limits import charge_run
 from .original import OriginalSteps
 
@@ -36,19 +37,23 @@ class ShapeCone:
 
 
 class ShapedView:
-    """A Reshape, Squeeze, Unsqueeze, Flatten or Expand whose result shape depends only on shapes: its
-    data's and those of ``sources`` (the runtime values a :class:`ShapeCone` computing its shape input
-    reads; none when that input is a constant or absent). The original kernel (``kernel(data,
-    *shape_args(sources), **attrs)``) runs on the first call for a tuple of shapes and its result's
-    shape is kept; later calls are ``data.reshape(target)`` (a view, as the kernel returns it) or, for
-    Expand (``copy``), one broadcast copy into a new array (charged to the run's allocation limit as
-    the kernel does)."""
+    """A Reshape, Squeeze, Unsqueeze, Flatten, Expand or Slice whose result depends on its data only
+    through the data's shape and on its other inputs only through shapes: each of those inputs is
+    absent, a constant, or computed by a :class:`ShapeCone` from the shapes of runtime values (the
+    step's ``sources``). The node's own kernel runs on the first call for a tuple of shapes and what
+    it did is kept: the result's shape for the views (later calls are ``data.reshape(target)``, a
+    view as the kernel returns it), the broadcast shape for Expand (one broadcast copy into a new
+    array, charged to the run's allocation limit as the kernel does), the index for Slice (one
+    indexing and copy, as the kernel does)."""
 
-    __slots__ = ("kernel", "attrs", "shape_input", "copy", "targets")
+    __slots__ = ("kernel", "attrs", "args", "mode", "targets")
 
-    def __init__(self, kernel, attrs: dict, shape_input, copy: bool):
-        # shape_input: () for no shape input, (constant,) for a constant one, a ShapeCone for a computed one
-        self.kernel, self.attrs, self.shape_input, self.copy = kernel, attrs, shape_input, copy
+    VIEW, EXPAND, SLICE = 0, 1, 2
+
+    def __init__(self, kernel, attrs: dict, args, mode: int):
+        # args: per input after the data, (False, constant value or None) or (True, (cone, positions
+        # of the cone's inputs in the step's sources))
+        self.kernel, self.attrs, self.args, self.mode = kernel, attrs, tuple(args), mode
         self.targets: dict = {}
 
     def __call__(self, data, *sources):
@@ -57,24 +62,27 @@ class ShapedView:
                 key = data.shape if not sources else (data.shape, sources[0].shape) if len(sources) == 1 \
                     else (data.shape,) + tuple(s.shape for s in sources)
             except AttributeError:  # (not tensors: the kernel's own message)
-                return self.original(data, sources)
+                return self.kernel(data, *self.arguments(sources), **self.attrs)
             target = self.targets.get(key)
             if target is not None:
-                if not self.copy:
+                mode = self.mode
+                if mode == 0:
                     return data.reshape(target)
+                if mode == 2:
+                    return data[target].copy()
                 out = np.empty(target, data.dtype)
                 charge_run(out.nbytes, "Expand")
                 np.copyto(out, data)
                 return out
-            out = self.original(data, sources)
+            args = self.arguments(sources)
+            out = self.kernel(data, *args, **self.attrs)
             if type(out) is np.ndarray:
                 if len(self.targets) >= MAX_SIGNATURES:
                     self.targets.clear()
-                self.targets[key] = out.shape
+                self.targets[key] = slice_index(data.shape, *args) if self.mode == 2 else out.shape
             return out
-        return self.original(data, sources)
+        return self.kernel(data, *self.arguments(sources), **self.attrs)
 
-    def original(self, data, sources):
-        """What the node's own kernel computes."""
-        shape = self.shape_input if type(self.shape_input) is tuple else (self.shape_input(*sources),)
-        return self.kernel(data, *shape, **self.attrs)
+    def arguments(self, sources) -> list:
+        """The node's inputs after its data: constants, and what the cones compute from ``sources``."""
+        return [cone[0](*[sources[p] for p in cone[1]]) if computed else cone for computed, cone in self.args]

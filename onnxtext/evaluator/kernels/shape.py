@@ -301,13 +301,19 @@ def split_13(ctx, data, split=None, axis=0, num_outputs=None):
 
 
 def _slice(data, starts, ends, axes=None, steps=None):
+    return data[slice_index(data.shape, starts, ends, axes, steps)].copy()
+
+
+def slice_index(shape, starts, ends, axes=None, steps=None) -> tuple:
+    """The tuple of Python slices a Slice node takes from a tensor of ``shape`` (bounds clamped)."""
+    ndim = len(shape)
     starts, ends = _ints(starts), _ints(ends)
     axes = (_ints(axes) if axes is not None else None) or list(range(len(starts)))
     steps = (_ints(steps) if steps is not None else None) or [1] * len(starts)
-    index = [slice(None)] * data.ndim
+    index = [slice(None)] * ndim
     for start, end, axis, step in zip(starts, ends, axes, steps):
-        axis = _axis(axis, data.ndim)
-        dim = data.shape[axis]
+        axis = _axis(axis, ndim)
+        dim = shape[axis]
         start = start + dim if start < 0 else start
         end = end + dim if end < 0 else end
         if step > 0:
@@ -318,7 +324,7 @@ def _slice(data, starts, ends, axes=None, steps=None):
             start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
             end = None if end < 0 else end
         index[axis] = slice(start, end, step)
-    return data[tuple(index)].copy()
+    return tuple(index)
 
 
 @kernel("Slice", since=1)
