@@ -13,8 +13,8 @@ pair, 6-8 us each, with a cone step for each bound).
 
 Condition: the node runs its own kernel (Slice from opset 10, where the bounds are inputs), its data
 is not a constant, and each other input is absent, a constant, or a cone's only output. Exact (level 1):
-the first call for a tuple of shapes runs
-the node's own kernel, later ones produce the same shape from the same data.
+the first call for a tuple of shapes runs the node's own kernel, later ones take the same shape (or
+index) from the same data.
 """
 
 from __future__ import annotations
