@@ -622,6 +622,25 @@ def test_tokenizer_token_patterns_against_onnxruntime(attrs):
     check(model, {"X": TOKEN_TEXTS})
 
 
+SVM_CLASSIFIER_CASES = [c[0] for c in CASES if c[1] == "SVMClassifier" and "vectors_per_class" in c[5]]
+
+
+@pytest.mark.parametrize("name", SVM_CLASSIFIER_CASES)
+def test_svm_vote_table_equals_counting_votes(name, monkeypatch):
+    """The label read from the table of decision-sign patterns is the one the counted votes elect."""
+    from onnxtext.evaluator.kernels import ml_linear
+
+    _, op, inputs, outputs, feeds, attrs, *_ = next(c for c in CASES if c[0] == name)
+    model = make_model(op, inputs, outputs, attrs)
+    # every sample of the inputs twice, and rows whose decisions tie the votes (all features equal)
+    x = np.vstack([feeds["X"], np.repeat(np.linspace(-2, 2, 9, dtype=np.float32)[:, None], feeds["X"].shape[1], 1)])
+    table = Evaluator(model).run(None, {"X": x})
+    monkeypatch.setattr(ml_linear, "VOTE_TABLE_PAIRS", 0)
+    counted = Evaluator(model).run(None, {"X": x})
+    np.testing.assert_array_equal(table[0], counted[0])
+    np.testing.assert_array_equal(table[1], counted[1])
+
+
 def _libsvm_multiclass_probability(r: list, k: int) -> list:
     """libsvm's multiclass_probability (svm.cpp), transcribed line by line for one sample."""
     Q = [[0.0] * k for _ in range(k)]

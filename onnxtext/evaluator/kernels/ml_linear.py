@@ -176,39 +176,41 @@ class _Coupling:
                 linear[:, rows + k + t] += linear[:, q(t, j)] / k
                 constant[rows + k + t] += constant[q(t, j)] / k
         constant[rows + 2 * k] = 1.0
-        self.linear, self.constant = linear, constant
+        self.linear_t, self.constant_t = np.ascontiguousarray(linear.T), constant[:, None].copy()
         self.diagonal = (np.arange(k), k + np.arange(k))  # Q[t, t] within the [k, width] update rows
 
     def probabilities(self, pr: np.ndarray) -> np.ndarray:
         n, k, width = pr.shape[0], self.k, self.width
-        m = np.concatenate((pr, pr * pr), axis=1) @ self.linear
-        m += self.constant
-        update = m[:, :k * width].reshape(n, k, width)
-        update /= update[:, self.diagonal[0], self.diagonal[1]][:, :, None]
-        rows = [update[:, t] for t in range(k)]
-        state = m[:, k * width:]
-        p, q, w = state[:, :k], state[:, k:2 * k], state[:, 2 * k]
-        q_columns = [q[:, t] for t in range(k)]
+        # samples along the last axis: every per-sample quantity below is one contiguous row
+        pr = pr.T
+        m = self.linear_t @ np.concatenate((pr, pr * pr))
+        m += self.constant_t
+        update = m[:k * width].reshape(k, width, n)
+        update /= update[self.diagonal[0], self.diagonal[1]][:, None, :]
+        state = m[k * width:]
+        p, q, w = state[:k], state[k:2 * k], state[2 * k]
         eps = 0.005 / k
         moving_before = n
         for _ in range(max(100, k)):
-            state /= state[:, 2 * k:]  # w = 1: p and Qp as libsvm has them
-            pqp = np.vecdot(p, q)
+            state *= 1 / w  # w = 1: p and Qp as libsvm has them
+            # pQp - Qp[t] for every t: the convergence test, and the first step's numerator
+            gaps = np.vecdot(p, q, axis=0) - q
             # A sample that converged stops moving, so it stays converged: no need to remember it.
-            moving = np.abs(q - pqp[:, None]).max(axis=1) >= eps
+            moving = np.abs(gaps).max(axis=0) >= eps
             count = np.count_nonzero(moving)
             if not count:
                 break
             if count < moving_before:  # converged samples get zero update rows
-                update *= moving[:, None, None]
+                update *= moving
                 moving_before = count
+            delta = gaps[0]
             for t in range(k):
                 if t:
-                    pqp = np.vecdot(p, q)
-                    pqp /= w
-                delta = pqp - q_columns[t]
-                state += delta[:, None] * rows[t]
-        return state[:, :k] / state[:, 2 * k:]
+                    delta = np.vecdot(p, q, axis=0)
+                    delta /= w
+                    delta -= q[t]
+                state += delta * update[t]
+        return (state[:k] / w).T
 
 
 @dataclass(frozen=True)
@@ -225,6 +227,8 @@ class _SVMTables:
     pair_offsets: np.ndarray  # [P] rho (then [2P]: rho, rho * A + B)
     vote_slopes: np.ndarray  # [P, k]: votes = vote_base + (decision > 0) @ vote_slopes
     vote_base: np.ndarray    # [k]
+    vote_bits: np.ndarray | None  # [P] int64 powers of two: (decision > 0) @ vote_bits numbers the outcome
+    voted_labels: np.ndarray | None  # [2^P] the label the votes of each outcome elect (P <= VOTE_TABLE_PAIRS)
     rho: np.ndarray          # [P] (or [1])
     coupling: _Coupling | None
 
@@ -240,7 +244,7 @@ def _svm_tables(coefficients, support_vectors, vectors_per_class, rho, classlabe
         empty = np.zeros((0, k))
         weights = coef.reshape(-1, n_features)
         return _SVMTables(labels, weights, (weights * weights).sum(axis=1), weights.T, empty, empty, rho, empty,
-                          np.zeros(k), rho, None)
+                          np.zeros(k), None, None, rho, None)
     counts = np.asarray(vectors_per_class, np.int64)
     total = int(counts.sum())
     vectors = np.asarray(support_vectors, np.float64).reshape(total, -1)
@@ -265,8 +269,28 @@ def _svm_tables(coefficients, support_vectors, vectors_per_class, rho, classlabe
         weights = np.concatenate([weights, weights * a], axis=1)
         offsets = np.concatenate([offsets, offsets * a + b])
         coupling = _Coupling(k, pi, pj)
+    slopes, base = eye[pi] - eye[pj], eye[pj].sum(axis=0)
+    bits = voted = None
+    if len(pairs) <= VOTE_TABLE_PAIRS:
+        bits = 1 << np.arange(len(pairs), dtype=np.int64)
+        outcomes = (np.arange(1 << len(pairs))[:, None] & bits) > 0  # [2^P, P] decision > 0 of each pair
+        voted = labels[(outcomes @ slopes + base).argmax(axis=1)]
     return _SVMTables(labels, vectors, norms, np.ascontiguousarray(vectors.T * scale), -gamma * norms, weights,
-                      offsets, eye[pi] - eye[pj], eye[pj].sum(axis=0), rho, coupling)
+                      offsets, slopes, base, bits, voted, rho, coupling)
+
+
+#: Up to this many class pairs (6 classes), the label elected by the pairwise votes is read from a table
+#: indexed by the pattern of decision signs (three numpy calls instead of five).
+VOTE_TABLE_PAIRS = 15
+
+
+def _voted_labels(positive: np.ndarray, tables: _SVMTables) -> np.ndarray:
+    """The label each sample's one-vs-one votes elect (the first of equal counts), from [N, P] decision > 0."""
+    if tables.voted_labels is not None:
+        return tables.voted_labels[positive @ tables.vote_bits]
+    votes = positive @ tables.vote_slopes
+    votes += tables.vote_base
+    return tables.labels[votes.argmax(axis=1)]
 
 
 def _svm_kernel(x, tables: _SVMTables, kernel_type, kernel_params):
@@ -313,18 +337,15 @@ def svm_classifier(X, *, coefficients=None, support_vectors=None, vectors_per_cl
     decisions += tables.pair_offsets
     if tables.coupling is not None:
         n_pairs = tables.vote_slopes.shape[0]
-        votes = (decisions[:, :n_pairs] > 0) @ tables.vote_slopes
-        votes += tables.vote_base
         # Platt scaling of each pair, then coupling into class probabilities.
         pr = np.exp(decisions[:, n_pairs:])
         pr += 1
-        pr = np.clip(np.reciprocal(pr, out=pr), 1e-7, 1 - 1e-7, out=pr)
+        np.reciprocal(pr, out=pr)
+        np.minimum(np.maximum(pr, 1e-7, out=pr), 1 - 1e-7, out=pr)  # np.clip costs twice as much
         probabilities = tables.coupling.probabilities(pr)
         # The label still comes from the votes (as onnxruntime does), not from the probabilities.
-        return labels[votes.argmax(axis=1)], post_transform_scores(probabilities, post_transform)
+        return _voted_labels(decisions[:, :n_pairs] > 0, tables), post_transform_scores(probabilities, post_transform)
     if k == 2:
         label = np.where(decisions[:, 0] > 0, labels[0], labels[1]).astype(labels.dtype)
         return label, post_transform_scores(np.stack([-decisions[:, 0], decisions[:, 0]], axis=1), post_transform)
-    votes = (decisions > 0) @ tables.vote_slopes
-    votes += tables.vote_base
-    return labels[votes.argmax(axis=1)], post_transform_scores(decisions, post_transform)
+    return _voted_labels(decisions > 0, tables), post_transform_scores(decisions, post_transform)
