@@ -143,6 +143,30 @@ def fast_weights(op, W, R, B, P, attrs) -> rnn_cells.Prepared | None:
     return rnn_cells.Prepared(op, W, R, B, hidden, attrs.get("linear_before_reset", 0) if op == "GRU" else 0)
 
 
+def prepared_call(op: str, attrs: dict, prepared: rnn_cells.Prepared):
+    """``call(args) -> outputs or None`` for a node whose weights the plan prepared (rule
+    ``prepared_recurrent``): the fast path straight from the node's input list (X, W, R, B,
+    sequence_lens, initial_h, initial_c), without the kernel's attribute and argument handling (about
+    5 us a call on a one-step LSTM); None when sequence_lens is given (the kernel decides then)."""
+    layout = attrs.get("layout", 0)
+    reverse = rnn_cells.REVERSE[attrs["direction"]]
+    n_states = 2 if op == "LSTM" else 1
+    run = rnn_cells.run
+
+    def call(args):
+        n = len(args)
+        if n > 4 and args[4] is not None:
+            return None
+        X = args[0]
+        states = [args[5 + k] if n > 5 + k else None for k in range(n_states)]
+        if not layout:
+            return run(op, X, prepared, states, reverse)
+        Y, *finals = run(op, np.swapaxes(X, 0, 1), prepared,
+                         [None if s is None else np.swapaxes(s, 0, 1) for s in states], reverse)
+        return (np.transpose(Y, (2, 0, 1, 3)), *(np.swapaxes(o, 0, 1) for o in finals))
+    return call
+
+
 def _general(op, X, W, R, B, lens, initial_states, P, hidden, clip, activations, activation_alpha,
              activation_beta, linear_before_reset, input_forget, product, reverse_flags):
     """Any activations, clip, peepholes, input_forget, sequence lengths: one direction at a time."""

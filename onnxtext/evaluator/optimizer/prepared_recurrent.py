@@ -41,8 +41,19 @@ def _prepared(entry, known):
         return entry
     positions = [i for i, n in enumerate(ins) if n and args[i] is None]
     inputs = tuple(ins[i] for i in positions)
-    call = PreparedRecurrent(fn, args, positions, dict(attrs, prepared=prepared))
+    call = PreparedRecurrent(fn, args, positions, dict(attrs, prepared=prepared), _fast_call(op, attrs, prepared))
     return (call, inputs, outs, {}, free, info, False), list(inputs)
+
+
+def _fast_call(op, attrs, prepared):
+    """The kernel module's ``prepared_call`` for the node (the fast path without argument handling)."""
+    if op == "DynamicQuantizeLSTM":
+        from ..kernels.contrib.quant_lstm import prepared_call
+
+        return prepared_call(attrs, prepared)
+    from ..kernels.rnn import prepared_call
+
+    return prepared_call(op, attrs, prepared)
 
 
 def _weights(op, args, attrs):

@@ -88,6 +88,19 @@ def fast_weights(W, R, B, P, W_scale, W_zero_point, R_scale, R_zero_point, attrs
     return _FastWeights(W, W_scale, W_zero_point, R, R_scale, R_zero_point, B, attrs["hidden_size"])
 
 
+def prepared_call(attrs: dict, prepared: "_FastWeights"):
+    """``call(args) -> outputs or None``: the fast path straight from the node's input list for weights
+    the plan prepared (see rnn.prepared_call); None when sequence_lens is given or X is not float32."""
+    reverse = rnn_cells.REVERSE[attrs.get("direction", "forward")]
+
+    def call(args):
+        n = len(args)
+        if (n > 4 and args[4] is not None) or args[0].dtype != np.float32:
+            return None
+        return prepared.run(args[0], [args[5] if n > 5 else None, args[6] if n > 6 else None], reverse)
+    return call
+
+
 def _shifted(w, zero_point):
     """(w - zero point as float32, its largest magnitude); w is [dirs, in, out] with zero points per
     direction or per (direction, column)."""
