@@ -179,6 +179,16 @@ EDGE = [
     'g (map(int64, float[]) x, seq(map(string, float)) z) => (float y) { y = Foo(x) }',
     'g (map(int64) x, map(?, float) z, map(7, float) w, map(int64, float): "d" v) => (float y) { y = Foo(x) }',
     'g (float x) => (float y) <float[1] raw = {1.5}> { y = Foo(x) }',
+    # entries the entry regex reads: quoted dims, raw small tensors (float/double/int64), annotations before them
+    'g (float x) => (float y) <float[1, "Min(64, s)", 4] a, float["4*b", s] c, float["a\\"b", "]"] d> { y = Foo(x) }',
+    'g (float x) => (float y) <int64[1] a = raw {1}, float b = raw {1.5}, double[2] c = raw {1.5, -inf}> { y = Foo(x) }',
+    'g (float x) => (float y) <int64[1] a = raw {1.5}, float b = raw {1}, float[1] c = raw {1e39}> { y = Foo(x) }',
+    'g (float x) => (float y) <int64[2] a = raw {1}, int32[1] b = raw {1}, bool[1] c = raw {true}> { y = Foo(x) }',
+    'g (float x) => (float y) <int64[1] a = raw{ 7 ,}, int64[1] b = raw {9223372036854775808}> { y = Foo(x) }',
+    'g (float x) => (float y) <int64[1] raw = raw {1}, float[1] c = raw {0x3f80}> { y = Foo(x) }',
+    'g (float x) => (float y) <@doc_string "d" float[2] a, /// doc\n float[2] b, @metadata_props ["k": "v"] float[2] c> '
+    '{ y = Foo(x) }',
+    'g (float x, int64[1] k = raw {2}) => (float y) { y = Foo(x) }',
     # long literal lists (more than 16: converted in one pass when all FLOAT or all INT tokens)
     *(f"g (float x) => (float y) <{t} c = {{{body}}}> {{ y = Foo(x) }}" for t, body in [
         ("float[20]", ", ".join(f"{i}.5" for i in range(20))),
@@ -362,21 +372,21 @@ def _annotated_model():
 
 def test_metadata_blocks_read_in_one_step(monkeypatch):
     """The printer's @metadata_props blocks are split in one step (no token-by-token reading), same proto."""
-    from onnxtext.syntax import fastvalues
+    from onnxtext.syntax import fastmetadata
 
     model = _annotated_model()
     text = onnxtext.to_text(model)
     assert text.count("@metadata_props") == 3
 
     split = []
-    real = fastvalues._split_block
+    real = fastmetadata.split_block
 
     def counting(block):
         split.append(real(block))
         return split[-1]
 
-    monkeypatch.setattr(fastvalues, "_split_block", counting)
-    monkeypatch.setattr(fastvalues, "_META_RE", None)  # the slower reading of other layouts
+    monkeypatch.setattr(fastmetadata, "split_block", counting)
+    monkeypatch.setattr(fastmetadata, "_META_RE", None)  # the slower reading of other layouts
     assert fastparse.parse(text, "model").SerializeToString() == model.SerializeToString()
     assert len(split) == 3 and None not in split
     monkeypatch.undo()

@@ -21,6 +21,7 @@ from ..schemas import element_type_attributes
 # Quantifiers are possessive (*+): a token is the longest match, as in Lark's lexer, so giving characters back
 # can never help, and without it a failed statement match backtracks through every split of a long name
 # (a 20,000-character identifier before an error took seconds; now one step).
+WS_CHARS = " \t\f\r\n"  # WS of lexical.lark (not Python's \s, which also matches \v and Unicode spaces)
 _W = r"[ \t\f\r\n]*+"  # WS of lexical.lark (not Python's \s, which also matches \v and Unicode spaces)
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*+"
 _STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'  # lexical.lark's STRING, unrolled (same language, no backtracking)
@@ -66,9 +67,9 @@ _ALL_INT_LIST = re.compile(f"\\[{_W}{_INT}(?:{_W},{_W}{_INT})*{_W},?{_W}\\]")
 _DECIMAL = f"(?:{_SPECIAL}|{_FLOAT}|{_INT})(?![xX0-9])"  # no HEX: a hex literal is a bit pattern (Bits)
 _ALL_NUMBER_LIST = re.compile(f"\\[{_W}{_DECIMAL}(?:{_W},{_W}{_DECIMAL})*{_W},?{_W}\\]")
 _INT_RE = re.compile(_INT)
-# A value entry in its plain form: type name (= {numbers})? followed by ',' or the closing bracket
-_ENTRY_RE = re.compile(f"{_W}({_DTYPE}(?:{_W}\\[[^\\[\\]\"<>{{}}()=#/:]*\\])?){_W}({_NAME}){_W}"
-                       f"(?:={_W}\\{{([^{{}}\"()#/]*)\\}}{_W})?([,>)])", re.S)
+# A value entry in its plain form: type name (= raw? {numbers})? followed by ',' or the closing bracket
+_ENTRY_RE = re.compile(f"{_W}({_DTYPE}(?:{_W}\\[(?:[^\\[\\]\"<>{{}}()=#/:]++|{_STRING})*+\\])?){_W}({_NAME}){_W}"
+                       f"(?:={_W}(raw{_W})?\\{{([^{{}}\"()#/]*)\\}}{_W})?([,>)])", re.S)
 # An ``@metadata_props`` block of plain ``"key": "value"`` pairs (most of a dynamo export's text), read in one step
 _META_RE = re.compile(f"@metadata_props{_W}\\[{_W}({_STRING}{_W}:{_W}{_STRING}(?:{_W},{_W}{_STRING}{_W}:{_W}{_STRING})*+)"
                       f"(?:{_W},)?{_W}\\]", re.S)

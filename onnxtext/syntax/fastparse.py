@@ -23,16 +23,16 @@ than guess. ``tests/test_fastparse.py`` proves the two paths equal on the whole 
 
 from __future__ import annotations
 
-import numpy as np
 from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, TensorProto
 
-from .. import dtypes, tensors
+from .. import dtypes
 
 from . import builder as _b
-from .fastlex import (FailedAt, Fallback, _ANNOT_RE, _B, _DTYPE_RE, _F32_MAX, _IDENT_RE, _INF, _NAME_RE, _NODE_RE,
+from .fastlex import (WS_CHARS, FailedAt, Fallback, _ANNOT_RE, _B, _DTYPE_RE, _IDENT_RE, _NAME_RE, _NODE_RE,
                       _NUMBER_RE, _RAW_TENSOR_ATTR_RE, _attrs, _ids,
                       _name, _quoted)
-from .fastvalues import _WS, ValueScanner, apply_annotations, skip_middle
+from .fastmetadata import apply_annotations
+from .fastvalues import ValueScanner, plain_values, raw_data, skip_middle
 from .statement import parse_node_at
 
 #: Set to False to send every text to Lark (tests and benchmarks also pass ``fast=False`` to the parse API).
@@ -206,29 +206,18 @@ class _Scanner(ValueScanner):
         dims = []
         if dims_text is not None:  # (no brackets: a scalar; `[]` is the builder's error)
             for d in dims_text.split(","):
-                d = d.strip(_WS)
+                d = d.strip(WS_CHARS)
                 if not d:
                     return None
                 dims.append(int(d))
         count = 1
         for d in dims:
             count *= d
-        vals = self.values(body)
-        if len(vals) != count:
-            return None
-        if dtype in ("int64", "int32"):
-            bound = 1 << (63 if dtype == "int64" else 31)
-            for v in vals:
-                if type(v) is not int or not -bound <= v < bound:
-                    return None
-        else:
-            for v in vals:
-                if type(v) is not float or (dtype == "float" and not -_F32_MAX <= v <= _F32_MAX and v == v
-                                            and abs(v) != _INF):
-                    return None  # numpy warns when it overflows a float32: leave that to the builder
         dt = dtypes.BY_NAME[dtype]
-        arr = np.array(vals, dtype=np.int64 if dt.kind == "int" else np.float64).astype(dt.np)
-        t = TensorProto(data_type=dt.enum, dims=dims, raw_data=tensors.raw_bytes(arr, dt))
+        vals = self.values(body)
+        if len(vals) != count or not plain_values(dt, vals):
+            return None
+        t = TensorProto(data_type=dt.enum, dims=dims, raw_data=raw_data(dt, vals))
         return [AttributeProto(name=name, type=AttributeProto.TENSOR, t=t)]
 
     def id_list(self, close: str) -> list:

@@ -10,50 +10,40 @@ models on top of it.
 
 from __future__ import annotations
 
+import numpy as np
 from lark import Token
 from onnx import TensorShapeProto, TypeProto
 
+from .. import tensors
 from . import builder as _b
 from .fastlex import (FailedAt, Fallback, _ALL_FLOATS, _ALL_INTS, _ANNOT_RE, _B, _COMPOUND, _DOC_RE, _DTYPE_RE, _ENTRY_RE,
-                      _F32_MAX, _IDENT_RE, _INF, _INT_RE, _KEYWORDS, _META_HEAD_RE, _META_RE, _NAME_RE, _NUMBER_RE, _SKIP, _STRING_RE,
+                      _F32_MAX, _IDENT_RE, _INF, _INT_RE, _KEYWORDS, _NAME_RE, _NUMBER_RE, _SKIP, _STRING_RE,
                       _base64, _name, _number, _quoted, _tensor_info)
+from .fastmetadata import MetadataReader, apply_annotations
 
 
-class MetadataPairs(_b.Pairs):
-    """An ``@metadata_props ["key": "value", ...]`` block of plain strings read in one step: the (key bytes,
-    value bytes) pairs the rule-by-rule reading gives (builder code applies it as any :class:`Pairs`), and in
-    ``wire`` each pair as a length-prefixed serialized StringStringEntryProto, which :func:`apply_annotations`
-    merges into a message in one ``MergeFromString`` (dynamo exports put such a block on every node)."""
-
-    __slots__ = ("wire",)
-
-
-def _varint(n: int) -> bytes:
-    """Protobuf's base-128 encoding of a length."""
-    if n < 128:
-        return bytes((n,))
-    out = bytearray()
-    while n > 127:
-        out.append((n & 127) | 128)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+def plain_values(dt, vals: list) -> bool:
+    """Whether the literals ``vals`` of a tensor of element type ``dt`` (float, double, int64, int32) convert as
+    build_tensor converts them with no rule of its own: float tokens only for float/double (ints and bit
+    patterns follow its rules), ints in range for integers."""
+    if dt.kind == "float":
+        if dt.enum != 1:
+            return all(type(v) is float for v in vals)
+        for v in vals:
+            if type(v) is not float or (not -_F32_MAX <= v <= _F32_MAX and v == v and abs(v) != _INF):
+                return False  # numpy warns when it overflows a float32: leave that to the builder
+        return True
+    bound = 1 << (dt.bits - 1)
+    for v in vals:
+        if type(v) is not int or not -bound <= v < bound:
+            return False
+    return True
 
 
-_META_TAGS: dict = {}  # message class -> the wire tag of its metadata_props field, or b"" when it has none
-
-
-def apply_annotations(msg, ann) -> None:
-    """Builder.apply_annotations, with a lone :class:`MetadataPairs` block merged as wire bytes (same message)."""
-    if ann is not None and len(ann) == 1 and ann[0][0] == "set" and type(ann[0][2]) is MetadataPairs:
-        tag = _META_TAGS.get(type(msg))
-        if tag is None:
-            fd = msg.DESCRIPTOR.fields_by_name.get("metadata_props")
-            tag = _META_TAGS[type(msg)] = b"" if fd is None else _varint(fd.number << 3 | 2)
-        if tag:
-            msg.MergeFromString(tag + tag.join(ann[0][2].wire))
-            return
-    _b.apply_annotations(msg, ann)
+def raw_data(dt, vals: list) -> bytes:
+    """The raw_data build_tensor makes of ``raw {vals}`` (:func:`plain_values`), by the same numpy conversions."""
+    arr = np.array(vals, dtype=np.int64 if dt.kind == "int" else np.float64).astype(dt.np)
+    return tensors.raw_bytes(arr, dt)
 
 
 class _Emitter:
@@ -78,37 +68,6 @@ class _Emitter:
 
 
 _SKIP_START = frozenset(" \t\f\r\n#/")  # the characters a WS or COMMENT token starts with
-_WS = " \t\f\r\n"  # WS of lexical.lark
-
-
-def _split_block(text: str):
-    """The string contents (quotes removed, escapes kept) of ``@metadata_props ["k": "v", ...]`` ending in ``"]``, keys
-    and values alternating, or None when ``text`` is not exactly such a block. Split at the quotes with str.split
-    (a regular expression walks the long strings of a block character by character, about 30 times slower): a
-    quote after an odd number of backslashes is part of its string, as in the STRING token."""
-    parts = text.split('"')
-    n = len(parts)
-    if n < 5 or parts[-1] != "]" or not _META_HEAD_RE.fullmatch(parts[0]):
-        return None
-    contents = []
-    i = 1
-    while True:
-        c = parts[i]
-        i += 1
-        while c[-1:] == "\\" and (len(c) - len(c.rstrip("\\"))) & 1:  # an escaped quote: the string goes on
-            if i >= n:
-                return None
-            c += '"' + parts[i]
-            i += 1
-        if i >= n:
-            return None  # the last quote opened a string
-        contents.append(c)
-        sep = parts[i]
-        i += 1
-        if i == n:
-            return contents if sep == "]" and not len(contents) & 1 else None
-        if sep.strip(_WS) != (":" if len(contents) & 1 else ","):
-            return None
 
 
 def skip_middle(starts: list) -> list:
@@ -129,8 +88,7 @@ class ValueScanner:
         self._types: dict = {}  # type text -> TypeProto (the same text gives an equal TypeProto)
         self._info: dict = {}  # type text -> (DType, dims, element count) of a dense numeric tensor, or ()
         self._literals: dict = {}  # literal text -> value
-        self._meta_blocks: dict = {}  # @metadata_props body text -> MetadataPairs
-        self._meta_pairs: dict = {}  # (key token, value token) -> ((key, value), serialized entry)
+        self.metadata = MetadataReader(text)  # @metadata_props blocks, read in one step
         #: spans of the outermost lists' middle items, read completely (see FailedAt)
         self.skips: list = []
 
@@ -254,7 +212,7 @@ class ValueScanner:
                 text = self.match(_DOC_RE)[3:]
                 item = ("doc", text[1:] if text.startswith(" ") else text)
             elif self.s.startswith("@", p):
-                block = self.metadata_block(p) if self.s.startswith("@metadata_props", p) else None
+                block = self.metadata.block(p) if self.s.startswith("@metadata_props", p) else None
                 if block is not None:
                     item = ("set", "metadata_props", block[0])
                     self.pos = block[1]
@@ -266,52 +224,6 @@ class ValueScanner:
             if out is None:
                 out = []
             out.append(item)
-
-    def metadata_block(self, p: int):
-        """(MetadataPairs, end) for the ``@metadata_props [...]`` block of plain string pairs at ``p``, or None (then
-        the rule-by-rule reading decides). A block repeats on the nodes of one module: each distinct block text
-        is split once per parse, and each distinct pair decoded once."""
-        s = self.s
-        e = s.find('"]', p)  # where the printer's blocks end; checked by the split below, or by _META_RE
-        if e > 0:
-            text = s[p:e + 2]
-            pairs = self._meta_blocks.get(text)
-            if pairs is None:
-                contents = _split_block(text)
-                if contents is not None:
-                    pairs = self._meta_blocks[text] = self.metadata_pairs(contents)
-                    if pairs is None:
-                        return None  # a string that is not UTF-8 text
-            if pairs is not None:
-                return pairs, e + 2
-        m = _META_RE.match(s, p)  # other layouts: a trailing comma, a line break before the bracket...
-        if m is None:
-            return None
-        pairs = self.metadata_pairs([t[1:-1] for t in _STRING_RE.findall(m.group(1))])
-        return None if pairs is None else (pairs, m.end())
-
-    def metadata_pairs(self, contents: list):
-        """The :class:`MetadataPairs` of string contents (quotes removed), keys and values alternating, or None
-        when one is not UTF-8 text or has an escape the builder refuses."""
-        cache = self._meta_pairs
-        pairs = MetadataPairs()
-        wire = pairs.wire = []
-        for i in range(0, len(contents), 2):
-            k, v = contents[i], contents[i + 1]
-            hit = cache.get((k, v))
-            if hit is None:
-                try:  # unescape, as the builder does; a string without escapes is its text's UTF-8 bytes
-                    key = _b.unescape(f'"{k}"') if "\\" in k else k.encode("utf-8")
-                    value = _b.unescape(f'"{v}"') if "\\" in v else v.encode("utf-8")
-                    if type(key) is not bytes or type(value) is not bytes:
-                        key.decode("utf-8"), value.decode("utf-8")  # escapes may give bytes that are not text
-                except Exception:  # noqa: BLE001 - not UTF-8 text, or an escape the builder refuses
-                    return None
-                entry = b"\n" + _varint(len(key)) + key + b"\x12" + _varint(len(value)) + value
-                hit = cache[(k, v)] = ((key, value), _varint(len(entry)) + entry)
-            pairs.append(hit[0])
-            wire.append(hit[1])
-        return pairs
 
     # ------------------------------------------------------------------ types
     def type_starts(self) -> bool:
@@ -475,19 +387,27 @@ class ValueScanner:
                 ann = self.annotations()
                 m = match(s, self.pos)
             if m is not None:
-                key, name, data, after = m.groups()
+                key, name, raw, data, after = m.groups()
                 tp = types.get(key)
+                if tp is None:  # a type text not seen yet (dynamo exports: a shape per value): read it once
+                    self.pos = m.start(1)
+                    try:
+                        self.type()  # caches the TypeProto under the type's text, when that is all of `key`
+                    except Fallback:
+                        pass
+                    tp = types.get(key)
                 if (after == "," or after == close) and tp is not None and name not in _KEYWORDS:
                     if name[0] == '"':
                         name = _quoted(name)
                     if data is None:
                         out.append(_b.ValueEntry(ann, tp, name, None))
                     else:
-                        kw = small(key, name, data) if small_tensors and ann is None else None
+                        kw = small(key, name, data, raw is not None) if small_tensors and ann is None else None
                         if kw is not None:
                             add_init(**kw)
                         else:
-                            out.append(_b.ValueEntry(ann, tp, name, _b.TensorData("typed", self.values(data))))
+                            out.append(_b.ValueEntry(ann, tp, name, _b.TensorData("typed" if raw is None else "raw",
+                                                                                  self.values(data))))
                     self.pos = m.end()
                     if after == close:
                         return
@@ -531,9 +451,9 @@ class ValueScanner:
             out.append(v)
         return out
 
-    def small_tensor(self, key: str, name: str, data: str):
+    def small_tensor(self, key: str, name: str, data: str, raw: bool = False):
         """TensorProto keyword arguments equal to build_tensor's result for a float/double/int64 tensor of
-        plain literals, or None (the builder then makes it)."""
+        plain literals (``= {...}``, or ``= raw {...}`` with ``raw``), or None (the builder then makes it)."""
         info = self._info.get(key)
         if info is None:
             info = self._info[key] = _tensor_info(self._types[key])
@@ -541,18 +461,13 @@ class ValueScanner:
             return None
         dt, dims, count = info
         vals = self.values(data)
-        if len(vals) != count:
+        if len(vals) != count or not plain_values(dt, vals):
             return None
-        if dt.kind == "float":  # float/double: only float tokens (ints and bit patterns take the builder's rules)
-            for v in vals:
-                if type(v) is not float or (dt.enum == 1 and not -_F32_MAX <= v <= _F32_MAX and v == v
-                                             and abs(v) != _INF):
-                    return None  # numpy warns when it overflows a float32: leave that to the builder
+        kw = {"data_type": dt.enum, "dims": dims}
+        if raw:
+            kw["raw_data"] = raw_data(dt, vals)
         else:
-            for v in vals:
-                if type(v) is not int or not -2**63 <= v < 2**63:
-                    return None
-        kw = {"data_type": dt.enum, "dims": dims, dt.field: vals}
+            kw[dt.field] = vals
         if name is not None:  # a written name, even "", is set (as build_tensor does)
             kw["name"] = name
         return kw
