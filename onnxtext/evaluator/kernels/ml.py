@@ -167,7 +167,7 @@ def scaler(X, *, offset=None, scale=None):
         return v.reshape(()) if v.size == 1 else v
 
     shift, factor = derived("scaler", (offset, scale), lambda: (per_feature(offset, 0.0), per_feature(scale, 1.0)))
-    y = X.astype(np.float32) - shift
+    y = (X if X.dtype == np.float32 else X.astype(np.float32)) - shift  # a new float32 array either way
     y *= factor
     return y
 

@@ -255,9 +255,11 @@ def _depth(roots, true_child, false_child, interior):
 
 
 def cached_forest(kind: str, attrs: dict, build):
-    """``build(attrs)`` once per node (see :mod:`.derived_cache`: keyed by the attribute values' identities;
-    each node's attribute lists are its own objects, prepared once by the plan)."""
-    return derived(f"forest-{kind}", tuple(attrs.values()), lambda: build(attrs))
+    """``build(attrs)`` once per node (see :mod:`.derived_cache`). Each node's attribute lists are its own
+    objects, prepared once by the plan, so the identities of its (required) ``nodes_modes`` and of its
+    ``nodes_featureids`` name the node, and with it every other attribute: the key holds those two
+    rather than all twenty-odd values (a key of two identities costs half as much to build and hash)."""
+    return derived(f"forest-{kind}", (attrs["nodes_modes"], attrs.get("nodes_featureids")), lambda: build(attrs))
 
 
 def _node_index(tree_ids, node_ids, query_trees, query_nodes):
@@ -327,10 +329,10 @@ def tree_ensemble_regressor(X, **a):
 def tree_ensemble_classifier(X, **a):
     forest = cached_forest("class", a, _classifier_forest)
     labels = forest.labels
-    scores = forest.scores(X, labels.size, "SUM", None)
     transform = a["post_transform"]
     if forest.binary is not None:
-        return forest.binary.outputs(scores, transform)
+        return forest.binary.outputs(forest.scores(X, 1, "SUM", None)[:, 0], transform)
+    scores = forest.scores(X, labels.size, "SUM", None)
     if forest.base_values is not None:
         scores += forest.base_values
     label = labels[scores.argmax(axis=1)]
@@ -343,6 +345,7 @@ def _classifier_forest(a: dict) -> Forest:
     forest.base_values = _base_values(a)
     if np.unique(forest.leaf_target).size == 1 and forest.labels.size == 2:
         forest.binary = _BinaryClassifier(forest)
+        forest.leaf_target = np.zeros_like(forest.leaf_target)  # the voted class's score is the only one
     return forest
 
 
@@ -370,8 +373,8 @@ class _BinaryClassifier:
         self.labels = forest.labels
         self.threshold = 0.5 if self.probabilities else 0.0
 
-    def outputs(self, scores: np.ndarray, transform: str):
-        s = scores[:, self.voted]
+    def outputs(self, s: np.ndarray, transform: str):
+        """(label, Z) from the voted class's summed score ``s`` [N]."""
         if self.shift is not None:
             s = s + self.shift
         label = self.labels[(s > self.threshold).view(np.int8)]
