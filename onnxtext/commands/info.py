@@ -47,7 +47,7 @@ def summary(model) -> dict:
 
     def count(g):
         for n in g.node:
-            nodes[(n.domain or "ai.onnx") + "." + n.op_type] += 1
+            nodes[_shown(n.domain or "ai.onnx") + "." + _shown(n.op_type)] += 1
             for a in n.attribute:
                 for sg in ([a.g] if a.HasField("g") else []) + list(a.graphs):
                     count(sg)
@@ -68,10 +68,10 @@ def summary(model) -> dict:
     inits = {t.name for t in model.graph.initializer}
     return {
         "ir_version": model.ir_version,
-        "inputs": {v.name: _type_text(v) for v in model.graph.input if v.name not in inits},
-        "outputs": {v.name: _type_text(v) for v in model.graph.output},
-        "opset_import": {(o.domain or "ai.onnx"): o.version for o in model.opset_import},
-        "producer": " ".join(x for x in (model.producer_name, model.producer_version) if x),
+        "inputs": {_shown(v.name): _type_text(v) for v in model.graph.input if v.name not in inits},
+        "outputs": {_shown(v.name): _type_text(v) for v in model.graph.output},
+        "opset_import": {_shown(o.domain or "ai.onnx"): o.version for o in model.opset_import},
+        "producer": " ".join(_shown(x) for x in (model.producer_name, model.producer_version) if x),
         "model_version": decode_model_version(model.model_version) if model.model_version else "",
         "nodes": sum(nodes.values()),
         "ops": dict(sorted(nodes.items(), key=lambda kv: (-kv[1], kv[0]))),
@@ -80,6 +80,11 @@ def summary(model) -> dict:
         "parameters": dict(params),
         "bytes": dict(size),
     }
+
+
+def _shown(s) -> str:
+    """A string field as text: one that is not UTF-8 (bytes, from a damaged binary) with \\xHH escapes."""
+    return s if isinstance(s, str) else s.decode("utf-8", "backslashreplace")
 
 
 def _type_text(value_info) -> str:
