@@ -280,3 +280,52 @@ def test_uint8_scale_zero_point_equals_float32_arithmetic():
             if scale and np.isfinite(scale):
                 want = min(255.0, max(0.0, round(float(np.float32(0) - np.float32(low) / scale))))
                 assert got_zero_point == want, (low, high)
+
+
+def _quantized_input_conv(x_dtype, extra_reader: bool):
+    """QuantizeLinear(x) -> QLinearConv with the same input scale and zero point (and, with
+    ``extra_reader``, the quantized tensor as an output too)."""
+    m = 4
+    zero_point = np.array(117 if x_dtype == np.uint8 else -9, x_dtype)
+    consts = {"xs": np.array(0.02, np.float32), "xz": zero_point, "w": _ints(np.int8, (m, 3, 3, 3), -127, 127),
+              "ws": np.array(0.004, np.float32), "wz": np.array(0, np.int8), "ys": np.array(0.3, np.float32),
+              "yz": np.array(100 if x_dtype == np.uint8 else 5, x_dtype), "b": _ints(np.int32, (m,), -900, 900)}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+             helper.make_node("QLinearConv", ["q", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
+                              pads=[1, 1, 1, 1], strides=[2, 2])]
+    elem = 2 if x_dtype == np.uint8 else 3
+    outputs = [("y", elem)] + ([("q", elem)] if extra_reader else [])
+    return graph_model(nodes, {"x": (None, 3, None, None)}, outputs, consts, opset=13)
+
+
+def _image(kind):
+    x = (RNG.standard_normal((2, 3, 7, 6)) * 3).astype(np.float32)  # (ratios up to ~500: saturates)
+    if kind == "nan_inf":
+        x[0, 0, 0, :3] = [np.nan, np.inf, -np.inf]
+    if kind == "small_negative":  # rint gives -0.0 codes
+        x[:] = -0.004
+    return x
+
+
+@pytest.mark.parametrize("x_dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("kind", ["normal", "nan_inf", "small_negative"])
+def test_qlinear_conv_from_quantize_linear_is_exactly_the_nodes(x_dtype, kind):
+    model = _quantized_input_conv(x_dtype, extra_reader=False)
+    x = _image(kind)
+    optimized = Evaluator(model)
+    assert _fused_names(optimized) == ["QuantizedInputConv"]
+    with np.errstate(all="ignore"):
+        got = optimized.run(None, {"x": x})[0]
+        want = Evaluator(model, optimize=0).run(None, {"x": x})[0]
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    if kind == "normal":
+        np.testing.assert_array_equal(got, run_onnxruntime(model, {"x": x})[0])
+
+
+def test_qlinear_conv_with_its_quantized_input_read_elsewhere_keeps_the_quantize_linear():
+    model = _quantized_input_conv(np.uint8, extra_reader=True)
+    x = _image("normal")
+    optimized = Evaluator(model)
+    assert "QuantizedInputConv" not in _fused_names(optimized) and "PreparedQLinearConv" in _fused_names(optimized)
+    for got, want in zip(optimized.run(None, {"x": x}), run_onnxruntime(model, {"x": x})):
+        np.testing.assert_array_equal(got, want)

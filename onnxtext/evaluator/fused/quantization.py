@@ -1,8 +1,8 @@
 """Run-time objects of the quantization rules: :class:`FakeQuantize` (rule ``qdq_pair``),
-:class:`PreparedQLinearConv` (rule ``qlinear_conv``), :class:`IntegerMatMulToFloat` (rule
-``integer_matmul_to_float``), :class:`DynamicQuantizeCodes` and :class:`CodesMatMulToFloat` (rule
-``dynamic_quantized_matmul``), :class:`DequantizedMatMul` (rule ``prepared_matmul_nbits``). Each computes
-exactly the values of the nodes it replaces.
+:class:`PreparedQLinearConv` and :class:`QuantizedInputConv` (rule ``qlinear_conv``),
+:class:`IntegerMatMulToFloat` (rule ``integer_matmul_to_float``), :class:`DynamicQuantizeCodes` and
+:class:`CodesMatMulToFloat` (rule ``dynamic_quantized_matmul``), :class:`DequantizedMatMul` (rule
+``prepared_matmul_nbits``). Each computes exactly the values of the nodes it replaces.
 
 A QuantizeLinear whose only reader is a DequantizeLinear with the same per-tensor parameters is
 "fake quantization", the way onnxruntime's QDQ quantizer marks a float value as quantized: the pair
@@ -54,12 +54,13 @@ class PreparedQLinearConv:
     requantized as the QLinearConv kernel does (float32 multiplier, round half to even, zero point,
     saturation), so it equals the kernel's bit for bit."""
 
-    __slots__ = ("conv", "dtype", "work", "x_zero_point", "multiplier", "low", "high", "y_zero_point",
+    __slots__ = ("conv", "dtype", "work", "x_scale", "x_zero_point", "multiplier", "low", "high", "y_zero_point",
                  "target", "fallback")
 
-    def __init__(self, conv, x_dtype, work, x_zero_point, multiplier, y_zero_point, target, fallback):
+    def __init__(self, conv, x_dtype, work, x_scale, x_zero_point, multiplier, y_zero_point, target, fallback):
         info = np.iinfo(target)
         self.conv, self.dtype, self.work = conv, np.dtype(x_dtype), np.dtype(work)
+        self.x_scale = x_scale  # (the input's scale: rule qlinear_conv's input fusion compares it)
         self.x_zero_point = self.work.type(x_zero_point)
         self.multiplier = multiplier
         self.low, self.high = np.float32(info.min - y_zero_point), np.float32(info.max - y_zero_point)
@@ -72,6 +73,10 @@ class PreparedQLinearConv:
         xf = x.astype(self.work)
         if self.x_zero_point:
             xf -= self.x_zero_point  # padding with 0 after the shift is padding with the zero point
+        return self.on_shifted(xf)
+
+    def on_shifted(self, xf):
+        """The result from the input minus its zero point, in the ``work`` type."""
         acc = self.conv(xf)
         if acc.dtype != _F32:
             acc = acc.astype(_F32)  # (the float64 path: the kernel converts its int32 sums the same way)
@@ -81,6 +86,29 @@ class PreparedQLinearConv:
         if self.y_zero_point:
             acc += self.y_zero_point
         return acc.astype(self.target)
+
+
+class QuantizedInputConv:
+    """``QLinearConv(QuantizeLinear(x, s, zp), s, zp, ...)`` with the quantized tensor read by nothing else
+    (rule ``qlinear_conv``: a QOperator model's entry): the conv's input minus its zero point is
+    ``clip(rint(x / s), min - zp, max - zp)``, computed from float32 ``x`` as the QuantizeLinear fast path
+    computes it, without the 8-bit tensor and its conversion back. The conv's exact integer sums make a
+    -0.0 code (a small negative ratio) give the same result as +0.0. ``fallback(x)``: the two nodes."""
+
+    __slots__ = ("conv", "scale", "low", "high", "fallback")
+
+    def __init__(self, conv: PreparedQLinearConv, scale: np.float32, zero_point: float, fallback):
+        info = np.iinfo(conv.dtype)
+        self.conv, self.scale, self.fallback = conv, np.float32(scale), fallback
+        self.low, self.high = np.float32(info.min - zero_point), np.float32(info.max - zero_point)
+
+    def __call__(self, x):
+        if type(x) is not np.ndarray or x.dtype != _F32:
+            return self.fallback(x)
+        q = np.divide(x, self.scale)
+        np.rint(q, out=q)
+        saturate_float32(q, self.low, self.high)  # (fmax: NaN becomes the minimum code, as QuantizeLinear's)
+        return self.conv.on_shifted(q if self.conv.work == _F32 else q.astype(self.conv.work))
 
 
 _EIGHT_BITS = (np.dtype(np.uint8), np.dtype(np.int8))

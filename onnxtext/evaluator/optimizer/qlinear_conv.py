@@ -2,6 +2,11 @@
 becomes a :class:`~..fused.quantization.PreparedQLinearConv`: shifted weights converted to float once,
 the convolution through the conv algorithm selector (prepared per input shape), float32 when every
 partial sum is exact in float32, float64 otherwise. The same values as the kernel (level 1).
+
+When its input comes from a QuantizeLinear of a float32 value with the conv's own (per-tensor,
+constant) input scale and zero point, read by nothing else (a QOperator model's entry), both become
+one :class:`~..fused.quantization.QuantizedInputConv`: the conv's shifted input computed from the
+float value directly, without the 8-bit tensor.
 """
 
 from __future__ import annotations
@@ -9,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..fused.original import OriginalSteps
-from ..fused.quantization import PreparedQLinearConv
+from ..fused.quantization import PreparedQLinearConv, QuantizedInputConv
+from ..kernels.quantize import per_tensor_float32
 
 _EXACT_FLOAT32 = 1 << 24
 
@@ -45,9 +51,65 @@ def _prepared(entry, known):
     multiplier = multiplier.astype(np.float32).reshape((-1,) + spatial if multiplier.size > 1 else ())
     constants = {n: known.get(n) for n in ins[1:] if n}
     fallback = OriginalSteps([step], ins[:1], outs, constants)
-    run = PreparedQLinearConv(conv, x_zp.dtype, work, xz, multiplier, float(y_zp.reshape(-1)[0]), y_zp.dtype,
-                              fallback)
+    run = PreparedQLinearConv(conv, x_zp.dtype, work, x_scale.reshape(-1)[0], xz, multiplier,
+                              float(y_zp.reshape(-1)[0]), y_zp.dtype, fallback)
     return (run, ins[:1], outs, {}, free, info, False), [ins[0]]
+
+
+def _quantize_linear_of(st, known, scale, zero_point, dtype):
+    """The float input of QuantizeLinear step ``st`` when it quantizes per tensor to ``dtype`` with exactly
+    ``scale`` and ``zero_point`` (constants) in the QuantizeLinear kernel's float32 path, else None."""
+    info = st[5]
+    if info.node.op_type != "QuantizeLinear" or info.domain or st[6] or len(st[1]) < 3 or len(st[2]) != 1:
+        return None
+    from ..kernels.quantize import quantize_linear
+
+    if st[0] is not quantize_linear:
+        return None
+    s, z = known.get(st[1][1]), known.get(st[1][2]) if st[1][2] else None
+    attrs = st[3]
+    if s is None or z is None or not per_tensor_float32(s, z) or z.dtype != dtype or \
+            attrs.get("block_size") or attrs.get("precision", 0) not in (0, 1) or \
+            attrs.get("output_dtype", 0) not in (0, _dtype_enum(z.dtype)):
+        return None
+    if s.reshape(-1)[0] != scale or z.reshape(-1)[0] != zero_point:
+        return None
+    return st[1][0]
+
+
+def _dtype_enum(dtype) -> int:
+    from ... import dtypes
+
+    return dtypes.from_numpy(dtype).enum
+
+
+def _with_quantized_input(steps: list, keep: set, known) -> list:
+    producers, readers = {}, {}
+    for i, (st, used) in enumerate(steps):
+        for n in set(used):
+            readers.setdefault(n, []).append(i)
+        for o in st[2]:
+            producers[o] = i
+    out = list(steps)
+    for j, (st, _) in enumerate(steps):
+        run = st[0]
+        if type(run) is not PreparedQLinearConv or type(run.x_scale) is not np.float32:
+            continue
+        q = st[1][0]
+        i = producers.get(q)
+        if i is None or q in keep or readers.get(q) != [j] or out[i] is None:
+            continue
+        qst = steps[i][0]
+        x = _quantize_linear_of(qst, known, run.x_scale, float(run.x_zero_point), run.dtype)
+        if x is None:
+            continue
+        constants = {n: known.get(n) for n in qst[1][1:] if n}
+        constants.update(run.fallback.constants)
+        fallback = OriginalSteps([qst] + run.fallback.steps, (x,), st[2], constants)
+        fused = QuantizedInputConv(run, run.x_scale, float(run.x_zero_point), fallback)
+        out[j] = ((fused, (x,), st[2], {}, st[4], st[5], False), [x])
+        out[i] = None
+    return [entry for entry in out if entry is not None]
 
 
 def _kernel():
@@ -61,4 +123,4 @@ LEVEL = 1
 
 
 def apply(steps: list, keep: set, known) -> list:
-    return [_prepared(entry, known) for entry in steps]
+    return _with_quantized_input([_prepared(entry, known) for entry in steps], keep, known)
