@@ -342,6 +342,20 @@ def test_against_onnxruntime(case):
     check(make_model(op, inputs, outputs, attrs, ml_opset=opset[0] if opset else 3), feeds)
 
 
+@pytest.mark.parametrize("elem, x, cats", [(S, np.array([["a"], ["q"]], object), dict(cats_strings=["a", "b"])),
+                                            (I64, np.array([1, 7], np.int64), dict(cats_int64s=[1, 3]))],
+                         ids=["strings", "ints"])
+def test_one_hot_encoder_unknown_category_without_zeros_is_an_error(elem, x, cats):
+    """zeros=0 refuses a value that is no category (onnxruntime fails the run too)."""
+    from onnxtext.errors import EvalError
+
+    model = make_model("OneHotEncoder", [("X", elem)], [("Y", F)], dict(cats, zeros=0))
+    with pytest.raises(EvalError, match="not among the categories"):
+        Evaluator(model).run(None, {"X": x})
+    with pytest.raises(Exception):
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"X": x})
+
+
 def test_probit_post_transform():
     """PROBIT is the standard normal quantile (checked against the standard library)."""
     from statistics import NormalDist

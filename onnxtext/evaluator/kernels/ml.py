@@ -194,8 +194,11 @@ def one_hot_encoder(X, *, cats_int64s=None, cats_strings=None, zeros):
     cats, table, position = derived("one-hot-" + ("strings" if strings else "ints"), (cats_strings, cats_int64s),
                                     lambda: _one_hot_tables(cats_strings if strings else cats_int64s, strings))
     n = len(cats)
-    if strings:  # one dict lookup per value
-        pos = np.array([position(v, n) for v in X.ravel().tolist()], np.int64).reshape(X.shape)
+    if strings:  # one dict lookup per value; the table rows picked by the list of positions itself
+        pos = [position(v, n) for v in X.ravel().tolist()]
+        if not zeros and n in pos:
+            raise ValueError("OneHotEncoder: input value not among the categories (zeros=0)")
+        return table[pos].reshape(X.shape + (n,))
     else:
         pos, found = _lookup(X.astype(np.int64), cats)
         pos = np.where(found, pos, n)
