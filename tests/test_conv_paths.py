@@ -71,6 +71,13 @@ GEOMETRIES = [
     ((2, 4, 17, 9), (4, 1, 5, 7), 4, [1, 1], [1, 1], [2, 3, 1, 2]),
     ((1, 2, 20, 13), (2, 1, 5, 5), 2, [1, 1], [1, 2], [0, 4, 4, 0]),
     ((1, 3, 26, 8), (3, 1, 6, 5), 3, [1, 1], [1, 1], [0, 0, 0, 0]),
+    # depthwise, images of at most 3/4 the kernel's rows: short-rows closure (row-Toeplitz weights)
+    ((3, 6, 2, 9), (6, 1, 5, 5), 6, [1, 1], [1, 1], [2, 2, 2, 2]),
+    ((2, 5, 3, 11), (5, 1, 5, 5), 5, [2, 1], [1, 1], [2, 2, 2, 2]),
+    ((1, 4, 2, 8), (4, 1, 3, 3), 4, [1, 2], [1, 1], [1, 1, 1, 1]),
+    ((1, 3, 3, 10), (3, 1, 5, 3), 3, [1, 1], [2, 1], [4, 1, 4, 1]),  # dilated rows
+    ((1, 2, 1, 6), (2, 1, 3, 3), 2, [1, 1], [1, 1], [3, 1, 3, 1]),  # output rows reading only padding
+    ((1, 3, 2, 12), (3, 1, 5, 3), 3, [2, 3], [1, 2], [1, 0, 3, 0]),  # input columns no tap reads
     # depthwise, wider outputs
     ((1, 3, 9, 20), (3, 1, 3, 3), 3, [1, 1], [1, 1], [1, 1, 1, 1]),
     ((2, 2, 8, 33), (2, 1, 3, 3), 2, [2, 2], [1, 1], [1, 1, 1, 1]),
@@ -266,6 +273,20 @@ def test_large_depthwise_kernels_run_as_shifted_rows(geometry):
     np.testing.assert_allclose(prepared(x), expected, rtol=1e-4, atol=1e-4)
     assert prepared._shapes[x.shape].__name__ == "depthwise_rows"
     _assert_writes_into_a_channel_slice(prepared, x, expected)
+
+
+@pytest.mark.parametrize("geometry", [g for g in GEOMETRIES if g[2] == g[0][1] == g[1][0] and g[1][1] == 1 and
+                                      len(g[1]) == 4 and g[0][2] <= 0.75 * g[1][2]], ids=str)
+def test_short_images_run_as_short_rows(geometry):
+    """The table's depthwise geometries with fewer image rows than 3/4 of the kernel's take the
+    short-rows closure, also writing into a given result (a channel slice of a larger buffer)."""
+    x, w, b, attrs, expected = _case(geometry, True)
+    prepared = PreparedConv(w, b, attrs)
+    np.testing.assert_allclose(prepared(x), expected, rtol=1e-4, atol=1e-4)
+    assert prepared._shapes[x.shape].__name__ == "depthwise_short_rows"
+    _assert_writes_into_a_channel_slice(prepared, x, expected)
+    x, w, _, attrs, expected = _case(geometry, False)  # no bias: no row of ones
+    np.testing.assert_allclose(PreparedConv(w, None, attrs)(x), expected, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("geometry", SHIFTED, ids=str)

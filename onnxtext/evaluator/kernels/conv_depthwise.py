@@ -26,6 +26,15 @@ columns; on 3x3 layers it was slower, 1.0-1.1x, and they keep the columns). Only
 least 4 rows per padded row added (16 rows for 5x5): the shifts copy the padding rows too, which on
 PP-OCR's 2-3 row layers made them 1.2x slower.
 
+Short images (2-D, at most 3/4 as many rows as the kernel: the text lines of OCR models, 2-3 rows
+high under 5x5 kernels): most taps of an output row read the zero padding. The columns are instead
+the ``kw`` horizontal shifts of every image row (an image padded along the width only), and each
+channel's output rows are one (output rows x kw * image rows) @ (kw * image rows x width) product,
+its weight matrix holding kernel row ``iy + pad - oy * stride`` where image row ``iy`` meets output
+row ``oy`` and zeros elsewhere; the bias is one more weight column times a row of ones. Columns
+``kw * rows`` per channel instead of ``kh * kw * out rows``, and one matrix product per channel
+instead of one vector product.
+
 The padded buffers belong to the closure (their border is zeroed once, each call only writes the
 interior), so a closure must only be called from the thread that built it (PreparedConv checks).
 """
@@ -49,6 +58,9 @@ BLOCK = 1 << 17
 ROWS_BLOCK = 1 << 18
 # the fewest taps for which the shifted rows beat the columns
 ROWS_MIN_TAPS = 25
+# images of at most this fraction of the kernel's rows take the short-rows closure (see the module
+# docstring; measured on PP-OCR's 5x5 layers of 2-3 rows: see _prepare_short_rows)
+SHORT_ROWS_MAX = 0.75
 
 
 def prepare_depthwise(w, shape, pads_begin, strides, dilations, out, bias=None):
@@ -65,6 +77,8 @@ def prepare_depthwise(w, shape, pads_begin, strides, dilations, out, bias=None):
     kshape = tuple(w.shape[2:])
     k_size = math.prod(kshape)
     dtype = w.dtype
+    if nd == 2 and shape[2] <= SHORT_ROWS_MAX * kshape[0]:
+        return _prepare_short_rows(w, shape, pads_begin, strides, dilations, out, bias)
     if nd == 2 and k_size >= ROWS_MIN_TAPS and all(s == 1 for s in strides) and \
             4 * (kshape[0] - 1) * dilations[0] <= out[0]:
         return _prepare_shifted_rows(w, shape, pads_begin, dilations, out, bias)
@@ -220,3 +234,58 @@ def _prepare_shifted_rows(w, shape, pads_begin, dilations, out, bias):
             np.add(computed, channel_bias.reshape(result.shape[1:-2] + (1, 1)), out=result)
         return result
     return depthwise_rows
+
+
+
+
+def _prepare_short_rows(w, shape, pads_begin, strides, dilations, out, bias):
+    """The closure of :func:`prepare_depthwise` for images of fewer rows than the kernel (see the
+    module docstring): the columns are the kernel-column shifts of every image row, once, and each
+    channel's output rows are ONE (rows x taps) @ (taps x width) product whose weights put kernel
+    row ``iy + pad - oy * stride`` (zero when outside the kernel) against image row ``iy``."""
+    n, m, height, width = shape
+    kh, kw = w.shape[2:]
+    sy, sx = strides
+    dy, dx = dilations
+    pad_top, pad_left = pads_begin
+    ho, wo = out
+    dtype = w.dtype
+    padded_width = (wo - 1) * sx + (kw - 1) * dx + 1  # positions read (padding at the end is implied)
+    copied = max(0, min(width, padded_width - pad_left))  # input columns that are read
+    flat = shared_image((n, m, height, max(padded_width, pad_left + copied)), dtype,
+                        ("short_rows", tuple(shape), pad_left))
+    interior = flat[..., pad_left:pad_left + copied]
+    src = (Ellipsis, slice(0, copied))
+    item = flat.itemsize
+    # taps in (kernel column, image row) order, one more row of ones for the bias
+    taps = kw * height + (bias is not None)
+    view = as_strided(flat, (n, m, kw, height, wo), flat.strides[:2] + (dx * item, flat.strides[2], sx * item),
+                      writeable=False)
+    weights = np.zeros((m, ho, kw, height), dtype)
+    for oy in range(ho):
+        for iy in range(height):
+            ky, rest = divmod(iy + pad_top - oy * sy, dy)
+            if not rest and 0 <= ky < kh:
+                weights[:, oy, :, iy] = w[:, 0, ky, :]
+    weights = weights.reshape(m, ho, kw * height)
+    if bias is not None:
+        weights = np.concatenate([weights, np.broadcast_to(bias.reshape(m, 1, 1), (m, ho, 1))], axis=2)
+    chunk = max(1, min(m, BLOCK // (n * taps * wo)))
+    blocks = [(c0, min(m, c0 + chunk)) for c0 in range(0, m, chunk)]
+    result_shape = (n, m) + tuple(out)
+
+    def depthwise_short_rows(x, dest):
+        np.copyto(interior, x[src])
+        y = np.empty(result_shape, dtype) if dest is None else scratch(result_shape, dtype, slot="depthwise_out")
+        cols = scratch((n, chunk, taps, wo), dtype, slot="depthwise")
+        if bias is not None:
+            cols[:, :, -1] = 1
+        for c0, c1 in blocks:
+            part = cols[:, :c1 - c0]
+            np.copyto(part[:, :, :kw * height].reshape(n, c1 - c0, kw, height, wo), view[:, c0:c1])
+            np.matmul(weights[c0:c1], part, out=y[:, c0:c1])
+        if dest is None:
+            return y
+        np.copyto(dest, y.reshape(dest.shape))  # (channels split in groups: splitting an axis is a view)
+        return dest
+    return depthwise_short_rows
