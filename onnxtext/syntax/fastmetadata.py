@@ -27,6 +27,8 @@ def _varint(n: int) -> bytes:
     """Protobuf's base-128 encoding of a length."""
     if n < 128:
         return bytes((n,))
+    if n < 16384:
+        return bytes((n & 127 | 128, n >> 7))
     out = bytearray()
     while n > 127:
         out.append((n & 127) | 128)
