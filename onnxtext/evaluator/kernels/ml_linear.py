@@ -191,12 +191,16 @@ class _Coupling:
         p, q, w = state[:k], state[k:2 * k], state[2 * k]
         eps = 0.005 / k
         moving_before = n
-        for _ in range(max(100, k)):
-            state *= 1 / w  # w = 1: p and Qp as libsvm has them
-            # pQp - Qp[t] for every t: the convergence test, and the first step's numerator
-            gaps = np.vecdot(p, q, axis=0) - q
+        for iteration in range(max(100, k)):
+            if iteration % 16 == 15:
+                state *= 1 / w  # keep w near 1 (it changes by a factor 1 + diff per step)
+            # pQp - Qp[t] for every t, times w: libsvm's convergence test, max_t |Qp[t] - pQp| < eps, is
+            # |gap| < eps * w; and the first step's numerator
+            gaps = np.vecdot(p, q, axis=0)
+            gaps /= w
+            gaps = gaps - q
             # A sample that converged stops moving, so it stays converged: no need to remember it.
-            moving = np.abs(gaps).max(axis=0) >= eps
+            moving = np.abs(gaps).max(axis=0) >= eps * w
             count = np.count_nonzero(moving)
             if not count:
                 break
