@@ -684,10 +684,15 @@ def _libsvm_multiclass_probability(r: list, k: int) -> list:
     return p
 
 
+@pytest.mark.parametrize("renormalize", [16, 1])
 @pytest.mark.parametrize("k, samples, seed", [(2, 5, 0), (3, 40, 1), (4, 30, 2), (6, 20, 3)])
-def test_svm_probability_coupling_matches_libsvm(k, samples, seed):
-    """The vectorized coupling gives libsvm's probabilities, samples converging after different sweeps."""
+def test_svm_probability_coupling_matches_libsvm(k, samples, seed, renormalize, monkeypatch):
+    """The vectorized coupling gives libsvm's probabilities, samples converging after different sweeps
+    (and whether or not its homogeneous state is renormalized between sweeps)."""
+    from onnxtext.evaluator.kernels import ml_linear
     from onnxtext.evaluator.kernels.ml_linear import _Coupling
+
+    monkeypatch.setattr(ml_linear, "RENORMALIZE_SWEEPS", renormalize)
 
     rng = np.random.default_rng(seed)
     pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]

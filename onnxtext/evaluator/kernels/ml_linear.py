@@ -132,6 +132,10 @@ def svm_regressor(X, *, coefficients=None, support_vectors=None, rho=None, kerne
     return post_transform_scores(score[:, None], post_transform)
 
 
+#: Sweeps of the probability coupling between two renormalizations of its homogeneous state.
+RENORMALIZE_SWEEPS = 16
+
+
 class _Coupling:
     """libsvm's multiclass_probability for every sample: pairwise probabilities pr [N, P] -> p [N, k].
 
@@ -192,7 +196,7 @@ class _Coupling:
         eps = 0.005 / k
         moving_before = n
         for iteration in range(max(100, k)):
-            if iteration % 16 == 15:
+            if iteration % RENORMALIZE_SWEEPS == RENORMALIZE_SWEEPS - 1:
                 state *= 1 / w  # keep w near 1 (it changes by a factor 1 + diff per step)
             # pQp - Qp[t] for every t, times w: libsvm's convergence test, max_t |Qp[t] - pQp| < eps, is
             # |gap| < eps * w; and the first step's numerator
