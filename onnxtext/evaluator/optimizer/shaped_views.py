@@ -1,6 +1,6 @@
-"""Rule ``shaped_views``: a Reshape, Squeeze, Unsqueeze, Flatten, Expand or Slice whose other inputs (shape,
-axes, bounds) are each a constant, absent, or computed by a :class:`~..fused.shape_cone.ShapeCone`
-(rule ``shape_arithmetic``) becomes one :class:`~..fused.shape_cone.ShapedView` step that keeps its
+"""Rule ``shaped_views``: a Reshape (or two, rule ``reshape_chain``), Squeeze, Unsqueeze, Flatten, Expand
+or Slice whose other inputs (shape, axes, bounds) are each a constant, absent, or computed by a
+:class:`~..fused.shape_cone.ShapeCone` (rule ``shape_arithmetic``) becomes one :class:`~..fused.shape_cone.ShapedView` step that keeps its
 result shape (or its slice index) per tuple of input shapes.
 
 Exporters reshape at every attention head split and merge, with targets computed from the input's
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from ..fused.shape_cone import ShapeCone, ShapedView
 from .graph import GraphView
+from .layout_chains import ReshapeChain
 
 NAME = "shaped_views"
 LEVEL = 1
@@ -35,9 +36,11 @@ def apply(steps: list, keep: set, known) -> list:
     changed = False
     for i in range(len(view)):
         op = view.op(i)
-        if op not in MODES or (op == "Slice" and (view.step(i)[5].opset or 0) < 10):
-            continue  # (Slice-1 takes its bounds as attributes: the kernel's signature differs)
         st = view.step(i)
+        if st is not None and type(st[0]) is ReshapeChain:
+            op = "Reshape"  # (rule reshape_chain's step: a view of its data too, its two targets inputs)
+        elif op not in MODES or (op == "Slice" and (st[5].opset or 0) < 10):
+            continue  # (Slice-1 takes its bounds as attributes: the kernel's signature differs)
         ins = st[1]
         if not ins or not ins[0] or ins[0] in known:
             continue
