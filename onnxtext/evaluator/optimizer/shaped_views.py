@@ -1,7 +1,8 @@
 """Rule ``shaped_views``: a Reshape (or two, rule ``reshape_chain``), Squeeze, Unsqueeze, Flatten, Expand
 or Slice whose other inputs (shape, axes, bounds) are each a constant, absent, or computed by a
-:class:`~..fused.shape_cone.ShapeCone` (rule ``shape_arithmetic``) becomes one :class:`~..fused.shape_cone.ShapedView` step that keeps its
-result shape (or its slice index) per tuple of input shapes.
+:class:`~..fused.shape_cone.ShapeCone` (rule ``shape_arithmetic``) becomes one
+:class:`~..fused.shape_cone.ShapedView` step that keeps its result shape (or its slice index) per tuple
+of input shapes.
 
 Exporters reshape at every attention head split and merge, with targets computed from the input's
 shape (``Shape -> Gather -> Unsqueeze -> Concat -> Reshape``): after ``shape_arithmetic`` each is a
