@@ -329,3 +329,72 @@ def test_qlinear_conv_with_its_quantized_input_read_elsewhere_keeps_the_quantize
     assert "QuantizedInputConv" not in _fused_names(optimized) and "PreparedQLinearConv" in _fused_names(optimized)
     for got, want in zip(optimized.run(None, {"x": x}), run_onnxruntime(model, {"x": x})):
         np.testing.assert_array_equal(got, want)
+
+
+# (id, A type, transA, transB, per-column B scales, bias C, quantized output, DequantizeLinear after it)
+QGEMM = [
+    ("uint8_transb_per_column_bias_dequantized", np.uint8, 0, 1, True, True, True, True),
+    ("uint8_requantized", np.uint8, 0, 0, False, True, True, False),
+    ("int8_transa_no_bias", np.int8, 1, 0, False, False, True, False),
+    ("int8_float_output", np.int8, 0, 1, True, True, False, False),
+    ("uint8_trans_both_dequantized", np.uint8, 1, 1, False, False, True, True),
+]
+
+
+@pytest.mark.parametrize("case", QGEMM, ids=[c[0] for c in QGEMM])
+def test_qgemm_constant_is_exactly_the_nodes(case):
+    _, a_dtype, trans_a, trans_b, per_column, bias, quantized, dequantized = case
+    k, n = 24, 6
+    zp = np.array(128 if a_dtype == np.uint8 else -3, a_dtype)
+    consts = {"as": np.array(0.05, np.float32), "az": zp, "b": _ints(np.int8, (n, k) if trans_b else (k, n), -127, 127),
+              "bs": (RNG.random(n) * 0.02 + 0.005).astype(np.float32) if per_column else np.array(0.01, np.float32),
+              "bz": np.zeros(n, np.int8) if per_column else np.array(0, np.int8)}
+    inputs = ["a", "as", "az", "b", "bs", "bz"]
+    if bias:
+        consts["c"] = _ints(np.int32, (n,), -5000, 5000)
+    inputs.append("c" if bias else "")
+    if quantized:
+        consts["ys"], consts["yz"] = np.array(0.2, np.float32), np.array(100 if a_dtype == np.uint8 else 7, a_dtype)
+        inputs += ["ys", "yz"]
+    nodes = [helper.make_node("QGemm", inputs, ["q" if dequantized else "y"], domain="com.microsoft",
+                              transA=trans_a, transB=trans_b, alpha=0.75)]
+    if dequantized:
+        nodes.append(helper.make_node("DequantizeLinear", ["q", "ys", "yz"], ["y"]))
+    elem = 1 if dequantized or not quantized else (2 if a_dtype == np.uint8 else 3)
+    a = _ints(a_dtype, (k, 5) if trans_a else (5, k))
+    model = graph_model(nodes, {"a": a}, [("y", elem)], consts, opset=13, extra_opsets={"com.microsoft": 1})
+    optimized = Evaluator(model)
+    assert _fused_names(optimized) == ["PreparedQGemm"]
+    got = optimized.run(None, {"a": a})[0]
+    want = Evaluator(model, optimize=0).run(None, {"a": a})[0]
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    theirs = run_onnxruntime(model, {"a": a})[0]
+    np.testing.assert_allclose(got.astype(np.float64), theirs.astype(np.float64), rtol=1e-6,
+                               atol=1 if quantized and not dequantized else 0.21)  # (one step of 0.2)
+
+
+def test_qgemm_constant_keeps_a_dequantize_linear_of_other_parameters():
+    """The DequantizeLinear reads the result with another scale: only the QGemm is prepared."""
+    consts = {"as": np.array(0.05, np.float32), "az": np.array(128, np.uint8), "b": _ints(np.int8, (8, 3), -127, 127),
+              "bs": np.array(0.01, np.float32), "bz": np.array(0, np.int8), "ys": np.array(0.2, np.float32),
+              "yz": np.array(100, np.uint8), "ds": np.array(0.4, np.float32)}
+    nodes = [helper.make_node("QGemm", ["a", "as", "az", "b", "bs", "bz", "", "ys", "yz"], ["q"],
+                              domain="com.microsoft"),
+             helper.make_node("DequantizeLinear", ["q", "ds", "yz"], ["y"])]
+    a = _ints(np.uint8, (4, 8))
+    model = graph_model(nodes, {"a": a}, ["y"], consts, opset=13, extra_opsets={"com.microsoft": 1})
+    optimized = Evaluator(model)
+    assert _fused_names(optimized)[0] == "PreparedQGemm" and len(_fused_names(optimized)) == 2
+    assert optimized.run(None, {"a": a})[0].tobytes() == Evaluator(model, optimize=0).run(None, {"a": a})[0].tobytes()
+
+
+def test_qgemm_constant_beyond_the_float32_bound_is_kept():
+    """K * 255 * max|B - zp| >= 2**24: float32 sums could round, so the kernel (chunked sums) runs."""
+    consts = {"as": np.array(0.05, np.float32), "az": np.array(0, np.uint8), "b": np.full((600, 2), 127, np.int8),
+              "bs": np.array(0.01, np.float32), "bz": np.array(0, np.int8)}
+    node = helper.make_node("QGemm", ["a", "as", "az", "b", "bs", "bz"], ["y"], domain="com.microsoft")
+    a = np.full((2, 600), 255, np.uint8)
+    model = graph_model([node], {"a": a}, ["y"], consts, opset=13, extra_opsets={"com.microsoft": 1})
+    optimized = Evaluator(model)
+    assert "PreparedQGemm" not in _fused_names(optimized)
+    np.testing.assert_array_equal(optimized.run(None, {"a": a})[0], run_onnxruntime(model, {"a": a})[0])

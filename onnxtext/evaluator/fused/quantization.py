@@ -2,7 +2,8 @@
 :class:`PreparedQLinearConv` and :class:`QuantizedInputConv` (rule ``qlinear_conv``),
 :class:`IntegerMatMulToFloat` (rule ``integer_matmul_to_float``), :class:`DynamicQuantizeCodes` and
 :class:`CodesMatMulToFloat` (rule ``dynamic_quantized_matmul``), :class:`DequantizedMatMul` (rule
-``prepared_matmul_nbits``). Each computes exactly the values of the nodes it replaces.
+``prepared_matmul_nbits``), :class:`PreparedQGemm` (rule ``qgemm_constant``). Each computes exactly the
+values of the nodes it replaces.
 
 A QuantizeLinear whose only reader is a DequantizeLinear with the same per-tensor parameters is
 "fake quantization", the way onnxruntime's QDQ quantizer marks a float value as quantized: the pair
@@ -15,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.quantize import clip_ufunc, dynamic_quantize_codes, dynamic_quantize_linear, saturate_float32
+from ..kernels.quantize import (clip_ufunc, dynamic_quantize_codes, dynamic_quantize_linear, integer_range,
+                                requantize_finite, saturate_float32)
 
 _F32 = np.dtype(np.float32)
 
@@ -209,3 +211,45 @@ class DequantizedMatMul:
         if self.bias is not None:
             y += self.bias
         return y
+
+
+class PreparedQGemm:
+    """com.microsoft QGemm with constant B, scales, zero points and C (rule ``qgemm_constant``): ``A`` minus
+    its zero point times ``op(B)`` minus its zero points (converted once) in float32, exact while
+    ``K * 255 * max|B - zp| + max|C| < 2**24`` (the rule's condition), plus C, times the kernel's factor
+    (:func:`~..kernels.contrib.qlinear.qgemm_factor`), requantized as the kernel does. With
+    ``dequantize_scale``, a DequantizeLinear of the result with the same scale and zero point is part of
+    the step: the codes minus the zero point times the scale, without the 8-bit tensor (+0.0 added, so a
+    -0.0 code is the node's +0.0). ``fallback(A)``: the original steps."""
+
+    __slots__ = ("b", "c", "a_dtype", "a_zero_point", "trans_a", "factor", "y_zero_point", "target",
+                 "dequantize_scale", "low", "high", "fallback")
+
+    def __init__(self, b, c, a_dtype, a_zero_point, trans_a, factor, y_zero_point, dequantize_scale, fallback):
+        self.b, self.c, self.a_dtype, self.trans_a = b, c, np.dtype(a_dtype), bool(trans_a)
+        self.a_zero_point, self.factor = np.float32(a_zero_point), factor
+        self.y_zero_point, self.target = y_zero_point, self.a_dtype  # (the kernel's output type: A's)
+        self.dequantize_scale, self.fallback = dequantize_scale, fallback
+        low, high = integer_range(self.a_dtype)
+        zp = 0.0 if y_zero_point is None else y_zero_point
+        self.low, self.high = np.float32(low - zp), np.float32(high - zp)
+
+    def __call__(self, a):
+        if type(a) is not np.ndarray or a.dtype != self.a_dtype or a.ndim != 2:
+            return self.fallback(a)
+        x = a.astype(_F32)
+        if self.a_zero_point:
+            x -= self.a_zero_point
+        acc = np.matmul(x.T if self.trans_a else x, self.b)
+        if self.c is not None:
+            acc += self.c
+        acc *= self.factor
+        if self.y_zero_point is None:
+            return acc
+        if self.dequantize_scale is None:
+            return requantize_finite(acc, self.y_zero_point, self.target)
+        np.rint(acc, out=acc)
+        clip_ufunc(acc, self.low, self.high, out=acc)
+        acc += np.float32(0)
+        acc *= self.dequantize_scale
+        return acc

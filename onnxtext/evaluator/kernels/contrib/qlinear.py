@@ -181,7 +181,7 @@ def qgemm(A, a_scale, a_zero_point, B, b_scale, b_zero_point, C=None, y_scale=No
     else:
         a, a_bound = shifted_operand(A, a_zero_point)
     b, b_bound, c, c_bound = derived(f"qgemm-{transB}", (B, b_zero_point, C),
-                                     lambda: _qgemm_constants(B, b_zero_point, C, transB),
+                                     lambda: qgemm_constants(B, b_zero_point, C, transB),
                                      lambda v: v[0].nbytes, readonly_inputs=True)
     if transA:
         a = a.T
@@ -196,16 +196,21 @@ def qgemm(A, a_scale, a_zero_point, B, b_scale, b_zero_point, C=None, y_scale=No
             acc = acc + c
     if acc.dtype != np.float32:
         acc = acc.astype(np.float32)  # (the exact sum rounded once)
-    b_scale = np.asarray(b_scale).astype(np.float32)
-    scale = np.float32(alpha) * _scalar(a_scale) * (b_scale.reshape(1, -1) if b_scale.size > 1 else b_scale.reshape(()))
+    acc *= qgemm_factor(alpha, a_scale, b_scale, y_scale)
     if y_scale is None:
-        acc *= scale
         return acc
-    acc *= scale / _scalar(y_scale)
     return requantize_finite(acc, float(_scalar(y_zero_point)), A.dtype)
 
 
-def _qgemm_constants(B, b_zero_point, C, trans_b):
+def qgemm_factor(alpha, a_scale, b_scale, y_scale):
+    """What QGemm multiplies its integer sums by, in float32: ``alpha * a_scale * b_scale`` (per column of
+    the result when ``b_scale`` has several values), divided by ``y_scale`` when the output is quantized."""
+    b_scale = np.asarray(b_scale).astype(np.float32)
+    scale = np.float32(alpha) * _scalar(a_scale) * (b_scale.reshape(1, -1) if b_scale.size > 1 else b_scale.reshape(()))
+    return scale if y_scale is None else scale / _scalar(y_scale)
+
+
+def qgemm_constants(B, b_zero_point, C, trans_b):
     """QGemm's B side, kept between runs for constants: (op(B) - zero point as float32, its largest
     magnitude, C as float32 or None, max |C|). B's zero point is per column of op(B): per row of a
     transposed B."""
