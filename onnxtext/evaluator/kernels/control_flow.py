@@ -30,19 +30,24 @@ class _BodyRunner:
     Outer-scope values are bound once per node execution, and the body's loop-invariant steps (those that
     read only outer values, constants and other invariant results, and are deterministic plain kernels) run
     once, just before the first iteration, instead of in every iteration: exporters put such steps in loop
-    bodies (torch's Slice of an outer input, Unsqueeze of outer constants). A run with a trace or a timeout
-    keeps every step in the loop, so the trace sees what the model says."""
+    bodies (torch's Slice of an outer input, Unsqueeze of outer constants). The steps of an iteration keep
+    their values to its end (:func:`_without_frees`). A run with a trace or a timeout keeps every step in
+    the loop as the model has it, so the trace sees what the model says."""
 
     __slots__ = ("plan", "base", "pending")
 
     def __init__(self, ctx, graph):
         plan = ctx.info.subplan(graph)
         self.base = plan.bind_outer(ctx.scope)
-        split = None if CONTROL in self.base else _invariant_split(plan)
-        if split is None:
+        if CONTROL in self.base:
             self.plan, self.pending = plan, None
+            return
+        split = _invariant_split(plan)
+        if split is None:
+            self.pending = None
         else:
-            self.pending, self.plan = split
+            self.pending, plan = split
+        self.plan = _without_frees(plan)
 
     def run_invariant(self) -> None:
         """Run the hoisted loop-invariant steps (once, before the first iteration)."""
@@ -55,6 +60,15 @@ class _BodyRunner:
         if self.pending is not None:
             self.run_invariant()
         return self.plan.run_bound(self.base, inputs)
+
+
+def _without_frees(plan):
+    """The body plan with no step dropping values it no longer needs: an iteration's values all go
+    with its copy of the bound values at its end anyway, and the drops cost a dict pop each (about 20
+    per iteration of torch's exported loop bodies). Decided once per body plan."""
+    return derived("body-without-frees", (plan,), lambda: GraphPlan(
+        plan.name, plan.input_names, plan.output_names, plan.constants, plan.free,
+        [st._replace(free=()) for st in plan.steps], plan.keep))
 
 
 def _invariant_split(plan):
