@@ -24,7 +24,8 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-QUANTIZATION_RULES = ("qdq_pair", "qlinear_conv", "integer_matmul_to_float", "float16_in_float32")
+QUANTIZATION_RULES = ("qdq_pair", "qlinear_conv", "integer_matmul_to_float", "dynamic_quantized_matmul",
+                      "prepared_matmul_nbits", "qgemm_constant", "float16_in_float32")
 
 
 def main(argv=None) -> int:
