@@ -27,13 +27,15 @@ least 4 rows per padded row added (16 rows for 5x5): the shifts copy the padding
 PP-OCR's 2-3 row layers made them 1.2x slower.
 
 Short images (2-D, at most 3/4 as many rows as the kernel: the text lines of OCR models, 2-3 rows
-high under 5x5 kernels): most taps of an output row read the zero padding. The columns are instead
+high under 5x5 kernels; with unit strides, at most 5 rows per kernel row: the 7x7 and 14x14 layers
+of MobileNets): most taps of an output row read the zero padding, or the columns cost more than a
+matrix product with zeros. The columns are instead
 the ``kw`` horizontal shifts of every image row (an image padded along the width only), and each
 channel's output rows are one (output rows x kw * image rows) @ (kw * image rows x width) product,
 its weight matrix holding kernel row ``iy + pad - oy * stride`` where image row ``iy`` meets output
 row ``oy`` and zeros elsewhere; the bias is one more weight column times a row of ones. Columns
 ``kw * rows`` per channel instead of ``kh * kw * out rows``, and one matrix product per channel
-instead of one vector product.
+instead of one vector product; the product does ``rows / kh`` times the useful multiplications.
 
 The padded buffers belong to the closure (their border is zeroed once, each call only writes the
 interior), so a closure must only be called from the thread that built it (PreparedConv checks).
@@ -58,9 +60,13 @@ BLOCK = 1 << 17
 ROWS_BLOCK = 1 << 18
 # the fewest taps for which the shifted rows beat the columns
 ROWS_MIN_TAPS = 25
-# images of at most this fraction of the kernel's rows take the short-rows closure (see the module
-# docstring; measured on PP-OCR's 5x5 layers of 2-3 rows: see _prepare_short_rows)
+# images of at most this many rows per kernel row take the short-rows closure (see the module
+# docstring): with any strides up to SHORT_ROWS_MAX (PP-OCR's 5x5 layers of 2-3 rows: 0.11-0.32x the
+# time of the columns), with unit strides up to SHORT_ROWS_MAX_UNIT (measured, one thread, against
+# the columns or the shifted rows: 5x5 at 7-25 rows 0.4-0.8x, 3x3 at 6-16 rows 0.76-0.86x; 3x3 at
+# 28 rows 1.15-1.37x and 5x5 stride 2 at 14 rows 1.0x, where the product's zeros cost more)
 SHORT_ROWS_MAX = 0.75
+SHORT_ROWS_MAX_UNIT = 5
 
 
 def prepare_depthwise(w, shape, pads_begin, strides, dilations, out, bias=None):
@@ -77,7 +83,8 @@ def prepare_depthwise(w, shape, pads_begin, strides, dilations, out, bias=None):
     kshape = tuple(w.shape[2:])
     k_size = math.prod(kshape)
     dtype = w.dtype
-    if nd == 2 and shape[2] <= SHORT_ROWS_MAX * kshape[0]:
+    unit = all(s == 1 for s in strides)
+    if nd == 2 and shape[2] <= kshape[0] * (SHORT_ROWS_MAX_UNIT if unit else SHORT_ROWS_MAX):
         return _prepare_short_rows(w, shape, pads_begin, strides, dilations, out, bias)
     if nd == 2 and k_size >= ROWS_MIN_TAPS and all(s == 1 for s in strides) and \
             4 * (kshape[0] - 1) * dilations[0] <= out[0]:
