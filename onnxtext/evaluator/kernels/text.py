@@ -55,8 +55,7 @@ class _Pool:
         for by_column in (False, True):
             grams_to = {g: columns[i] if by_column else i for g, i in self.gram_position.items()}
             self.lookups[by_column] = ({g[0]: v for g, v in grams_to.items() if len(g) == 1}.get, grams_to.get)
-        self.column_weight = np.zeros(self.width, np.float32)  # weight by output column (unique indexes)
-        self.column_weight[self.indexes] = self.weight
+        self.column_weight = None  # weight by output column (unique indexes): built once the width is checked
 
 
 def _key(base: int, id_columns):
@@ -152,7 +151,7 @@ def tfidf_vectorizer(X, *, mode, min_gram_length, max_gram_length, max_skip_coun
     combinations = (max_gram_length - min_gram_length + 1) * (max_skip_count + 1)
     if mode not in ("TF", "IDF", "TFIDF"):
         raise ValueError(f"unknown TfIdfVectorizer mode {mode!r}")
-    check_allocation((batch, pool.width), 4, "TfIdfVectorizer")  # the output width comes from ngram_indexes
+    check_allocation(batch * pool.width, 4, "TfIdfVectorizer")  # the output width comes from ngram_indexes
     if batch * length * combinations <= SMALL_INPUT_GRAMS and pool.unique_indexes:
         # counted straight into the output columns
         cells = _found_cells_small(rows.tolist(), pool, min_gram_length, max_gram_length, max_skip_count, True)
@@ -160,6 +159,10 @@ def tfidf_vectorizer(X, *, mode, min_gram_length, max_gram_length, max_skip_coun
         if mode == "IDF":
             np.minimum(counts, 1, out=counts)
         if mode != "TF":
+            if pool.column_weight is None:
+                weights = np.zeros(pool.width, np.float32)
+                weights[pool.indexes] = pool.weight
+                pool.column_weight = weights
             counts *= pool.column_weight
         return counts[0] if X.ndim == 1 else counts
     if batch * length * combinations <= SMALL_INPUT_GRAMS:

@@ -41,14 +41,15 @@ def tokenizer(X, *, mark, mincharnum, pad_value, separators=None, tokenexp=None)
     if separators is not None and tokenexp:
         raise EvalError("Tokenizer: 'separators' and 'tokenexp' cannot both be set")
     split = _splitter(separators, tokenexp)
-    rows = []
-    for text in X.reshape(-1).tolist():
-        tokens = [t for t in split(text if type(text) is str else str(text)) if t and len(t) >= mincharnum]
-        if mark:
-            tokens = [_START] + tokens + [_END]
-        rows.append(tokens)
+    texts = [t if type(t) is str else str(t) for t in X.reshape(-1).tolist()]
+    if mincharnum <= 1 and getattr(split, "__name__", "") == "findall":
+        rows = list(map(split, texts))  # Python's findall of a pattern that never matches empty text
+    else:
+        rows = [[t for t in split(text) if t and len(t) >= mincharnum] for text in texts]
+    if mark:
+        rows = [[_START] + tokens + [_END] for tokens in rows]
     width = max(map(len, rows), default=0)
-    check_allocation((len(rows), width), 8, "Tokenizer")  # every row padded to the longest
+    check_allocation(len(rows) * width, 8, "Tokenizer")  # every row padded to the longest
     flat = []
     for tokens in rows:
         flat += tokens
