@@ -398,3 +398,40 @@ def test_qgemm_constant_beyond_the_float32_bound_is_kept():
     optimized = Evaluator(model)
     assert "PreparedQGemm" not in _fused_names(optimized)
     np.testing.assert_array_equal(optimized.run(None, {"a": a})[0], run_onnxruntime(model, {"a": a})[0])
+
+
+# (id, operator between the two pairs, its attributes, its extra constant inputs, the second pair's scale,
+#  whether the second pair is removed)
+REDUNDANT_FAKE_QUANTIZE = [
+    ("max_pool", "MaxPool", dict(kernel_shape=[2, 2], strides=[2, 2]), {}, 0.02, True),
+    ("max_pool_padded", "MaxPool", dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1]), {}, 0.02, True),
+    ("reshape", "Reshape", {}, {"shape": np.array([0, -1], np.int64)}, 0.02, True),
+    ("slice", "Slice", {}, {"starts": np.array([1], np.int64), "ends": np.array([3], np.int64),
+                            "axes": np.array([2], np.int64)}, 0.02, True),
+    ("other_scale_kept", "MaxPool", dict(kernel_shape=[2, 2]), {}, 0.03, False),
+    ("ceil_mode_kept", "MaxPool", dict(kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1), {}, 0.02, False),
+    ("average_pool_kept", "AveragePool", dict(kernel_shape=[2, 2]), {}, 0.02, False),  # averages leave the grid
+]
+
+
+@pytest.mark.parametrize("zero_point", [np.uint8(131), np.int8(-3), np.uint16(40000)], ids=["u8", "s8", "u16"])
+@pytest.mark.parametrize("case", REDUNDANT_FAKE_QUANTIZE, ids=[c[0] for c in REDUNDANT_FAKE_QUANTIZE])
+def test_redundant_fake_quantize_is_exactly_the_nodes(case, zero_point):
+    _, op, attrs, extra, second_scale, removed = case
+    consts = {"s": np.array(0.02, np.float32), "s2": np.array(second_scale, np.float32), "z": np.array(zero_point)}
+    consts.update(extra)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q1"]),
+             helper.make_node("DequantizeLinear", ["q1", "s", "z"], ["d1"]),
+             helper.make_node(op, ["d1"] + list(extra), ["m"], **attrs),
+             helper.make_node("QuantizeLinear", ["m", "s2", "z"], ["q2"]),
+             helper.make_node("DequantizeLinear", ["q2", "s2", "z"], ["d2"]),
+             helper.make_node("Neg", ["d2"], ["y"])]
+    model = graph_model(nodes, {"x": (None, 3, None, None)}, ["y"], consts, opset=19)
+    x = (RNG.standard_normal((2, 3, 5, 6)) * 400).astype(np.float32)  # saturates both ends
+    x[0, 0, 0, :4] = [np.nan, np.inf, -np.inf, -0.004]
+    optimized = Evaluator(model)
+    assert _fused_names(optimized).count("FakeQuantize") == (1 if removed else 2)
+    with np.errstate(all="ignore"):
+        got = optimized.run(None, {"x": x})[0]
+        want = Evaluator(model, optimize=0).run(None, {"x": x})[0]
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()

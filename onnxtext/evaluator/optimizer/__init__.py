@@ -47,8 +47,8 @@ def _rules() -> tuple[Rule, ...]:
     from . import (attention_operands, clamped_pointwise, gemm_constant, pool_after_pointwise_map,
                    pool_before_pointwise_conv)
     from . import conv_activation, hard_swish
-    from . import dynamic_quantized_matmul, prepared_matmul_nbits, qgemm_constant
-    from . import residual_add, shaped_views, shared_input_products
+    from . import dynamic_quantized_matmul, prepared_matmul_nbits, qgemm_constant, redundant_fake_quantize
+    from . import residual_add, rotary_halves, shaped_views, shared_input_products
 
     def module_rule(m):
         return Rule(m.NAME, m.LEVEL, m.apply, m.__doc__)
@@ -61,6 +61,7 @@ def _rules() -> tuple[Rule, ...]:
         module_rule(float16_in_float32),
         *(pattern_rule(m) for m in (gelu, hard_swish, layer_norm, rms_norm, attention, matmul_add, gemm_constant,
                                     qdq_pair, integer_matmul_to_float)),
+        module_rule(redundant_fake_quantize),
         module_rule(dynamic_quantized_matmul),
         *(Rule(r.name, r.level, r.apply, r.doc) for r in (layout_chains.TRANSPOSE_RULE, layout_chains.RESHAPE_RULE)),
         module_rule(shared_input_products),
@@ -86,6 +87,7 @@ def _rules() -> tuple[Rule, ...]:
         module_rule(clamped_pointwise),
         module_rule(concat_chain),
         module_rule(shaped_views),
+        module_rule(rotary_halves),
     )
 
 
