@@ -48,7 +48,7 @@ def _rules() -> tuple[Rule, ...]:
                    pool_before_pointwise_conv)
     from . import conv_activation, hard_swish
     from . import dynamic_quantized_matmul, prepared_matmul_nbits, qgemm_constant, redundant_fake_quantize
-    from . import residual_add, rotary_halves, shaped_views, shared_input_products
+    from . import residual_add, shaped_views, shared_input_products
 
     def module_rule(m):
         return Rule(m.NAME, m.LEVEL, m.apply, m.__doc__)
@@ -87,7 +87,6 @@ def _rules() -> tuple[Rule, ...]:
         module_rule(clamped_pointwise),
         module_rule(concat_chain),
         module_rule(shaped_views),
-        module_rule(rotary_halves),
     )
 
 
