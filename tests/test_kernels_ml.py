@@ -298,6 +298,8 @@ CASES = [
     # single-mode forests whose nodes track no missing value: NaN goes where the comparison sends it
     ("forest_depth5_no_tracks_nan", "TreeEnsembleRegressor", XF, [("Y", F)], {"X": X_WIDE},
      dict(random_forest(12, 5, 5, seed=4, missing_tracks=0), aggregate_function="AVERAGE", base_values=[0.5, -1])),
+    ("forest_depth5_no_tracks_nan_12_rows", "TreeEnsembleRegressor", XF, [("Y", F)], {"X": X_WIDE[:12]},
+     dict(random_forest(12, 5, 5, seed=4, missing_tracks=0), aggregate_function="AVERAGE", base_values=[0.5, -1])),
     ("forest_depth2_one_target_sum", "TreeEnsembleRegressor", XF, [("Y", F)], {"X": X_WIDE[:7]},
      random_forest(30, 2, 5, seed=5, n_targets=1, missing_tracks=0)),
     ("forest_tracks_without_nan_input", "TreeEnsembleRegressor", XF, [("Y", F)], {"X": np.nan_to_num(X_WIDE)},
@@ -484,7 +486,8 @@ BATCH_WALK = [
     ("forest_depth5_leq_nan", False),  # NaN in the input and nodes that track it
     ("forest_depth3_gt_nan", False),
     ("forest_depth4_lt_one_row", False),  # one row with a NaN
-    ("forest_depth5_no_tracks_nan", True),
+    ("forest_depth5_no_tracks_nan", False),  # 40 rows: 2.4 MB of tables, above BATCH_TABLE_BYTES
+    ("forest_depth5_no_tracks_nan_12_rows", True),
     ("forest_depth2_one_target_sum", True),
     ("forest_tracks_without_nan_input", True),
     ("forest_double_input", True),
