@@ -38,10 +38,12 @@ def _linear_tables(coefficients, intercepts, n_features: int, rows: int | None =
 
 
 def _classifier_tables(coefficients, intercepts, classlabels_ints, classlabels_strings, n_features: int):
-    """(weights [F, C], intercepts [C] or None, labels) of a LinearClassifier, once per node."""
+    """(weights [F, C], intercepts [C] or None, labels, whether the labels are 0..C-1 so that a label is
+    its class index) of a LinearClassifier, once per node."""
     def build():
-        return _linear_tables(coefficients, intercepts, n_features) + (class_labels(classlabels_strings,
-                                                                                     classlabels_ints),)
+        labels = class_labels(classlabels_strings, classlabels_ints)
+        indexes = labels.dtype == np.int64 and np.array_equal(labels, np.arange(labels.size))
+        return _linear_tables(coefficients, intercepts, n_features) + (labels, indexes)
     return derived(f"linear-classifier-{n_features}", (coefficients, intercepts, classlabels_ints,
                                                        classlabels_strings), build)
 
@@ -52,8 +54,8 @@ def linear_classifier(X, *, coefficients, intercepts=None, classlabels_ints=None
     x = as_rows(X)
     if x.dtype != np.float32:
         x = x.astype(np.float32)
-    weights, bias, labels = _classifier_tables(coefficients, intercepts, classlabels_ints, classlabels_strings,
-                                               x.shape[1])
+    weights, bias, labels, labels_are_indexes = _classifier_tables(coefficients, intercepts, classlabels_ints,
+                                                                   classlabels_strings, x.shape[1])
     scores = x @ weights
     if bias is not None:
         scores += bias
@@ -64,7 +66,9 @@ def linear_classifier(X, *, coefficients, intercepts=None, classlabels_ints=None
         if labels.size == 2:
             return label, _binary_columns(scores[:, 0], post_transform).astype(np.float32)
         return label, post_transform_scores(scores, post_transform)
-    label = labels[scores.argmax(axis=1)]
+    label = scores.argmax(axis=1)
+    if not labels_are_indexes or label.dtype != np.int64:
+        label = labels[label]
     if post_transform == "SOFTMAX":  # in float32, as onnxruntime computes it
         scores -= row_max(scores)
         np.exp(scores, out=scores)
