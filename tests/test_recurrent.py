@@ -248,3 +248,18 @@ def test_fast_path_equals_general_path(case, monkeypatch):
     monkeypatch.setattr(rnn_cells, "default_activations", lambda *args: False)
     general = Evaluator(model).run(None, feeds)
     assert_close(fast, general, 1e-5, 1e-6, f"{case.name} fast vs general:")
+
+
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+def test_quantized_codes_at_the_top_are_clamped(direction):
+    """A hidden state whose range is [-11.5, 243.5] steps of 2**-8 (all exact in float32): the zero point
+    rounds to 12 and the top value's code to 244 (ties to even), 256 in all, one more than uint8 holds.
+    onnxruntime clamps it to 255; so must the fast loop (which checks for this per step and direction)."""
+    case = Case("dq_clamp", "DynamicQuantizeLSTM", direction, steps=3, batch=2, hidden=4, initial=True)
+    model, feeds = _model(case, np.random.default_rng(3))
+    step = np.float32(2.0 ** -8)
+    h0 = np.full(feeds["initial_h"].shape, 0.1, np.float32)
+    h0[0, 0, 0], h0[0, 1, 3] = -11.5 * step, 243.5 * step
+    feeds["initial_h"] = h0
+    got = Evaluator(model).run(None, feeds)
+    assert_close(got, _oracle(case, model, feeds), 1e-4, 1e-4, "clamped codes:")

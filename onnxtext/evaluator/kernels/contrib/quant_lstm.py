@@ -183,19 +183,32 @@ def _quantized_lstm_loop(xp, hs, c, r_rows, r_bound, r_scales):
     r_scales = np.ascontiguousarray(np.broadcast_to(r_scales, (dirs, rows, batch)))
     row_scales = np.empty(r_scales.shape, np.float32)
     single = r_rows[0] if dirs == 1 else None
+    ranges = list(zip(low, high))  # per direction, views of the [1] rows the reductions write
     for k in range(steps):
         flat = flat_states[k]
         low_reduce(flat, 1, None, low, True, 0.0)  # axis 1, out, keepdims, initial 0
         high_reduce(flat, 1, None, high, True, 0.0)
-        subtract(high, low, scale)
-        divide(scale, _F255, scale)
-        maximum(scale, _TINY, out=scale)
-        divide(low, scale, zero_point)
-        rint(zero_point, zero_point)  # minus the zero point
-        add(zero_point, _F255, zero_point)  # 255 - zero point
+        # per direction, in numpy float32 scalars (the same operations as on arrays, a tenth of the
+        # cost): scale, 255 - zero point, and whether any code can exceed it (then the codes are
+        # clamped; the largest code is the range's top divided by the scale, rounded)
+        clamp = False
+        for d, (lo, hi) in enumerate(ranges):
+            lo, hi = lo[0], hi[0]
+            step = (hi - lo) / _F255
+            if step < _TINY:  # (False for NaN: such a range stays NaN, as on arrays)
+                step = _TINY
+            below, above = float(lo / step), float(hi / step)
+            if below - below == 0 and above - above == 0:  # finite
+                top = 255 + round(below)  # 255 - zero point: round() ties to even, as np.rint
+                clamp = clamp or round(above) > top
+            else:
+                top, clamp = _F255 + np.rint(np.float32(below)), True
+            scale[d, 0] = step
+            zero_point[d, 0] = top
         divide(flat, scale, codes)
         rint(codes, codes)
-        minimum(codes, zero_point, out=codes)  # codes - zero point <= 255 - zero point
+        if clamp:
+            minimum(codes, zero_point, out=codes)  # codes - zero point <= 255 - zero point
         if not exact:
             acc3[...] = integer_product(r_rows, codes3, r_bound, 255.0)
         elif single is not None:
