@@ -151,11 +151,12 @@ def _ids(text: str) -> list:
         items = [x.strip(" \t\f\r\n") or None for x in text.split(",")]
         return items if None not in items else _B.id_list(items)
     if "\\" not in text:
-        if text[0] == '"' and text.find('"', 1) == len(text) - 1:
-            return [text[1:-1]]  # one quoted name (a comma in it is part of it)
-        names = text.split('"')[1::2]
-        if text == '"' + '", "'.join(names) + '"':
-            return names  # quoted names only, as the printer separates them (names hold no quote: the split is exact)
+        if text[0] == '"' and text[-1] == '"':
+            if text.find('"', 1) == len(text) - 1:
+                return [text[1:-1]]  # one quoted name (a comma in it is part of it)
+            names = text.split('"')[1::2]
+            if text == '"' + '", "'.join(names) + '"':
+                return names  # quoted names only, separated as the printer does (no name holds a quote: exact)
         items = []  # split on commas, unless a piece shows a comma inside a quoted name
         for x in text.split(","):
             x = x.strip(" \t\f\r\n")

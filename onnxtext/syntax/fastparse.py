@@ -150,29 +150,41 @@ class _Scanner(ValueScanner):
     def node(self, m, add) -> NodeProto:
         """Add the NodeProto of a matched statement, exactly as Builder.node makes it."""
         label, label_name, outs, op, overload, attrs1, ins, attrs2 = m.groups()
-        kw = {"input": _ids(ins), "output": _ids(outs)}  # only the fields that are set: add() is faster
-        parts = [_name(x) for x in _NAME_RE.findall(op)] if "." in op else ()
-        if len(parts) > 1:  # a dot inside one quoted name ("Re.u") is no domain
-            kw["domain"], op_type = ".".join(parts[:-1]), parts[-1]
+        if "." in op:
+            parts = [_name(x) for x in _NAME_RE.findall(op)]
+            if len(parts) > 1:  # a dot inside one quoted name ("Re.u") is no domain
+                domain, op_type = ".".join(parts[:-1]), parts[-1]
+            else:
+                domain, op_type = None, parts[0]
         else:  # no prefix: the domain field stays unset, as Builder.node leaves it
-            op_type = _quoted(op) if op[0] == '"' else op
-        kw["op_type"] = op_type
+            domain, op_type = None, (op if op[0] != '"' else _quoted(op))
+        attrs = None
         if attrs1 is not None or attrs2 is not None:
             if attrs1 is not None and attrs2 is not None:
                 raise Fallback  # the builder's error: Lark reports it
             group = 6 if attrs1 is not None else 8
-            key = (attrs1 if group == 6 else attrs2, kw.get("domain"), op_type)
+            key = (attrs1 if group == 6 else attrs2, domain, op_type)
             attrs = self._simple_attrs.get(key)  # lists repeat (axis = 0, perm = [0, 2, 1, 3]...): read once
             if attrs is None:
                 try:
-                    attrs = _attrs(key[0], key[1], op_type)
+                    attrs = _attrs(key[0], domain, op_type)
                 except Fallback:
                     attrs = self.attrs_of(m.start(group) - 1, m.end(group) + 1)
                 self._simple_attrs[key] = attrs
-            kw["attribute"] = attrs
-        if label is not None:
-            kw["name"] = "" if label_name is None else (label_name if label_name[0] != '"' else _quoted(label_name))
-        n = add(**kw)
+        # one plain output name (most statements) without the id-list reading
+        output = [outs] if outs and "," not in outs and '"' not in outs else _ids(outs)
+        if label is None and domain is None and attrs is None:  # only the fields that are set: add() is faster
+            n = add(input=_ids(ins), output=output, op_type=op_type)
+        else:
+            kw = {"input": _ids(ins), "output": output, "op_type": op_type}
+            if domain is not None:
+                kw["domain"] = domain
+            if attrs is not None:
+                kw["attribute"] = attrs
+            if label is not None:
+                kw["name"] = "" if label_name is None else (
+                    label_name if label_name[0] != '"' else _quoted(label_name))
+            n = add(**kw)
         if overload is not None:
             n.overload = _name(overload)
         return n
