@@ -41,6 +41,7 @@ class Case:
     domain: str = "com.microsoft"
     opset: int = 17  # of the ONNX domain
     expect: object = None  # for operators onnxruntime's CPU build lacks: the documented formula
+    unnamed: tuple = ()  # indices of declared outputs left unnamed (not asked for, not compared)
 
 
 def _gelu(x):
@@ -82,6 +83,14 @@ CASES: list[Case] = [
     C("skip_ln_bias_all_outputs", "SkipLayerNormalization",
       [f32(2, 3, 16), f32(2, 3, 16), f32(16), f32(16), f32(16)], dict(epsilon=1e-5), outputs=4),
     C("skip_ln_no_beta_default_eps", "SkipLayerNormalization", [f32(1, 5, 8), f32(1, 5, 8), f32(8)]),
+    # GPT-2's form: the normalized value and the sum (the residual stream), not the statistics
+    C("skip_ln_sum_only", "SkipLayerNormalization", [f32(2, 3, 16), f32(2, 3, 16), f32(16), f32(16), f32(16)],
+      dict(epsilon=1e-5), outputs=4, unnamed=(1, 2)),
+    C("skip_sln_sum_only", "SkipSimplifiedLayerNormalization", [f32(2, 3, 16), f32(2, 3, 16), f32(16)],
+      dict(epsilon=1e-6), outputs=4, unnamed=(1, 2)),
+    C("skip_ln_float16_sum_only", "SkipLayerNormalization",
+      [rand("float16", 2, 3, 16), rand("float16", 2, 3, 16), rand("float16", 16), rand("float16", 16)],
+      dict(epsilon=1e-5), outputs=4, unnamed=(1, 2), tol=(5e-3, 5e-3)),
     C("skip_ln_2d", "SkipLayerNormalization", [f32(6, 16), f32(6, 16), f32(16), f32(16)], dict(epsilon=1e-5)),
     C("skip_ln_skip_broadcast", "SkipLayerNormalization", [f32(2, 3, 16), f32(3, 16), f32(16), f32(16)],
       dict(epsilon=1e-5)),

@@ -46,11 +46,12 @@ def build(case, values):
     names = [f"in{i}" if v is not None else "" for i, v in enumerate(values)]
     while names and not names[-1]:
         names.pop()
-    outs = [f"out{i}" for i in range(case.outputs)]
+    outs = ["" if i in case.unnamed else f"out{i}" for i in range(case.outputs)]
     node = helper.make_node(case.op, names, outs, domain=case.domain, **case.attrs)
     inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
               for n, v in zip(names, values) if n]
-    graph = helper.make_graph([node], case.id, inputs, [helper.make_value_info(o, onnx.TypeProto()) for o in outs])
+    graph = helper.make_graph([node], case.id, inputs,
+                              [helper.make_value_info(o, onnx.TypeProto()) for o in outs if o])
     opsets = [helper.make_opsetid("", case.opset), helper.make_opsetid("com.microsoft", 1)]
     model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = 9

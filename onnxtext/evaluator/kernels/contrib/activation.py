@@ -35,10 +35,26 @@ def _gelu_erf(x):
     return y.astype(x.dtype, copy=False)
 
 
+_ALPHA = math.sqrt(2 / math.pi)
+_GAMMA = 0.044715 * _ALPHA
+
+
 def _gelu_tanh(x):
     w = _widened(x)
-    inner = math.sqrt(2 / math.pi) * (w + 0.044715 * w * w * w)
-    return np.asarray(0.5 * w * (1 + np.tanh(inner)), dtype=x.dtype)
+    if w.dtype.kind != "f" or w.ndim == 0:
+        inner = _ALPHA * (w + 0.044715 * w * w * w)
+        return np.asarray(0.5 * w * (1 + np.tanh(inner)), dtype=x.dtype)
+    # x (alpha + gamma x^2), as onnxruntime's kernel writes it, in one buffer
+    t = w.dtype.type
+    y = np.multiply(w, w)
+    y *= t(_GAMMA)
+    y += t(_ALPHA)
+    y *= w
+    np.tanh(y, out=y)
+    y += t(1)
+    y *= w
+    y *= t(0.5)
+    return y.astype(x.dtype, copy=False)
 
 
 @kernel("Gelu", since=1, domain=MS)

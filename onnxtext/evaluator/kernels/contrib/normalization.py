@@ -67,29 +67,38 @@ def _row_means(x: np.ndarray) -> np.ndarray:
     return np.matmul(x, w)
 
 
-def _normalized_in_place(total: np.ndarray, gamma, beta, epsilon, simplified) -> np.ndarray:
-    """The layer (or RMS) normalization of a fresh float32 ``total`` over its last axis, in ``total``'s
-    buffer: 9 numpy calls (the general :func:`_layer_norm` makes 15 and keeps the statistics)."""
-    if not simplified:
-        np.subtract(total, _row_means(total), out=total)
-    var = _row_means(np.square(total))
+def _normalized(total: np.ndarray, gamma, beta, epsilon, simplified, in_place: bool = True) -> np.ndarray:
+    """The layer (or RMS) normalization of float32 ``total`` over its last axis, in ``total``'s buffer
+    when ``in_place`` (else ``total`` is left as it is): 9 numpy calls (the general :func:`_layer_norm`
+    makes 15 and keeps the statistics)."""
+    if simplified:
+        d = total
+    else:
+        d = np.subtract(total, _row_means(total), out=total if in_place else None)
+    var = _row_means(np.square(d))
     var += np.float32(epsilon)
     np.sqrt(var, out=var)
-    total /= var
-    total *= gamma
+    y = np.divide(d, var, out=None if simplified and not in_place else d)
+    y *= gamma
     if beta is not None:
-        total += beta
-    return total
+        y += beta
+    return y
 
 
 def _skip_norm(ctx, input, skip, gamma, beta, bias, epsilon, simplified):
     total = _wide(input) + _wide(skip)
     if bias is not None:
         total += _wide(bias)
-    if ctx.num_outputs == 1 and total.dtype == np.float32 and total.ndim and total.shape[-1] and \
+    outputs = ctx.node.output
+    want_statistics = any(outputs[1:3])
+    if not want_statistics and total.dtype == np.float32 and total.ndim and total.shape[-1] and \
             gamma.dtype == input.dtype and (beta is None or beta.dtype == input.dtype):
-        y = _normalized_in_place(total, _wide(gamma), None if beta is None else _wide(beta), epsilon, simplified)
-        return y.astype(input.dtype, copy=False)
+        want_sum = len(outputs) > 3 and bool(outputs[3])  # (GPT-2's residual stream)
+        y = _normalized(total, _wide(gamma), None if beta is None else _wide(beta), epsilon, simplified,
+                        in_place=not want_sum).astype(input.dtype, copy=False)
+        if len(outputs) == 1:
+            return y
+        return (y, None, None) + ((total.astype(input.dtype, copy=False),) if len(outputs) > 3 else ())
     y, mean, inv_std = _layer_norm(total, gamma, beta, epsilon, simplified)
     y = y.astype(input.dtype, copy=False)
     if ctx.num_outputs == 1:  # (the usual node: the optional outputs, a float16 copy of the sum, not made)
@@ -138,7 +147,7 @@ def embed_layer_normalization(ctx, input_ids, segment_ids, word_embedding, posit
     want_sum = ctx.num_outputs > 2 and bool(ctx.node.output[2])
     if not want_sum and total.dtype == np.float32 and total.shape[-1] and gamma is not None and \
             gamma.dtype == word_embedding.dtype and (beta is None or beta.dtype == word_embedding.dtype):
-        y = _normalized_in_place(total, _wide(gamma), None if beta is None else _wide(beta), epsilon, False)
+        y = _normalized(total, _wide(gamma), None if beta is None else _wide(beta), epsilon, False)
     else:
         y, _, _ = _layer_norm(total, gamma, beta, epsilon, simplified=False)
     y = y.astype(word_embedding.dtype, copy=False)
