@@ -84,3 +84,24 @@ class LastAxisRmsNorm:
         if self.scale is not None:
             y *= self.scale
         return y
+
+
+class CastNorm:
+    """A last-axis normalization with the Casts exporters put around it (to float32 before, back after:
+    Llama and T5 exports, float32 models included) and the scale Mul after them, as one step (rule
+    ``norm_casts``): ``norm`` (a :class:`LastAxisRmsNorm` or :class:`LastAxisLayerNorm` carrying the
+    scale) runs when the Casts change nothing, i.e. its input already has ``in_dtype`` (the first
+    Cast's type, or the scale's; None: any) and its result ``out_dtype`` (the second Cast's; None:
+    any); ``fallback`` (the original steps) otherwise."""
+
+    __slots__ = ("norm", "in_dtype", "out_dtype", "fallback")
+
+    def __init__(self, norm, in_dtype, out_dtype, fallback):
+        self.norm, self.in_dtype, self.out_dtype, self.fallback = norm, in_dtype, out_dtype, fallback
+
+    def __call__(self, x):
+        if type(x) is np.ndarray and (self.in_dtype is None or x.dtype == self.in_dtype) and x.ndim:
+            y = self.norm(x)
+            if type(y) is np.ndarray and (self.out_dtype is None or y.dtype == self.out_dtype):
+                return y
+        return self.fallback(x)

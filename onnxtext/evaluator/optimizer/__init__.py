@@ -48,7 +48,7 @@ def _rules() -> tuple[Rule, ...]:
                    pool_before_pointwise_conv)
     from . import conv_activation, hard_swish
     from . import dynamic_quantized_matmul, prepared_matmul_nbits, qgemm_constant, redundant_fake_quantize
-    from . import residual_add, shaped_views, shared_input_products
+    from . import norm_casts, residual_add, shaped_views, shared_input_products
 
     def module_rule(m):
         return Rule(m.NAME, m.LEVEL, m.apply, m.__doc__)
@@ -64,6 +64,7 @@ def _rules() -> tuple[Rule, ...]:
         module_rule(redundant_fake_quantize),
         module_rule(dynamic_quantized_matmul),
         *(Rule(r.name, r.level, r.apply, r.doc) for r in (layout_chains.TRANSPOSE_RULE, layout_chains.RESHAPE_RULE)),
+        module_rule(norm_casts),
         module_rule(shared_input_products),
         module_rule(residual_add),
         module_rule(attention_operands),
