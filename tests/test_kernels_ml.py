@@ -512,15 +512,19 @@ def test_batch_walk_equals_the_per_walker_walk(name, batch_walk, monkeypatch):
     model = make_model(op, inputs, outputs, attrs)
     calls = []
     sums = ml_tree._BatchWalk.sums
-    monkeypatch.setattr(ml_tree._BatchWalk, "sums", lambda self, x: calls.append(1) or sums(self, x))
-    fast = Evaluator(model).run(None, feeds)
-    assert bool(calls) == batch_walk
+    monkeypatch.setattr(ml_tree._BatchWalk, "sums", lambda self, x: calls.append(self.matrix) or sums(self, x))
+    fast = []
+    for matrix_slots in (0, 10 ** 9):  # each level's comparisons, or all slots compared at once
+        monkeypatch.setattr(ml_tree, "MATRIX_SLOTS_PER_LEVEL", matrix_slots)
+        fast.append(Evaluator(model).run(None, feeds))
+    assert calls == ([False, True] if batch_walk else [])
     monkeypatch.setattr(ml_tree, "BATCH_TABLE_BYTES", 0)
     calls.clear()
     reference = Evaluator(model).run(None, feeds)
     assert not calls
-    for f, r in zip(fast, reference):
-        np.testing.assert_array_equal(f, r)
+    for outputs in fast:
+        for f, r in zip(outputs, reference):
+            np.testing.assert_array_equal(f, r)
 
 
 # TfIdfVectorizer counts small inputs with dict lookups and large ones with a vectorized key search

@@ -191,6 +191,12 @@ class Forest:
 #: its gathers then missing the caches.
 BATCH_TABLE_BYTES = 2 << 20
 
+#: :class:`_BatchWalk` compares every slot at once when there are at most this many slots per level of
+#: depth: about 0.5 ns per slot against the three numpy calls (~1 us) it saves per level (measured:
+#: 3.2 against 4.3 us for skl_column_transformer's 132 slots over 3 levels; 2.3x / 1.5x slower at 29400
+#: slots over 6 levels / 17556 over 3).
+MATRIX_SLOTS_PER_LEVEL = 1500
+
 
 class _BatchWalk:
     """The single-mode walk with every table laid out per (sample, node slot), for one batch shape.
@@ -201,11 +207,13 @@ class _BatchWalk:
     the value of the leaf it goes to (``edge_values``) instead of its slot, and the sum over the trees
     is one reduction. Leaves loop onto themselves, so walkers that reach a leaf early stay there.
     Comparisons run in the input's float32 when every threshold is a float32 value (what skl2onnx
-    writes), so no float64 copy of the input is made; otherwise in float64.
+    writes), so no float64 copy of the input is made; otherwise in float64. When the slots are few
+    against the depth (at most ``MATRIX_SLOTS_PER_LEVEL`` per level), every slot's comparison is made
+    at once first and a step is ``d = child[d + compared[d]]``: three calls instead of six.
     """
 
     __slots__ = ("feature", "threshold", "child", "edge_values", "start", "compare", "depth", "shape", "dtype",
-                 "nan_sensitive")
+                 "nan_sensitive", "matrix")
 
     def __init__(self, forest: Forest, x: np.ndarray, walk, node_values: np.ndarray):
         compare, children, depth = walk
@@ -226,15 +234,22 @@ class _BatchWalk:
         self.compare, self.depth, self.shape = compare, depth, (n, forest.roots.size, node_values.shape[0])
         # NaN goes where the comparison sends it (false, true for NEQ) unless a node tracks missing values
         self.nan_sensitive = bool(forest.nan_true[forest.mode != LEAF].any())
+        self.matrix = self.feature.size <= MATRIX_SLOTS_PER_LEVEL * depth
 
     def sums(self, x: np.ndarray) -> np.ndarray:
         """[N, targets] float64: the leaf values of every tree summed per sample."""
         flat = x.astype(self.dtype, copy=False).ravel()
         feature, threshold, child, compare = self.feature, self.threshold, self.child, self.compare
         d = self.start
-        for _ in range(self.depth - 1):
-            d = child[d + compare(flat[feature[d]], threshold[d])]
-        d = d + compare(flat[feature[d]], threshold[d])
+        if self.matrix:
+            compared = compare(flat[feature], threshold)
+            for _ in range(self.depth - 1):
+                d = child[d + compared[d]]
+            d = d + compared[d]
+        else:
+            for _ in range(self.depth - 1):
+                d = child[d + compare(flat[feature[d]], threshold[d])]
+            d = d + compare(flat[feature[d]], threshold[d])
         n, trees, targets = self.shape
         if targets == 1:
             return self.edge_values[d].reshape(n, trees).sum(axis=1, keepdims=True)
