@@ -22,9 +22,10 @@ class DimensionCheck:
             if tp.WhichOneof("value") != "tensor_type" or not tp.tensor_type.HasField("shape"):
                 continue
             # a negative dim_value and a symbol without a letter or digit ("?", which Paddle's exporter writes
-            # for every unknown axis) mean unknown, as they do in onnxruntime
+            # for every unknown axis) mean unknown, as they do in onnxruntime; a dim_param that is not UTF-8
+            # (bytes) still names its symbol
             axes = [(axis, d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None,
-                     d.dim_param if any(c.isalnum() for c in d.dim_param) else None)
+                     d.dim_param if isinstance(d.dim_param, bytes) or any(c.isalnum() for c in d.dim_param) else None)
                     for axis, d in enumerate(tp.tensor_type.shape.dim)]
             axes = [a for a in axes if a[1] is not None or a[2] is not None]
             if axes:
