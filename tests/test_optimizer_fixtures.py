@@ -218,3 +218,21 @@ def test_attention_softmax_forms(case):
     expected = _reference_attention(q, k, v, 0.5, mask, nan_to_zero)
     assert np.isfinite(got).all()
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_shared_input_products_fall_back_to_the_original_steps():
+    """An input of another type than the concatenated weights (float64 into float32 weights) takes the
+    original steps, which compute each projection as its nodes do, with numpy's type promotion."""
+    from onnxtext.evaluator.fused.linear import SharedInputProducts
+
+    model = text_model((Path(__file__).parent / "fixtures" / "optimizer" / "shared_input_products.onnxtext").read_text())
+    steps = [st for st in Evaluator(model)._plan_for(None, ()).steps if type(st.fn) is SharedInputProducts]
+    assert len(steps) == 2
+    x = np.random.default_rng(2).standard_normal((2, 3, 8))
+    for step in steps:
+        got = step.fn(x)
+        expected = step.fn(x.astype(np.float32))  # the fused path on the same values in float32
+        assert len(got) == len(expected) == len(step.outputs)
+        for g, e in zip(got, expected):
+            assert g.dtype == np.float64 and g.shape == e.shape
+            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
