@@ -50,9 +50,5 @@ def tokenizer(X, *, mark, mincharnum, pad_value, separators=None, tokenexp=None)
         rows = [[_START] + tokens + [_END] for tokens in rows]
     width = max(map(len, rows), default=0)
     check_allocation(len(rows) * width, 8, "Tokenizer")  # every row padded to the longest
-    flat = []
-    for tokens in rows:
-        flat += tokens
-        if len(tokens) < width:
-            flat += [pad_value] * (width - len(tokens))
-    return np.array(flat, dtype=object).reshape(X.shape + (width,))
+    padded = [tokens if len(tokens) == width else tokens + [pad_value] * (width - len(tokens)) for tokens in rows]
+    return np.array(padded, dtype=object).reshape(X.shape + (width,))
