@@ -69,11 +69,15 @@ def linear_classifier(X, *, coefficients, intercepts=None, classlabels_ints=None
     label = scores.argmax(axis=1)
     if not labels_are_indexes or label.dtype != np.int64:
         label = labels[label]
-    if post_transform == "SOFTMAX":  # in float32, as onnxruntime computes it
+    if post_transform == "SOFTMAX":  # in float32 and in place, as onnxruntime computes it
         scores -= row_max(scores)
         np.exp(scores, out=scores)
         scores /= scores.sum(axis=1, keepdims=True)
         return label, scores
+    if post_transform == "LOGISTIC":
+        np.exp(np.negative(scores, out=scores), out=scores)
+        scores += 1
+        return label, np.reciprocal(scores, out=scores)
     return label, post_transform_scores(scores, post_transform)
 
 
