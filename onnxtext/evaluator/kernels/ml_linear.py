@@ -44,8 +44,8 @@ def _classifier_tables(coefficients, intercepts, classlabels_ints, classlabels_s
         labels = class_labels(classlabels_strings, classlabels_ints)
         indexes = labels.dtype == np.int64 and np.array_equal(labels, np.arange(labels.size))
         return _linear_tables(coefficients, intercepts, n_features) + (labels, indexes)
-    return derived(f"linear-classifier-{n_features}", (coefficients, intercepts, classlabels_ints,
-                                                       classlabels_strings), build)
+    # keyed by the node's own (required) coefficients list, which names the node (see derived_cache)
+    return derived(f"linear-classifier-{n_features}", (coefficients,), build)
 
 
 @kernel("LinearClassifier", since=1, domain=ML)
@@ -337,7 +337,9 @@ def svm_classifier(X, *, coefficients=None, support_vectors=None, vectors_per_cl
     x = as_rows(X).astype(np.float64)
     sources = (coefficients, support_vectors, vectors_per_class, rho, classlabels_ints, classlabels_strings, prob_a,
                prob_b, kernel_type, kernel_params)
-    tables = derived(f"svm-classifier-{x.shape[1]}", sources, lambda: _svm_tables(*sources, x.shape[1]))
+    # keyed by the node's own coefficients and support vector lists, which name the node (see derived_cache)
+    tables = derived(f"svm-classifier-{x.shape[1]}", (coefficients, support_vectors) if coefficients else sources,
+                     lambda: _svm_tables(*sources, x.shape[1]))
     labels = tables.labels
     k = labels.size
     if not vectors_per_class:

@@ -144,8 +144,10 @@ def _found_cells(rows: np.ndarray, pool: _Pool, min_n: int, max_n: int, max_skip
 @kernel("TfIdfVectorizer", since=9)
 def tfidf_vectorizer(X, *, mode, min_gram_length, max_gram_length, max_skip_count, ngram_counts,
                      ngram_indexes, pool_int64s=None, pool_strings=None, weights=None):
-    sources = (pool_strings, pool_int64s, ngram_counts, ngram_indexes, weights)
-    pool = derived("tfidf-pool", sources, lambda: _Pool(*sources))
+    # keyed by the node's own (required) ngram_indexes list, which names the node and so its pool (see
+    # derived_cache: each node's attribute lists are its own objects)
+    pool = derived("tfidf-pool", (ngram_indexes,),
+                   lambda: _Pool(pool_strings, pool_int64s, ngram_counts, ngram_indexes, weights))
     rows = X.reshape(1, -1) if X.ndim == 1 else X
     batch, length = rows.shape
     combinations = (max_gram_length - min_gram_length + 1) * (max_skip_count + 1)
