@@ -435,3 +435,52 @@ def test_redundant_fake_quantize_is_exactly_the_nodes(case, zero_point):
         got = optimized.run(None, {"x": x})[0]
         want = Evaluator(model, optimize=0).run(None, {"x": x})[0]
     assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def _qdq_conv_chain(extra_readers: bool):
+    """Q/DQ -> Conv (int8 weights) -> Q/DQ -> Conv -> Q/DQ; with ``extra_readers`` the first conv's result
+    and the middle pair's result are outputs too (so neither scale may move)."""
+    consts = {"s1": np.array(0.02, np.float32), "z1": np.array(128, np.uint8), "s2": np.array(0.01, np.float32),
+              "z2": np.array(3, np.uint8), "s3": np.array(0.015, np.float32), "z3": np.array(120, np.uint8),
+              "w1": (_ints(np.int8, (8, 3, 3, 3), -127, 127) * np.float32(0.004)).astype(np.float32),
+              "w2": (_ints(np.int8, (5, 8, 3, 3), -127, 127) * np.float32(0.004)).astype(np.float32),
+              "b1": (_ints(np.int32, (8,), -300, 300) * np.float32(8e-5)).astype(np.float32)}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s1", "z1"], ["q1"]),
+             helper.make_node("DequantizeLinear", ["q1", "s1", "z1"], ["d1"]),
+             helper.make_node("Conv", ["d1", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["c1", "s2", "z2"], ["q2"]),
+             helper.make_node("DequantizeLinear", ["q2", "s2", "z2"], ["d2"]),
+             helper.make_node("Conv", ["d2", "w2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("QuantizeLinear", ["c2", "s3", "z3"], ["q3"]),
+             helper.make_node("DequantizeLinear", ["q3", "s3", "z3"], ["y"])]
+    return graph_model(nodes, {"x": (None, 3, None, None)}, ["y"] + (["c1", "d2"] if extra_readers else []),
+                       consts, opset=13)
+
+
+def test_fake_quantize_into_conv_rounds_within_one_step():
+    """Level 2: the convs' products are reassociated, so a code whose ratio lies within float rounding of a
+    half-integer may round the other way: at most one step, on a small fraction of the values."""
+    model = _qdq_conv_chain(extra_readers=False)
+    optimized = Evaluator(model)
+    assert _fused_names(optimized) == ["ConvFakeQuantize", "PreparedConv"] * 2 + ["ConvFakeQuantize"]
+    x = RNG.standard_normal((2, 3, 40, 40)).astype(np.float32)
+    got, want = optimized.run(None, {"x": x})[0], Evaluator(model, optimize=0).run(None, {"x": x})[0]
+    diff = np.abs(got - want)
+    assert diff.max() <= np.float32(0.015) * 1.001 and np.count_nonzero(diff) <= diff.size // 1000
+
+
+def test_fake_quantize_into_conv_keeps_scales_of_values_read_elsewhere():
+    """The first conv's result and the middle pair's result are outputs: the middle pair keeps both its
+    division and its multiplication (a plain FakeQuantize) and the first conv's result is the conv's own
+    (up to the input scale moved into its weights)."""
+    model = _qdq_conv_chain(extra_readers=True)
+    optimized = Evaluator(model)
+    assert _fused_names(optimized) == ["ConvFakeQuantize", "PreparedConv", "FakeQuantize", "PreparedConv",
+                                       "ConvFakeQuantize"]
+    x = RNG.standard_normal((1, 3, 12, 12)).astype(np.float32)
+    y, c1, d2 = optimized.run(None, {"x": x})
+    y0, c10, d20 = Evaluator(model, optimize=0).run(None, {"x": x})
+    np.testing.assert_allclose(c1, c10, rtol=1e-5, atol=1e-6)
+    for got, want, step in ((d2, d20, 0.01), (y, y0, 0.015)):
+        diff = np.abs(got - want)
+        assert diff.max() <= np.float32(step) * 1.001 and np.count_nonzero(diff) <= max(1, diff.size // 100)

@@ -1,9 +1,10 @@
 """Run-time objects of the quantization rules: :class:`FakeQuantize` (rule ``qdq_pair``),
-:class:`PreparedQLinearConv` and :class:`QuantizedInputConv` (rule ``qlinear_conv``),
-:class:`IntegerMatMulToFloat` (rule ``integer_matmul_to_float``), :class:`DynamicQuantizeCodes` and
-:class:`CodesMatMulToFloat` (rule ``dynamic_quantized_matmul``), :class:`DequantizedMatMul` (rule
-``prepared_matmul_nbits``), :class:`PreparedQGemm` (rule ``qgemm_constant``). Each computes exactly the
-values of the nodes it replaces.
+:class:`ConvFakeQuantize` (rule ``fake_quantize_into_conv``), :class:`PreparedQLinearConv` and
+:class:`QuantizedInputConv` (rule ``qlinear_conv``), :class:`IntegerMatMulToFloat` (rule
+``integer_matmul_to_float``), :class:`DynamicQuantizeCodes` and :class:`CodesMatMulToFloat` (rule
+``dynamic_quantized_matmul``), :class:`DequantizedMatMul` (rule ``prepared_matmul_nbits``),
+:class:`PreparedQGemm` (rule ``qgemm_constant``). Each computes exactly the values of the nodes it
+replaces, but for :class:`ConvFakeQuantize` (level 2).
 
 A QuantizeLinear whose only reader is a DequantizeLinear with the same per-tensor parameters is
 "fake quantization", the way onnxruntime's QDQ quantizer marks a float value as quantized: the pair
@@ -42,6 +43,34 @@ class FakeQuantize:
         saturate_float32(q, self.low, self.high)  # (fmax: NaN becomes the minimum code, as QuantizeLinear's)
         q += np.float32(0)  # -0.0 (rint of a small negative ratio) is the code's +0.0, as q - zp is
         q *= self.scale
+        return q
+
+
+class ConvFakeQuantize(FakeQuantize):
+    """A :class:`FakeQuantize` whose neighbouring convolutions took its scale into their weights (rule
+    ``fake_quantize_into_conv``, level 2): without ``divide`` its input is already ``x / s`` (the producing
+    conv's weights and bias were divided by ``s``); without ``multiply`` its result is the codes ``c``, not
+    ``c * s`` (the reading convs' weights were multiplied by ``s``). Other inputs than float32 are
+    converted to float32."""
+
+    __slots__ = ("divide", "multiply")
+
+    def __init__(self, fake: FakeQuantize, divide: bool, multiply: bool):
+        self.scale, self.low, self.high, self.fallback = fake.scale, fake.low, fake.high, fake.fallback
+        self.divide, self.multiply = divide, multiply
+
+    def __call__(self, x):
+        if type(x) is not np.ndarray or x.dtype != _F32:
+            x = np.asarray(x, _F32)
+        if self.divide:
+            q = np.divide(x, self.scale)
+            np.rint(q, out=q)
+        else:
+            q = np.rint(x)  # (a new array: the conv's result may be a buffer it keeps)
+        saturate_float32(q, self.low, self.high)
+        if self.multiply:
+            q += np.float32(0)
+            q *= self.scale
         return q
 
 

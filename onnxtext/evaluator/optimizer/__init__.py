@@ -47,7 +47,8 @@ def _rules() -> tuple[Rule, ...]:
     from . import (attention_operands, clamped_pointwise, gemm_constant, pool_after_pointwise_map,
                    pool_before_pointwise_conv)
     from . import conv_activation, hard_swish
-    from . import dynamic_quantized_matmul, prepared_matmul_nbits, qgemm_constant, redundant_fake_quantize
+    from . import dynamic_quantized_matmul, fake_quantize_into_conv, prepared_matmul_nbits, qgemm_constant
+    from . import redundant_fake_quantize
     from . import norm_casts, residual_add, shaped_views, shared_input_products
 
     def module_rule(m):
@@ -76,6 +77,7 @@ def _rules() -> tuple[Rule, ...]:
         module_rule(qlinear_conv),
         module_rule(prepared_matmul_nbits),
         module_rule(qgemm_constant),
+        module_rule(fake_quantize_into_conv),
         module_rule(bias_into_pointwise),
         module_rule(depthwise_into_pointwise),
         module_rule(shuffle_into_conv),
