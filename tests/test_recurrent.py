@@ -263,3 +263,47 @@ def test_quantized_codes_at_the_top_are_clamped(direction):
     feeds["initial_h"] = h0
     got = Evaluator(model).run(None, feeds)
     assert_close(got, _oracle(case, model, feeds), 1e-4, 1e-4, "clamped codes:")
+
+
+# The fast path keeps its buffers per thread between runs (rnn_cells.workspace): no output may be a view of
+# them, and runs in several threads at once must not share them.
+WORKSPACE_CASES = [
+    Case("ws_lstm_bidirectional_batch1", "LSTM", "bidirectional", batch=1, initial=True),
+    Case("ws_gru_linear", "GRU", initial=True, attrs=dict(linear_before_reset=1)),
+    Case("ws_rnn_bidirectional", "RNN", "bidirectional", batch=1),
+    Case("ws_dq_lstm_bidirectional", "DynamicQuantizeLSTM", "bidirectional", batch=1, initial=True),
+]
+
+
+def _other_feeds(feeds, seed):
+    rng = np.random.default_rng(seed)
+    return {n: rng.uniform(-1, 1, v.shape).astype(v.dtype) for n, v in feeds.items()}
+
+
+@pytest.mark.parametrize("case", WORKSPACE_CASES, ids=lambda c: c.name)
+def test_outputs_outlive_the_next_run(case):
+    model, feeds = _model(case, np.random.default_rng(5))
+    ev = Evaluator(model)
+    first = ev.run(None, feeds)
+    kept = [o.copy() for o in first]
+    second = ev.run(None, _other_feeds(feeds, 6))
+    assert_close(first, kept, 0, 0, f"{case.name}: the first run's outputs after a second run:")
+    assert not all(np.array_equal(a, b) for a, b in zip(first, second))
+
+
+@pytest.mark.parametrize("case", WORKSPACE_CASES, ids=lambda c: c.name)
+def test_runs_in_threads_at_once(case):
+    from concurrent.futures import ThreadPoolExecutor
+
+    model, feeds = _model(case, np.random.default_rng(5))
+    ev = Evaluator(model)
+    inputs = [_other_feeds(feeds, seed) for seed in range(8)]
+    expected = [ev.run(None, f) for f in inputs]
+
+    def runs(i):
+        return [ev.run(None, inputs[i]) for _ in range(30)]
+
+    with ThreadPoolExecutor(4) as pool:
+        for i, results in enumerate(pool.map(runs, range(8))):
+            for got in results:
+                assert_close(got, expected[i], 0, 0, f"{case.name} feeds {i} in a thread:")

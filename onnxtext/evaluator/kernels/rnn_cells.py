@@ -26,6 +26,9 @@ and every sequence as long as X; everything else takes its general path. What ma
   with positional ``out`` arguments: about ten numpy calls per step for LSTM, whatever the number of
   directions. The hidden states are collected in step order and put back in time order (and
   batch-major) at the end.
+* **Buffers kept per thread.** A run's step inputs, states and gate buffers, and the per-step views
+  the loops index, stay in a :class:`Workspace` of this thread between runs of the same shape (a view
+  made per step cost about 0.2 us each, three to five a step); outputs are always copied out.
 * **Copies along the hidden axis.** Every copy between the batch-major layout of ONNX and the
   transposed one of the loop iterates with the hidden axis innermost; with the (short) batch axis
   innermost numpy spends its time starting inner loops of a few elements (the step-order copy of a
@@ -36,6 +39,9 @@ own loop, between :func:`begin` and :func:`finish` here.
 """
 
 from __future__ import annotations
+
+import threading
+from collections import OrderedDict
 
 import numpy as np
 
@@ -163,17 +169,16 @@ def prepared(op, W, R, B, hidden, linear_before_reset) -> Prepared:
                    readonly_inputs=True)
 
 
-def step_inputs(p5: np.ndarray, bias: np.ndarray, reverse: list) -> np.ndarray:
+def step_inputs(p5: np.ndarray, bias: np.ndarray, reverse: list, out: np.ndarray) -> None:
     """Input projections as a [T, B, gates, dirs, hidden] view (+ the gate-major bias rows) ->
-    [T, gates*dirs*hidden, B] in step order (reverse directions read time T-1-k at step k).
+    ``out`` [T, gates*dirs*hidden, B] in step order (reverse directions read time T-1-k at step k).
 
     One call unless a direction runs backwards over more than one step. The copy iterates with the
     hidden axis innermost (contiguous in the projections): with the batch axis innermost, as the
     output's own order would have it, numpy copies a few elements per inner loop, 3-7x slower at
     batch 3."""
     steps, batch, gates, dirs, hidden = p5.shape
-    out = np.empty((steps, gates, dirs, hidden, batch), p5.dtype)
-    view = out.transpose(0, 4, 1, 2, 3)
+    view = out.reshape(steps, gates, dirs, hidden, batch).transpose(0, 4, 1, 2, 3)
     bias = bias.reshape(gates, dirs, hidden)
     if steps == 1 or not any(reverse):
         _add(p5, bias, view)
@@ -181,7 +186,6 @@ def step_inputs(p5: np.ndarray, bias: np.ndarray, reverse: list) -> np.ndarray:
         for d in range(dirs):
             p = p5[:, :, :, d]
             _add(p[::-1] if reverse[d] else p, bias[:, d], view[:, :, :, d])
-    return out.reshape(steps, gates * dirs * hidden, batch)
 
 
 def _set_state(out: np.ndarray, value, dirs: int, hidden: int) -> None:
@@ -192,32 +196,74 @@ def _set_state(out: np.ndarray, value, dirs: int, hidden: int) -> None:
         np.copyto(out.reshape(dirs, hidden, -1).transpose(0, 2, 1), value)
 
 
+class Workspace:
+    """The buffers a run of one shape works in, kept per thread between runs (:func:`workspace`): the
+    step-order inputs ``xp`` [T, rows, B], the transposed states ``hs`` [T+1, dirs*H (+1), B], the LSTM
+    cell state ``c``, their per-step views as lists (``x_steps``; ``h_inputs``, the products' inputs,
+    with a GRU's row of ones; ``h_states``, without it) and a loop's own buffers in ``extra``. Making a
+    view costs about 0.2 us, taking a list item 0.03 us, and a loop step uses three to five of them.
+    Nothing of a workspace leaves a run: :func:`finish` copies every output."""
+
+    __slots__ = ("xp", "hs", "c", "x_steps", "h_inputs", "h_states", "extra")
+
+    def __init__(self, op, dtype, steps, batch, dirs, hidden, augmented):
+        block = dirs * hidden
+        self.xp = np.empty((steps, GATES[op] * block, batch), dtype)
+        self.hs = np.empty((steps + 1, block + augmented, batch), dtype)
+        if augmented:
+            self.hs[:, block] = 1  # (the loops write the states' rows only)
+        self.c = np.empty((block, batch), dtype) if op == "LSTM" else None
+        self.x_steps = list(self.xp)
+        self.h_inputs = list(self.hs)
+        self.h_states = [h[:block] for h in self.hs] if augmented else self.h_inputs
+        self.extra = {}
+
+
+_local = threading.local()
+# workspaces kept per thread (the most recently used shapes)
+KEPT_WORKSPACES = 8
+
+
+def workspace(op, dtype, steps, batch, dirs, hidden, augmented=False) -> Workspace:
+    """This thread's workspace for a run of this shape (concurrent runs in other threads have their own)."""
+    kept = getattr(_local, "workspaces", None)
+    if kept is None:
+        kept = _local.workspaces = OrderedDict()
+    key = (op, np.dtype(dtype).str, steps, batch, dirs, hidden, augmented)
+    ws = kept.get(key)
+    if ws is None:
+        ws = kept[key] = Workspace(op, dtype, steps, batch, dirs, hidden, augmented)
+        if len(kept) > KEPT_WORKSPACES:
+            kept.popitem(last=False)
+    else:
+        kept.move_to_end(key)
+    return ws
+
+
 def run(op, X, prep: Prepared, initial_states, reverse: list):
     """Y [T, dirs, B, H] and the final states ([dirs, B, H] each) for layout-0 inputs."""
-    xp, hs, c = begin(op, X, prep, initial_states, reverse)
+    ws = begin(op, X, prep, initial_states, reverse)
     block = len(reverse) * prep.hidden
     if op == "LSTM":
-        _lstm_loop(xp, hs, prep.r, prep.r_stacked, c, block, prep.scaled)
+        _lstm_loop(ws, prep.r, prep.r_stacked, block, prep.scaled)
     elif op == "GRU":
         augmented = prep.r_augmented is not None
-        _gru_loop(xp, hs, prep.r_augmented if augmented else prep.r, prep.r_stacked, prep.r_gate,
+        _gru_loop(ws, prep.r_augmented if augmented else prep.r, prep.r_stacked, prep.r_gate,
                   prep.r_gate_stacked, None if augmented else prep.gate_bias, prep.gate_bias is not None, block,
                   prep.scaled)
     else:
-        _rnn_loop(xp, hs, prep.r, prep.r_stacked)
-    return finish(hs, c, reverse, prep.hidden)
+        _rnn_loop(ws, prep.r, prep.r_stacked, block)
+    return finish(ws, reverse, prep.hidden)
 
 
-def begin(op, X, prep: Prepared, initial_states, reverse: list, projected=None):
-    """What the loops work on: (the step-order inputs [T, rows, B], the transposed states [T+1,
-    dirs*H (+1), B] with the initial one set, the LSTM cell state [dirs*H, B] or None).
+def begin(op, X, prep: Prepared, initial_states, reverse: list, projected=None) -> Workspace:
+    """The run's workspace with the step-order inputs and the initial states (and LSTM cell state) set.
 
     ``projected``: the input projections X @ W^T (scaled as the prepared weights) as [dirs, T*B, G],
     when the caller computed them (the quantized LSTM, which runs its own loop)."""
     steps, batch, inputs = X.shape
     dirs = len(reverse)
     hidden = prep.hidden
-    dtype = X.dtype
     block = dirs * hidden
     gates = GATES[op]
     if projected is None:
@@ -228,24 +274,20 @@ def begin(op, X, prep: Prepared, initial_states, reverse: list, projected=None):
         p5 = projected.reshape(steps, batch, gates, dirs, hidden)
     else:
         p5 = projected.reshape(dirs, steps, batch, gates, hidden).transpose(1, 2, 3, 0, 4)
-    xp = step_inputs(p5, prep.bias, reverse)
-    augmented = op == "GRU" and prep.r_augmented is not None
-    # transposed states in step order; a GRU whose candidate bias is in its recurrence matrix has a row
-    # of ones under them (see Prepared)
-    hs = np.empty((steps + 1, block + augmented, batch), dtype)
-    if augmented:
-        hs[:, block] = 1
-    _set_state(hs[0, :block], initial_states[0], dirs, hidden)
-    c = None
+    # a GRU whose candidate bias is in its recurrence matrix has a row of ones under the states
+    ws = workspace(op, X.dtype, steps, batch, dirs, hidden, op == "GRU" and prep.r_augmented is not None)
+    step_inputs(p5, prep.bias, reverse, ws.xp)
+    _set_state(ws.h_states[0], initial_states[0], dirs, hidden)
     if op == "LSTM":
-        c = np.empty((block, batch), dtype)
-        _set_state(c, initial_states[1], dirs, hidden)
-    return xp, hs, c
+        _set_state(ws.c, initial_states[1], dirs, hidden)
+    return ws
 
 
-def finish(hs, c, reverse: list, hidden: int) -> tuple:
-    """(Y [T, dirs, B, H], Y_h [dirs, B, H]) and for an LSTM Y_c, from the loop's states in step order."""
+def finish(ws: Workspace, reverse: list, hidden: int) -> tuple:
+    """(Y [T, dirs, B, H], Y_h [dirs, B, H]) and for an LSTM Y_c, copied out of the workspace's states
+    (in step order there)."""
     dirs = len(reverse)
+    hs = ws.hs
     steps, batch = hs.shape[0] - 1, hs.shape[-1]
     states = hs[:, :dirs * hidden].reshape(steps + 1, dirs, hidden, batch)
     y = np.empty((steps, dirs, batch, hidden), hs.dtype)
@@ -254,67 +296,68 @@ def finish(hs, c, reverse: list, hidden: int) -> tuple:
     else:
         for d in range(dirs):
             np.copyto(y[:, d], (states[:0:-1, d] if reverse[d] else states[1:, d]).transpose(0, 2, 1))
-    outs = (y, np.ascontiguousarray(states[steps].transpose(0, 2, 1)))
-    if c is None:
+    outs = (y, np.array(states[steps].transpose(0, 2, 1)))  # (np.array copies: never a workspace view)
+    if ws.c is None:
         return outs
-    return outs + (np.ascontiguousarray(c.reshape(dirs, hidden, batch).transpose(0, 2, 1)),)
+    return outs + (np.array(ws.c.reshape(dirs, hidden, batch).transpose(0, 2, 1)),)
 
 
-class _Stacked:
-    """One direction-stacked product per step copied into gate-major rows, written into the loop:
-    ``matmul(matrices, states[k], tmp)`` then ``copyto(out_rows, tmp_rows)``, with every view made
-    once (calling a closure per step cost about 0.5 us more)."""
-
-    __slots__ = ("matrices", "states", "tmp", "out_rows", "tmp_rows")
-
-    def __init__(self, matrices, states, out):
-        """``states`` [..., dirs*hidden, batch] (the inputs of the products), ``out`` [gates*dirs*hidden, batch]."""
-        dirs, rows, hidden = matrices.shape
+def _stacked_views(ws: Workspace, key, inputs, out, dirs, rows, hidden):
+    """For a direction-stacked product per step (``matmul(matrices, inputs[k], tmp)`` then
+    ``copyto(out_rows, tmp_rows)``): (per-step inputs as [dirs, hidden, B] views, tmp, out_rows,
+    tmp_rows), made once per workspace. ``inputs``: the per-step [dirs*hidden, B] arrays."""
+    views = ws.extra.get(key)
+    if views is None:
         gates, batch = rows // hidden, out.shape[-1]
-        self.matrices = matrices
-        self.states = states.reshape(states.shape[:-2] + (dirs, hidden, batch))
-        self.tmp = np.empty((dirs, rows, batch), out.dtype)
-        self.out_rows = out.reshape(gates, dirs, hidden, batch)
-        self.tmp_rows = self.tmp.reshape(dirs, gates, hidden, batch).transpose(1, 0, 2, 3)
+        tmp = np.empty((dirs, rows, batch), out.dtype)
+        views = ws.extra[key] = ([h.reshape(dirs, hidden, batch) for h in inputs], tmp,
+                                 out.reshape(gates, dirs, hidden, batch),
+                                 tmp.reshape(dirs, gates, hidden, batch).transpose(1, 0, 2, 3))
+    return views
 
 
-def _rnn_loop(xp, hs, r, stacked):
-    add, tanh, matmul, copyto = _add, _tanh, _matmul, np.copyto
-    if r is None:
-        st = _Stacked(stacked, hs, hs[0])
-        matrices, states, tmp, out_rows, tmp_rows = st.matrices, st.states, st.tmp, st.out_rows, st.tmp_rows
-    for k in range(xp.shape[0]):
+def _rnn_loop(ws, r, stacked, block):
+    add, tanh, matmul = _add, _tanh, _matmul
+    xs, hs = ws.x_steps, ws.h_states
+    if r is None:  # one gate: the direction-stacked product is already in the state's row order
+        dirs, hidden, _ = stacked.shape
+        states = ws.extra.get("rnn-stacked")
+        if states is None:
+            states = ws.extra["rnn-stacked"] = [h.reshape(dirs, hidden, -1) for h in hs]
+    for k in range(len(xs)):
         h = hs[k + 1]
         if r is not None:
             matmul(r, hs[k], h)
         else:
-            matmul(matrices, states[k], tmp)
-            copyto(h.reshape(out_rows.shape), tmp_rows)
-        add(h, xp[k], h)
+            matmul(stacked, states[k], states[k + 1])
+        add(h, xs[k], h)
         tanh(h, h)
 
 
-def _lstm_loop(xp, hs, r, stacked, c, block, scaled):
+def _lstm_loop(ws, r, stacked, block, scaled):
     """Gate row blocks i, o, f, c; i/o/f halved (sigmoid as tanh): in r when ``scaled``, else here.
     The recurrence is one product with ``r``, or with the ``stacked`` per-direction matrices."""
     add, multiply, tanh, matmul, copyto = _add, _multiply, _tanh, _matmul, np.copyto
-    g = np.empty(xp.shape[1:], xp.dtype)
+    xs, hs, c = ws.x_steps, ws.h_states, ws.c
+    bufs = ws.extra.get("lstm")
+    if bufs is None:
+        g = np.empty(ws.xp.shape[1:], ws.xp.dtype)
+        bufs = ws.extra["lstm"] = (g, g[: 3 * block], *(g[k * block:(k + 1) * block] for k in range(4)),
+                                   np.empty(c.shape, c.dtype))
+    g, sig, gi, go, gf, gc, tmp = bufs
     half = g.dtype.type(0.5)
-    sig = g[: 3 * block]
-    gi, go, gf, gc = (g[k * block:(k + 1) * block] for k in range(4))
-    tmp = np.empty(c.shape, c.dtype)
     if r is None:
-        st = _Stacked(stacked, hs, g)
-        matrices, states, rtmp, out_rows, tmp_rows = st.matrices, st.states, st.tmp, st.out_rows, st.tmp_rows
-    for k in range(xp.shape[0]):
+        dirs, rows, hidden = stacked.shape
+        states, rtmp, out_rows, tmp_rows = _stacked_views(ws, "lstm-stacked", hs, g, dirs, rows, hidden)
+    for k in range(len(xs)):
         if r is not None:
             matmul(r, hs[k], g)
         else:
-            matmul(matrices, states[k], rtmp)
+            matmul(stacked, states[k], rtmp)
             copyto(out_rows, tmp_rows)
         if not scaled:
             multiply(sig, half, sig)
-        add(g, xp[k], g)
+        add(g, xs[k], g)
         tanh(g, g)
         multiply(sig, half, sig)
         add(sig, half, sig)
@@ -325,34 +368,39 @@ def _lstm_loop(xp, hs, r, stacked, c, block, scaled):
         multiply(go, tmp, hs[k + 1])
 
 
-def _gru_loop(xp, hs, r, stacked, r_gate, gate_stacked, gate_bias, linear, block, scaled):
+def _gru_loop(ws, r, stacked, r_gate, gate_stacked, gate_bias, linear, block, scaled):
     """h~ = tanh(Wh x + Rh (r * h) + Wbh + Rbh), or with ``linear`` (linear_before_reset)
     tanh(Wh x + Wbh + r * (Rh h + Rbh)), where one product gives the three gates' recurrent terms and
     Rbh comes from the matrix's last column (``gate_bias`` None: the states have a row of ones) or is
     added (``gate_bias``). Products as in :func:`_lstm_loop` (``r`` or ``stacked``; ``r_gate`` or
     ``gate_stacked`` for Rh)."""
     add, subtract, multiply, tanh, matmul, copyto = _add, _subtract, _multiply, _tanh, _matmul, np.copyto
-    batch = xp.shape[-1]
-    g = np.empty(((3 if linear else 2) * block, batch), xp.dtype)
+    xs, h_inputs, hs = ws.x_steps, ws.h_inputs, ws.h_states
+    key = ("gru", linear)
+    bufs = ws.extra.get(key)
+    if bufs is None:
+        batch, dtype = ws.xp.shape[-1], ws.xp.dtype
+        g = np.empty(((3 if linear else 2) * block, batch), dtype)
+        z = g[:block]
+        bufs = ws.extra[key] = (g, g[: 2 * block], z, g[block: 2 * block],
+                                g[2 * block:] if linear else np.empty(z.shape, dtype), np.empty(z.shape, dtype),
+                                [x[: 2 * block] for x in xs], [x[2 * block:] for x in xs], np.empty(z.shape, dtype))
+    g, zr, z, rg, gh, rh, xzr, xh, tmp = bufs
     half = g.dtype.type(0.5)
-    zr, z, rg = g[: 2 * block], g[:block], g[block: 2 * block]
-    gh = g[2 * block:] if linear else np.empty(z.shape, xp.dtype)
-    rh = np.empty(z.shape, xp.dtype)
-    xzr, xh = xp[:, : 2 * block], xp[:, 2 * block:]
-    tmp = np.empty(z.shape, xp.dtype)
     if r is None:
-        st = _Stacked(stacked, hs, g)
-        matrices, states, rtmp, out_rows, tmp_rows = st.matrices, st.states, st.tmp, st.out_rows, st.tmp_rows
+        dirs, rows, hidden = stacked.shape
+        states, rtmp, out_rows, tmp_rows = _stacked_views(ws, ("gru-stacked", linear), h_inputs, g, dirs, rows,
+                                                          hidden)
     if not linear and r_gate is None:
-        gst = _Stacked(gate_stacked, rh, gh)
-        gate_matrices, gate_in, gate_tmp, gate_rows, gate_tmp_rows = gst.matrices, gst.states, gst.tmp, gst.out_rows, \
-            gst.tmp_rows
-    for k in range(xp.shape[0]):
-        h = hs[k, :block]
+        dirs, rows, hidden = gate_stacked.shape
+        (gate_in,), gate_tmp, gate_rows, gate_tmp_rows = _stacked_views(ws, "gru-gate-stacked", [rh], gh, dirs,
+                                                                        rows, hidden)
+    for k in range(len(xs)):
+        h = hs[k]
         if r is not None:
-            matmul(r, hs[k], g)
+            matmul(r, h_inputs[k], g)
         else:
-            matmul(matrices, states[k], rtmp)
+            matmul(stacked, states[k], rtmp)
             copyto(out_rows, tmp_rows)
         if not scaled:
             multiply(zr, half, zr)
@@ -369,11 +417,11 @@ def _gru_loop(xp, hs, r, stacked, r_gate, gate_stacked, gate_bias, linear, block
             if r_gate is not None:
                 matmul(r_gate, rh, gh)
             else:
-                matmul(gate_matrices, gate_in, gate_tmp)
+                matmul(gate_stacked, gate_in, gate_tmp)
                 copyto(gate_rows, gate_tmp_rows)
         add(gh, xh[k], gh)
         tanh(gh, gh)
         # h' = (1 - z) * h~ + z * h, as h~ + z * (h - h~)
         subtract(h, gh, tmp)
         multiply(z, tmp, tmp)
-        add(gh, tmp, hs[k + 1, :block])
+        add(gh, tmp, hs[k + 1])

@@ -138,12 +138,12 @@ class _FastWeights:
         x_shifted, x_scale = dynamic_quantize_uint8(X.reshape(1, steps * batch, inputs))
         acc = integer_product(x_shifted, self.w_shifted, 255.0, self.w_bound)
         projected = np.multiply(acc, x_scale * self.w_scales, dtype=np.float32)  # [dirs, T*B, 4H]
-        xp, hs, c = rnn_cells.begin("LSTM", X, self.cells, initial_states, reverse, projected=projected)
-        _quantized_lstm_loop(xp, hs, c, self.r_rows, self.r_bound, self.r_scales)
-        return rnn_cells.finish(hs, c, reverse, self.cells.hidden)
+        ws = rnn_cells.begin("LSTM", X, self.cells, initial_states, reverse, projected=projected)
+        _quantized_lstm_loop(ws, self.r_rows, self.r_bound, self.r_scales)
+        return rnn_cells.finish(ws, reverse, self.cells.hidden)
 
 
-def _quantized_lstm_loop(xp, hs, c, r_rows, r_bound, r_scales):
+def _quantized_lstm_loop(ws, r_rows, r_bound, r_scales):
     """rnn_cells' LSTM loop (see its _lstm_loop) with the recurrent product R h of each step taken as
     onnxruntime takes it: the [dirs*hidden, batch] state h quantized per direction (uint8, range of the
     direction's whole state including 0), multiplied exactly in integers and scaled back.
@@ -153,39 +153,41 @@ def _quantized_lstm_loop(xp, hs, c, r_rows, r_bound, r_scales):
     zero point is round(-low / scale), so the smallest value's code is exactly 0) and the all-zero
     special case (a zero range gets the smallest normal scale instead of 1: every code is 0 either way).
     Each direction's scale and zero point are numpy float32 scalars (the same operations); every array
-    call writes into buffers made before the loop, over contiguous memory: the integer product and its
-    scaling run direction-major, and two directions are copied into the gate-major rows (one call;
-    scaling through the strided gate-major view cost three times more). 17 numpy array calls a step
-    (2 reductions, 2 for the codes, the product, 2 scalings, the copy, the LSTM cell's 9)."""
+    call writes into buffers of the run's workspace (rnn_cells.Workspace), over contiguous memory: the
+    integer product and its scaling run direction-major, and two directions are copied into the
+    gate-major rows (one call; scaling through the strided gate-major view cost three times more). 17
+    numpy array calls a step (2 reductions, 2 for the codes, the product, 2 scalings, the copy, the LSTM
+    cell's 9)."""
     dirs, rows, hidden = r_rows.shape
-    steps, _, batch = xp.shape
+    xs, hs, c = ws.x_steps, ws.h_states, ws.c
+    steps, batch = len(xs), c.shape[-1]
     block = dirs * hidden
     add, multiply, divide, tanh, rint, matmul, copyto = (
         np.add, np.multiply, np.divide, np.tanh, np.rint, np.matmul, np.copyto)
     minimum, low_reduce, high_reduce = np.minimum, np.minimum.reduce, np.maximum.reduce
     # codes - zero point are within [-255, 255]: one float32 product is exact when every partial sum is
     exact = hidden * 255.0 * r_bound < 2 ** 24
-    r_scales = r_scales.reshape(dirs, -1, 1)  # per gate row (or per direction), direction-major
-    g = np.empty((4 * block, batch), np.float32)  # gate rows i, o, f, c (gate-major across directions)
+    bufs = ws.extra.get("quantized")
+    if bufs is None:
+        g = np.empty((4 * block, batch), np.float32)  # gate rows i, o, f, c (gate-major across directions)
+        acc = g if dirs == 1 else np.empty((dirs, rows, batch), np.float32)
+        acc3 = acc.reshape(dirs, rows, batch)
+        codes = np.empty((dirs, hidden * batch), np.float32)
+        low, high, scale, zero_point = (np.empty((dirs, 1), np.float32) for _ in range(4))
+        bufs = ws.extra["quantized"] = (
+            g, g[: 3 * block], *(g[k * block:(k + 1) * block] for k in range(4)), np.empty(c.shape, np.float32),
+            acc, acc3, g.reshape(4, dirs, hidden, batch), acc3.reshape(dirs, 4, hidden, batch).transpose(1, 0, 2, 3),
+            [h.reshape(dirs, hidden * batch) for h in hs], codes, codes.reshape(dirs, hidden, batch),
+            low, high, scale, zero_point, scale.reshape(dirs, 1, 1), np.empty((dirs, rows, batch), np.float32),
+            list(zip(low, high)))
+    (g, sig, gi, go, gf, gc, tmp, acc, acc3, g_rows, acc_rows, flat_states, codes, codes3, low, high, scale,
+     zero_point, scale3, row_scales, ranges) = bufs
     half = np.float32(0.5)
-    sig = g[: 3 * block]
-    gi, go, gf, gc = (g[k * block:(k + 1) * block] for k in range(4))
-    tmp = np.empty(c.shape, np.float32)
-    acc = g if dirs == 1 else np.empty((dirs, rows, batch), np.float32)
-    acc3 = acc.reshape(dirs, rows, batch)
-    g_rows = g.reshape(4, dirs, hidden, batch)
-    acc_rows = acc3.reshape(dirs, 4, hidden, batch).transpose(1, 0, 2, 3)
-    flat_states = hs.reshape(steps + 1, dirs, hidden * batch)
-    codes = np.empty((dirs, hidden * batch), np.float32)
-    codes3 = codes.reshape(dirs, hidden, batch)
-    low, high, scale, zero_point = (np.empty((dirs, 1), np.float32) for _ in range(4))
-    scale3 = scale.reshape(dirs, 1, 1)
     # the rows' scales repeated over the batch: the product's scaling is then a plain elementwise call
     # (broadcasting one scale per row over a short batch took 1.9 us against 0.5 us at batch 3)
-    r_scales = np.ascontiguousarray(np.broadcast_to(r_scales, (dirs, rows, batch)))
-    row_scales = np.empty(r_scales.shape, np.float32)
+    r_scales = np.ascontiguousarray(np.broadcast_to(r_scales.reshape(dirs, -1, 1), (dirs, rows, batch)))
     single = r_rows[0] if dirs == 1 else None
-    ranges = list(zip(low, high))  # per direction, views of the [1] rows the reductions write
+    # ranges: per direction, views of the [1] rows the reductions write
     for k in range(steps):
         flat = flat_states[k]
         low_reduce(flat, 1, None, low, True, 0.0)  # axis 1, out, keepdims, initial 0
@@ -221,7 +223,7 @@ def _quantized_lstm_loop(xp, hs, c, r_rows, r_bound, r_scales):
         multiply(acc3, row_scales, acc3)
         if single is None:
             copyto(g_rows, acc_rows)
-        add(g, xp[k], g)
+        add(g, xs[k], g)
         tanh(g, g)
         multiply(sig, half, sig)
         add(sig, half, sig)
