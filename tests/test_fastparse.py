@@ -189,6 +189,12 @@ EDGE = [
     'g (float x) => (float y) <@doc_string "d" float[2] a, /// doc\n float[2] b, @metadata_props ["k": "v"] float[2] c> '
     '{ y = Foo(x) }',
     'g (float x, int64[1] k = raw {2}) => (float y) { y = Foo(x) }',
+    'g (float x) => (float y) <uint8[3] a = base64 "AAEC", uint8[3] b = base64"AAEC", uint8[3] c = base64 "AAEC"> '
+    '{ y = Foo(x) }',
+    'g (float x) => (float y) <uint8[3] a = base64 "AAEC" uint8[3] b = base64 "AAEC"> { y = Foo(x) }',
+    'g (float x) => (float y) <uint8[3] a = base64 # c\n "AAEC", uint8[3] raw = base64 "AAEC"> { y = Foo(x) }',
+    'g (float x) => (float y) <@doc_string "d" uint8[3] a = base64 "AAEC", uint8[2] b = base64 "AAEC"> { y = Foo(x) }',
+    'g (float x, uint8[3] a = base64 "AAEC") => (float y) <uint8[3] b = base64 "AA\\x45C",> { y = Foo(x) }',
     # long literal lists (more than 16: converted in one pass when all FLOAT or all INT tokens)
     *(f"g (float x) => (float y) <{t} c = {{{body}}}> {{ y = Foo(x) }}" for t, body in [
         ("float[20]", ", ".join(f"{i}.5" for i in range(20))),

@@ -68,8 +68,9 @@ _DECIMAL = f"(?:{_SPECIAL}|{_FLOAT}|{_INT})(?![xX0-9])"  # no HEX: a hex literal
 _ALL_NUMBER_LIST = re.compile(f"\\[{_W}{_DECIMAL}(?:{_W},{_W}{_DECIMAL})*{_W},?{_W}\\]")
 _INT_RE = re.compile(_INT)
 # A value entry in its plain form: type name (= raw? {numbers})? followed by ',' or the closing bracket
+# (or `= base64 "`: the block itself is found with str.find, a regular expression would walk it character by character)
 _ENTRY_RE = re.compile(f"{_W}({_DTYPE}(?:{_W}\\[(?:[^\\[\\]\"<>{{}}()=#/:]++|{_STRING})*+\\])?){_W}({_NAME}){_W}"
-                       f"(?:={_W}(raw{_W})?\\{{([^{{}}\"()#/]*)\\}}{_W})?([,>)])", re.S)
+                       f"(?:={_W}(?:(raw{_W})?\\{{([^{{}}\"()#/]*)\\}}{_W}|(base64){_W}(?=\"))|)([,>)])?", re.S)
 # An ``@metadata_props`` block of plain ``"key": "value"`` pairs (most of a dynamo export's text), read in one step
 _META_RE = re.compile(f"@metadata_props{_W}\\[{_W}({_STRING}{_W}:{_W}{_STRING}(?:{_W},{_W}{_STRING}{_W}:{_W}{_STRING})*+)"
                       f"(?:{_W},)?{_W}\\]", re.S)

@@ -387,7 +387,7 @@ class ValueScanner:
                 ann = self.annotations()
                 m = match(s, self.pos)
             if m is not None:
-                key, name, raw, data, after = m.groups()
+                key, name, raw, data, b64, after = m.groups()
                 tp = types.get(key)
                 if tp is None:  # a type text not seen yet (dynamo exports: a shape per value): read it once
                     self.pos = m.start(1)
@@ -396,6 +396,13 @@ class ValueScanner:
                     except Fallback:
                         pass
                     tp = types.get(key)
+                if b64 is not None and tp is not None and name not in _KEYWORDS:  # a weight: its block decoded
+                    self.pos = m.end()
+                    out.append(_b.ValueEntry(ann, tp, _quoted(name) if name[0] == '"' else name,
+                                             _base64(self.string_token())))
+                    if not self.sep(close):
+                        return
+                    continue
                 if (after == "," or after == close) and tp is not None and name not in _KEYWORDS:
                     if name[0] == '"':
                         name = _quoted(name)
