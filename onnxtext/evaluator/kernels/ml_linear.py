@@ -236,7 +236,8 @@ class _SVMTables:
     labels: np.ndarray
     vectors: np.ndarray      # [V, F] support vectors (or [C, F] weights of a linear SVM)
     vector_norms: np.ndarray  # [V] their squared norms
-    kernel_weights: np.ndarray  # [F, V]: the vectors transposed, scaled by gamma (2 gamma for RBF)
+    kernel_weights: np.ndarray  # [F, V]: the vectors transposed, scaled by gamma (RBF: [F + 1, V], 2 gamma
+                                # v^T over a row of -gamma, the weight of |x|^2)
     vector_bias: np.ndarray  # [V]: -gamma |v|^2 (RBF)
     pair_weights: np.ndarray  # [V, P] (or [V, 2P]) coefficient of each vector in each pair's decision
                               # (then in its Platt argument decision * A + B)
@@ -291,7 +292,10 @@ def _svm_tables(coefficients, support_vectors, vectors_per_class, rho, classlabe
         bits = 1 << np.arange(len(pairs), dtype=np.int64)
         outcomes = (np.arange(1 << len(pairs))[:, None] & bits) > 0  # [2^P, P] decision > 0 of each pair
         voted = labels[(outcomes @ slopes + base).argmax(axis=1)]
-    return _SVMTables(labels, vectors, norms, np.ascontiguousarray(vectors.T * scale), -gamma * norms, weights,
+    kernel_weights = vectors.T * scale
+    if kernel_type == "RBF":
+        kernel_weights = np.vstack([kernel_weights, np.full((1, total), -gamma)])
+    return _SVMTables(labels, vectors, norms, np.ascontiguousarray(kernel_weights), -gamma * norms, weights,
                       offsets, slopes, base, bits, voted, rho, coupling)
 
 
@@ -311,13 +315,13 @@ def _voted_labels(positive: np.ndarray, tables: _SVMTables) -> np.ndarray:
 
 def _svm_kernel(x, tables: _SVMTables, kernel_type, kernel_params):
     """K(x_n, v_j) [N, V] float64 from the prepared (scaled, transposed) vectors."""
-    k = x @ tables.kernel_weights
     if kernel_type == "RBF":  # exp(-gamma |x - v|^2), the squared distance clipped at 0
+        # [x, |x|^2] @ [2 gamma v; -gamma] - gamma |v|^2: the exponent from one product
+        k = np.concatenate((x, np.vecdot(x, x)[:, None]), axis=1) @ tables.kernel_weights
         k += tables.vector_bias
-        gamma = kernel_params[0]
-        k -= gamma * np.vecdot(x, x)[:, None]
         np.minimum(k, 0, out=k)
         return np.exp(k, out=k)
+    k = x @ tables.kernel_weights
     if kernel_type == "LINEAR":
         return k
     _, coef0, degree = (list(kernel_params or []) + [0.0, 0.0, 0.0])[:3]
