@@ -148,3 +148,16 @@ g (float[2, 3, 4, 4] x, float16[2, 3, 4, 4] h) => (float[2, 3, 4, 4] p, float16[
     assert got[0].dtype == np.float32 and got[1].dtype == np.float16
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
     np.testing.assert_allclose(got[1].astype(np.float32), want[1].astype(np.float32), rtol=2e-3, atol=2e-3)
+
+
+def test_float16_to_float32_bit_path_is_numpys_conversion_for_every_half():
+    """The bit path of large float16 -> float32 conversions (kernels/cast.py) against numpy's own loop on
+    all 65,536 half values (infinities and NaN: numpy's loop), and on a non-contiguous view."""
+    from onnxtext.evaluator.kernels.cast import float16_to_float32
+
+    every = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    finite = every[np.isfinite(every)]
+    for x in (finite, every, finite[::-1].reshape(-1, 2)[:, 0]):
+        got, want = float16_to_float32(x), x.astype(np.float32)
+        assert got.dtype == np.float32 and got.shape == want.shape
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels.cast import float16_to_float32
+
 _F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
 
 
@@ -16,7 +18,7 @@ class ToFloat32:
 
     def __call__(self, x):
         if type(x) is np.ndarray and x.dtype == _F16:
-            return x.astype(_F32)
+            return float16_to_float32(x)
         return x
 
     def __repr__(self):

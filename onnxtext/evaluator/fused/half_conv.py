@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels.cast import float16_to_float32
+
 
 class HalfConv:
     """``conv(x.astype(float32)).astype(float16)``; ``fallback(x)`` for inputs that are not float16."""
@@ -20,5 +22,5 @@ class HalfConv:
 
     def __call__(self, x):
         if type(x) is np.ndarray and x.dtype == np.float16:
-            return self.conv(x.astype(np.float32)).astype(np.float16)
+            return self.conv(float16_to_float32(x)).astype(np.float16)
         return self.fallback(x)

@@ -143,12 +143,40 @@ _PLAIN = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, 
                                           np.uint32, np.uint64, np.float16, np.float32, np.float64))
 
 
+_F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
+_HALF_BITS_MIN = 16384  # from this size on the bit path below is faster than numpy's loop (measured)
+_HALF_TO_SINGLE = np.float32(2.0 ** 112)  # 2 ** (127 - 15): the exponent biases' difference
+
+
+def float16_to_float32(x: np.ndarray) -> np.ndarray:
+    """``x.astype(float32)`` for a float16 array, bit for bit. numpy's own loop converts one value at a
+    time (1.1 ns a value on this project's machine, no F16C); for large arrays the bits are moved instead:
+    the magnitude's bits shifted into float32's places and multiplied by 2**112 (exact for normal and
+    subnormal halves alike), then the sign; with an infinity or NaN present, numpy's loop (checked on all
+    65,536 half values by tests/test_float16_region.py)."""
+    if x.size < _HALF_BITS_MIN or not x.flags.c_contiguous:
+        return x.astype(_F32)
+    u = x.view(np.uint16).astype(np.uint32)
+    sign = u & np.uint32(0x8000)
+    u ^= sign
+    if u.max() >= 0x7C00:  # (an infinity or NaN: exponent all ones)
+        return x.astype(_F32)
+    u <<= np.uint32(13)
+    f = u.view(_F32)
+    f *= _HALF_TO_SINGLE
+    sign <<= np.uint32(16)
+    u |= sign
+    return f
+
+
 @kernel("Cast", since=1)
 def cast(x, to, saturate=1, round_mode="up"):
     target = _target_of(to)
     if type(x) is np.ndarray:
         source, out = x.dtype, target.np
         if source in _PLAIN and out in _PLAIN and (source.kind in "iub" or out.kind == "f" == source.kind):
+            if source == _F16 and out == _F32:
+                return float16_to_float32(x)
             return x.astype(out)  # (a copy when the types are equal, as cast_array; a run silences float warnings)
     return np.asarray(cast_array(x, target, saturate, round_mode))
 
