@@ -17,6 +17,7 @@ import numpy as np
 
 from ..registry import kernel
 from .erf import erf, gelu_float32
+from .quantize import clip_ufunc
 
 _ignore = np.errstate(all="ignore")
 
@@ -78,13 +79,33 @@ def celu(x, alpha=1.0):
         return np.asarray(np.maximum(x, 0) + np.minimum(0, alpha * np.expm1(x / alpha)), dtype=x.dtype)
 
 
+_UNIT_BOUNDS: dict = {}
+
+
+def _unit_bounds(dtype):
+    """0 and 1 as 0-d arrays of ``dtype`` (the cheapest bounds for the clip ufunc)."""
+    bounds = _UNIT_BOUNDS.get(dtype)
+    if bounds is None:
+        bounds = _UNIT_BOUNDS[dtype] = (np.zeros((), dtype), np.ones((), dtype))
+    return bounds
+
+
 @kernel("HardSigmoid", since=1)
 def hard_sigmoid(x, alpha=0.2, beta=0.5, **_legacy):
+    if x.dtype.kind == "f" and x.ndim:  # in place on one temporary, the clip ufunc without np.clip's wrapper
+        y = np.multiply(x, alpha)
+        np.add(y, beta, y)
+        return clip_ufunc(y, *_unit_bounds(x.dtype), out=y)
     return np.asarray(np.clip(x * alpha + beta, 0, 1), dtype=x.dtype)
 
 
 @kernel("HardSwish", since=14)
 def hard_swish(x):
+    if x.dtype.kind == "f" and x.ndim:
+        u = np.multiply(x, 1 / 6)
+        np.add(u, 0.5, u)
+        clip_ufunc(u, *_unit_bounds(x.dtype), out=u)
+        return np.multiply(x, u, u)
     return np.asarray(x * np.clip(x * (1 / 6) + 0.5, 0, 1), dtype=x.dtype)
 
 
