@@ -97,44 +97,48 @@ def linear_regressor(X, *, coefficients=None, intercepts=None, targets, post_tra
     return post_transform_scores(scores, post_transform)
 
 
-def _kernel_matrix(x, vectors, kernel_type, kernel_params, vector_norms=None):
-    """K(x_n, v_j) for every sample and support vector: [N, V] float64 (``vector_norms``: the vectors'
-    squared norms, when kept)."""
-    gamma, coef0, degree = (list(kernel_params or []) + [0.0, 0.0, 0.0])[:3]
-    dot = x @ vectors.T
-    if kernel_type == "LINEAR":
-        return dot
-    if kernel_type == "POLY":
-        return (gamma * dot + coef0) ** int(degree)
+def _kernel_weights(vectors: np.ndarray, kernel_type: str, kernel_params):
+    """(weights, bias) for :func:`_svm_kernel`: the vectors [V, F] transposed and scaled by gamma (RBF:
+    [F + 1, V], 2 gamma v^T over a row of -gamma, the weight of |x|^2; bias -gamma |v|^2), once per node."""
+    gamma = (list(kernel_params or []) + [0.0])[0]
+    scale = 2 * gamma if kernel_type == "RBF" else gamma if kernel_type in ("POLY", "SIGMOID") else 1.0
+    weights = vectors.T * scale
+    bias = None
     if kernel_type == "RBF":
-        if vector_norms is None:
-            vector_norms = (vectors * vectors).sum(axis=1)
-        sq = (x * x).sum(axis=1)[:, None] - 2 * dot + vector_norms[None, :]
-        return np.exp(-gamma * np.maximum(sq, 0))
-    if kernel_type == "SIGMOID":
-        return np.tanh(gamma * dot + coef0)
-    raise ValueError(f"unknown SVM kernel_type {kernel_type!r}")
+        weights = np.vstack([weights, np.full((1, vectors.shape[0]), -gamma)])
+        bias = -gamma * (vectors * vectors).sum(axis=1)
+    return np.ascontiguousarray(weights), bias
 
 
-def _support_vectors(support_vectors, n_supports: int):
-    """(vectors [V, F], their squared norms) of an SVM, once per node (:mod:`.derived_cache`)."""
-    def build():
-        vectors = np.asarray(support_vectors, np.float64).reshape(n_supports, -1)
-        return vectors, (vectors * vectors).sum(axis=1)
-    return derived(f"svm-vectors-{n_supports}", (support_vectors,), build)
+@dataclass(frozen=True)
+class _SVRTables:
+    """An SVMRegressor's kernel weights and coefficients, built once per node (:mod:`.derived_cache`)."""
+
+    kernel_weights: np.ndarray
+    vector_bias: np.ndarray | None
+    coefficients: np.ndarray  # [V]
+
+
+def _svr_tables(coefficients, support_vectors, n_supports, kernel_type, kernel_params):
+    coef = np.asarray(coefficients or [], np.float64)
+    if n_supports > 0:
+        vectors, coef = np.asarray(support_vectors, np.float64).reshape(n_supports, -1), coef[:n_supports]
+    else:  # linear model: coefficients are one weight per feature, K(x, w) with coefficient 1
+        vectors, coef = coef.reshape(1, -1), np.ones(1)
+    return _SVRTables(*_kernel_weights(vectors, kernel_type, kernel_params), coef)
 
 
 @kernel("SVMRegressor", since=1, domain=ML)
 def svm_regressor(X, *, coefficients=None, support_vectors=None, rho=None, kernel_type, kernel_params=None,
                   n_supports, one_class, post_transform):
     x = as_rows(X).astype(np.float64)
-    coef = derived("svm-coefficients", (coefficients,), lambda: np.asarray(coefficients or [], np.float64))
-    bias = rho[0] if rho else 0.0
-    if n_supports > 0:
-        vectors, norms = _support_vectors(support_vectors, n_supports)
-        score = _kernel_matrix(x, vectors, kernel_type, kernel_params, norms) @ coef[:n_supports] + bias
-    else:  # linear model: coefficients are one weight per feature
-        score = _kernel_matrix(x, coef.reshape(1, -1), kernel_type, kernel_params)[:, 0] + bias
+    sources = (coefficients, support_vectors, n_supports, kernel_type, kernel_params)
+    # keyed by the node's own coefficients and support vector lists, which name the node (see derived_cache)
+    tables = derived("svm-regressor", (coefficients, support_vectors) if coefficients else sources,
+                     lambda: _svr_tables(*sources))
+    score = _svm_kernel(x, tables, kernel_type, kernel_params) @ tables.coefficients
+    if rho:
+        score += rho[0]
     if one_class:
         score = np.where(score > 0, 1.0, -1.0)
     return post_transform_scores(score[:, None], post_transform)
@@ -234,11 +238,8 @@ class _SVMTables:
     """An SVMClassifier's attributes as arrays, built once per node (:mod:`.derived_cache`)."""
 
     labels: np.ndarray
-    vectors: np.ndarray      # [V, F] support vectors (or [C, F] weights of a linear SVM)
-    vector_norms: np.ndarray  # [V] their squared norms
-    kernel_weights: np.ndarray  # [F, V]: the vectors transposed, scaled by gamma (RBF: [F + 1, V], 2 gamma
-                                # v^T over a row of -gamma, the weight of |x|^2)
-    vector_bias: np.ndarray  # [V]: -gamma |v|^2 (RBF)
+    kernel_weights: np.ndarray  # [F, V] support vectors (or [F, C] weights of a linear SVM): _kernel_weights
+    vector_bias: np.ndarray | None  # [V]: -gamma |v|^2 (RBF)
     pair_weights: np.ndarray  # [V, P] (or [V, 2P]) coefficient of each vector in each pair's decision
                               # (then in its Platt argument decision * A + B)
     pair_offsets: np.ndarray  # [P] rho (then [2P]: rho, rho * A + B)
@@ -256,11 +257,10 @@ def _svm_tables(coefficients, support_vectors, vectors_per_class, rho, classlabe
     k = labels.size
     coef = np.asarray(coefficients or [], np.float64)
     rho = np.asarray(rho or [0.0], np.float64)
-    gamma = (list(kernel_params or []) + [0.0])[0]
     if not vectors_per_class:
         empty = np.zeros((0, k))
         weights = coef.reshape(-1, n_features)
-        return _SVMTables(labels, weights, (weights * weights).sum(axis=1), weights.T, empty, empty, rho, empty,
+        return _SVMTables(labels, *_kernel_weights(weights, kernel_type, kernel_params), empty, rho, empty,
                           np.zeros(k), None, None, rho, None)
     counts = np.asarray(vectors_per_class, np.int64)
     total = int(counts.sum())
@@ -277,8 +277,6 @@ def _svm_tables(coefficients, support_vectors, vectors_per_class, rho, classlabe
     pi = np.array([i for i, _ in pairs], np.int64)
     pj = np.array([j for _, j in pairs], np.int64)
     eye = np.eye(k)
-    norms = (vectors * vectors).sum(axis=1)
-    scale = 2 * gamma if kernel_type == "RBF" else gamma if kernel_type in ("POLY", "SIGMOID") else 1.0
     offsets = rho[:len(pairs)]
     coupling = None
     if prob_a:
@@ -292,11 +290,8 @@ def _svm_tables(coefficients, support_vectors, vectors_per_class, rho, classlabe
         bits = 1 << np.arange(len(pairs), dtype=np.int64)
         outcomes = (np.arange(1 << len(pairs))[:, None] & bits) > 0  # [2^P, P] decision > 0 of each pair
         voted = labels[(outcomes @ slopes + base).argmax(axis=1)]
-    kernel_weights = vectors.T * scale
-    if kernel_type == "RBF":
-        kernel_weights = np.vstack([kernel_weights, np.full((1, total), -gamma)])
-    return _SVMTables(labels, vectors, norms, np.ascontiguousarray(kernel_weights), -gamma * norms, weights,
-                      offsets, slopes, base, bits, voted, rho, coupling)
+    return _SVMTables(labels, *_kernel_weights(vectors, kernel_type, kernel_params), weights, offsets, slopes, base,
+                      bits, voted, rho, coupling)
 
 
 #: Up to this many class pairs (6 classes), the label elected by the pairwise votes is read from a table
@@ -348,7 +343,7 @@ def svm_classifier(X, *, coefficients=None, support_vectors=None, vectors_per_cl
     k = labels.size
     if not vectors_per_class:
         # Linear SVM: one weight vector per class (or a single one for a binary problem).
-        scores = _kernel_matrix(x, tables.vectors, kernel_type, kernel_params, tables.vector_norms) + tables.rho[0]
+        scores = _svm_kernel(x, tables, kernel_type, kernel_params) + tables.rho[0]
         if scores.shape[1] == 1 and k == 2:
             label = np.where(scores[:, 0] > 0, labels[1], labels[0]).astype(labels.dtype)
             return label, _binary_columns(scores[:, 0], post_transform).astype(np.float32)
