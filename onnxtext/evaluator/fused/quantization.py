@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels.quantize import (clip_ufunc, dynamic_quantize_codes, dynamic_quantize_linear, integer_range,
-                                requantize_finite, saturate_float32)
+                                requantize_finite, saturate_float32, shifted_codes)
 
 _F32 = np.dtype(np.float32)
 
@@ -38,9 +38,7 @@ class FakeQuantize:
     def __call__(self, x):
         if type(x) is not np.ndarray or x.dtype != _F32:
             return self.fallback(x)
-        q = np.divide(x, self.scale)
-        np.rint(q, out=q)
-        saturate_float32(q, self.low, self.high)  # (fmax: NaN becomes the minimum code, as QuantizeLinear's)
+        q = shifted_codes(x, self.scale, self.low, self.high)  # (NaN becomes the minimum code, as QuantizeLinear's)
         q += np.float32(0)  # -0.0 (rint of a small negative ratio) is the code's +0.0, as q - zp is
         q *= self.scale
         return q
@@ -63,11 +61,9 @@ class ConvFakeQuantize(FakeQuantize):
         if type(x) is not np.ndarray or x.dtype != _F32:
             x = np.asarray(x, _F32)
         if self.divide:
-            q = np.divide(x, self.scale)
-            np.rint(q, out=q)
+            q = shifted_codes(x, self.scale, self.low, self.high)
         else:
-            q = np.rint(x)  # (a new array: the conv's result may be a buffer it keeps)
-        saturate_float32(q, self.low, self.high)
+            q = saturate_float32(np.rint(x), self.low, self.high)  # (a new array: the conv's result may be kept)
         if self.multiply:
             q += np.float32(0)
             q *= self.scale
@@ -136,9 +132,7 @@ class QuantizedInputConv:
     def __call__(self, x):
         if type(x) is not np.ndarray or x.dtype != _F32:
             return self.fallback(x)
-        q = np.divide(x, self.scale)
-        np.rint(q, out=q)
-        saturate_float32(q, self.low, self.high)  # (fmax: NaN becomes the minimum code, as QuantizeLinear's)
+        q = shifted_codes(x, self.scale, self.low, self.high)
         return self.conv.on_shifted(q if self.conv.work == _F32 else q.astype(self.conv.work))
 
 

@@ -70,6 +70,14 @@ def filled(value, size: int) -> np.ndarray:
     return out
 
 
+def shifted_codes(x: np.ndarray, scale, low, high) -> np.ndarray:
+    """``clip(rint(x / scale), low, high)`` for float32 ``x`` in a new float32 array: a QuantizeLinear's
+    codes minus the zero point (``low``/``high``: the type's range minus it), NaN becoming ``low``."""
+    q = np.divide(x, scale)
+    np.rint(q, out=q)
+    return saturate_float32(q, low, high)
+
+
 def saturate_float32(q: np.ndarray, low, high) -> np.ndarray:
     """``q`` clipped in place to ``[low, high]``, NaN becoming ``low`` (fmax), as QuantizeLinear saturates;
     against filled arrays for large ``q`` (see :func:`filled`)."""
@@ -144,9 +152,7 @@ def quantize_float32(x: np.ndarray, scale: np.float32, zero_point: float, target
     float32: the rounded ratio is clipped to ``[min - zp, max - zp]`` before the zero point is added,
     so every step is exact and the result equals the float64 path's (NaN: the minimum)."""
     info = np.iinfo(target)
-    q = np.divide(x, scale)
-    np.rint(q, out=q)
-    saturate_float32(q, np.float32(info.min - zero_point), np.float32(info.max - zero_point))
+    q = shifted_codes(x, scale, np.float32(info.min - zero_point), np.float32(info.max - zero_point))
     if zero_point:
         q += np.float32(zero_point)
     return q.astype(target)
