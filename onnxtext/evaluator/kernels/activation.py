@@ -246,9 +246,11 @@ def _coerced_2d(fn, x, axis):
     """Pre-13 semantics: view x as (prod(shape[:axis]), prod(shape[axis:])) and normalize rows."""
     if x.ndim == 0:
         return fn(x.reshape(1, 1), 1).reshape(())
-    axis = axis % x.ndim if x.ndim else 0
-    rows = int(np.prod(x.shape[:axis], dtype=np.int64))
-    flat = x.reshape(rows, -1) if x.size else x.reshape(rows, int(np.prod(x.shape[axis:], dtype=np.int64)))
+    axis = axis % x.ndim
+    if axis == x.ndim - 1 and x.ndim == 2:  # already (rows, values): no reshapes
+        return fn(x, 1)
+    rows = math.prod(x.shape[:axis])  # (Python ints: np.prod of a tuple costs ~3 us)
+    flat = x.reshape(rows, -1) if x.size else x.reshape(rows, math.prod(x.shape[axis:]))
     return fn(flat, 1).reshape(x.shape)
 
 
