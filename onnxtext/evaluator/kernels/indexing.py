@@ -103,10 +103,10 @@ def scatter_elements(data, indices, updates, axis=0, reduction="none"):
 @kernel("ScatterND", since=11)
 def scatter_nd(data, indices, updates, reduction="none"):
     out = np.array(data, copy=True)
-    indices = np.asarray(indices).astype(np.int64)
+    indices = np.asarray(indices).astype(np.int64, copy=False)
     k = indices.shape[-1]
-    dims = np.array(data.shape[:k], dtype=np.int64)
-    indices = np.where(indices < 0, indices + dims, indices)
+    if indices.size and indices.min() < 0:  # (one reduction instead of a wrapped copy when none is negative)
+        indices = np.where(indices < 0, indices + np.array(data.shape[:k], dtype=np.int64), indices)
     coords = tuple(indices[..., i] for i in range(k))
     if reduction == "none":
         out[coords] = updates
