@@ -266,16 +266,19 @@ def begin(op, X, prep: Prepared, initial_states, reverse: list, projected=None) 
     hidden = prep.hidden
     block = dirs * hidden
     gates = GATES[op]
+    # a GRU whose candidate bias is in its recurrence matrix has a row of ones under the states
+    ws = workspace(op, X.dtype, steps, batch, dirs, hidden, op == "GRU" and prep.r_augmented is not None)
     if projected is None:
-        projected = _matmul(X.reshape(steps * batch, inputs), prep.w_t)  # [T*B, rows]
+        projected = ws.extra.get(("projection", inputs))
+        if projected is None:
+            projected = ws.extra[("projection", inputs)] = np.empty((steps * batch, gates * block), X.dtype)
+        _matmul(X.reshape(steps * batch, inputs), prep.w_t, projected)  # [T*B, rows]
         sigmoid_columns = SIGMOID_GATES[op] * block
         if not prep.scaled and sigmoid_columns:
             _multiply(projected[:, :sigmoid_columns], 0.5, projected[:, :sigmoid_columns])
         p5 = projected.reshape(steps, batch, gates, dirs, hidden)
     else:
         p5 = projected.reshape(dirs, steps, batch, gates, hidden).transpose(1, 2, 3, 0, 4)
-    # a GRU whose candidate bias is in its recurrence matrix has a row of ones under the states
-    ws = workspace(op, X.dtype, steps, batch, dirs, hidden, op == "GRU" and prep.r_augmented is not None)
     step_inputs(p5, prep.bias, reverse, ws.xp)
     _set_state(ws.h_states[0], initial_states[0], dirs, hidden)
     if op == "LSTM":
