@@ -72,9 +72,16 @@ def is_inf(x, detect_negative=1, detect_positive=1):
     return np.zeros(x.shape, np.bool_)
 
 
+_ZEROS: dict = {}  # dtype -> a read-only 0-d zero (making one per call costs more than a small Relu)
+
+
 @kernel("Relu", since=1)
 def relu(x, **_legacy):
-    return np.asarray(np.maximum(x, np.zeros((), x.dtype)))
+    zero = _ZEROS.get(x.dtype)
+    if zero is None:
+        zero = _ZEROS[x.dtype] = np.zeros((), x.dtype)
+        zero.flags.writeable = False
+    return np.asarray(np.maximum(x, zero))
 
 
 # --------------------------------------------------------------------------------------- binary
