@@ -176,6 +176,11 @@ EDGE = [
     'g (float x, float[1] w = {2.5}) => (float y) { y = Mul(x, w) }',
     'g (float x) => (float y = {1}) { y = Foo(x) }',
     'g (seq(float) x) => (float y) { y = Foo(x) }',
+    'g (type() x, type(): "d" z, type ( ) w) => (type() y) <type() v> { y = Foo<t = type()>(x) }',
+    'g (type x) => (float y) { y = Foo(x) }',
+    'g (type() x) => (float y) { type() = Foo(x) }',
+    'g (seq(type()) x, optional(type()) z) => (float y) { y = Foo(x) }',
+    'g (type(float) x) => (float y) { y = Foo(x) }',
     'g (map(int64, float[]) x, seq(map(string, float)) z) => (float y) { y = Foo(x) }',
     'g (map(int64) x, map(?, float) z, map(7, float) w, map(int64, float): "d" v) => (float y) { y = Foo(x) }',
     'g (float x) => (float y) <float[1] raw = {1.5}> { y = Foo(x) }',
@@ -425,8 +430,10 @@ def test_switch_off(monkeypatch):
 _SPARSE = ('sparse_value = sparse_tensor(float[5]) = sparse(float[2] v = raw {1.0, 2.0}, int64[2] i = raw {0, 3})')
 STATEMENT_FALLBACK = [
     (f'g (float[5] x) => (float[5] y) {{\n  a = Relu(x)\n  c = Constant <\n    {_SPARSE}\n  > ()\n  y = Add(a, c)\n}}', 1),
+    ('g (float[N] x) => (float[N] y) {\n  a = Relu(x)\n  c = If <then_branch = t () => (opaque(d, n) "u") { "u" = Neg(a) },'
+     ' else_branch = e () => (opaque(d, n) "u") { "u" = Relu(a) }> (b)\n  y = Add(a, c)\n}', 1),
     ('g (float[N] x) => (float[N] y) {\n  a = Relu(x)\n  c = If <then_branch = t () => (type() "u") { "u" = Neg(a) },'
-     ' else_branch = e () => (type() "u") { "u" = Relu(a) }> (b)\n  y = Add(a, c)\n}', 1),
+     ' else_branch = e () => (type(): "d" "u") { "u" = Relu(a) }> (b)\n  y = Add(a, c)\n}', 0),  # type(): scanned
     (f'g (float[5] x) => (float[5] y) {{\n  c = Constant <{_SPARSE}> ()\n  d = Constant <{_SPARSE}> ()  # two\n'
      '  @doc_string "d" y = Add(c, d)\n}', 2),
     (f'g (float[5] x) => (float[5] y) {{\n  c = Constant <{_SPARSE}> ()\n}}', 1),  # the last statement

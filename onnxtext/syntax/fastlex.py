@@ -78,7 +78,8 @@ _META_RE = re.compile(f"@metadata_props{_W}\\[{_W}({_STRING}{_W}:{_W}{_STRING}(?
 _RAW_TENSOR_ATTR_RE = re.compile(f"<{_W}({_IDENT}){_W}={_W}(int64|int32|float|double)(?:{_W}\\[([0-9 \t\f\r\n,]*)\\])?"
                                  f"{_W}={_W}raw{_W}\\{{([^{{}}\"()#/]*)\\}}{_W}>")
 _META_HEAD_RE = re.compile(f"@metadata_props{_W}\\[{_W}")
-_COMPOUND = {"seq": "seq_type", "optional": "optional_type", "map": "map_type", "sparse_tensor": "sparse_type"}
+_COMPOUND = {"seq": "seq_type", "optional": "optional_type", "map": "map_type", "sparse_tensor": "sparse_type",
+             "type": "empty_type"}
 # A whole {...} body of FLOAT (or INT) tokens: Lark lexes each piece as that one terminal
 _ALL_FLOATS = re.compile(f"{_W}{_FLOAT}{_W}(?:,{_W}{_FLOAT}{_W})*,?{_W}")
 _ALL_INTS = re.compile(f"{_W}{_INT}{_W}(?:,{_W}{_INT}{_W})*,?{_W}")

@@ -240,10 +240,13 @@ class ValueScanner:
         if m is None:
             word = _IDENT_RE.match(self.s, p)
             if word is None or word.group() not in _COMPOUND:
-                raise Fallback  # opaque(...), tensor, type(): Lark
+                raise Fallback  # opaque(...), tensor: Lark
             self.pos = word.end()
             word = word.group()
             self.lit("(")
+            if word == "type":  # type(): a value whose type is unknown (subgraph outputs of exports)
+                self.lit(")")
+                return _B.empty_type([self.denotation()])
             if word == "map":  # the builder reads the key as the grammar's token (DTYPE, or INT/'?': Lark)
                 key = Token("DTYPE", self.match(_DTYPE_RE))
                 self.lit(",")

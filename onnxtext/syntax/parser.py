@@ -144,13 +144,7 @@ def _parse(text: str, start: str, filename: str | None = None, fast: bool = True
 
 
 def _parse_text(text: str, start: str, filename: str | None, fast: bool):
-    import lark
-
-    from .builder import Builder
-    from .grammar import get_parser
-
     from .fastlex import FailedAt
-    from .statement import locate_error
 
     failure = None
     if fast:  # the accelerated scanner (docs/performance.md); None when Lark must parse the text
@@ -159,6 +153,12 @@ def _parse_text(text: str, start: str, filename: str | None, fast: bool):
             failure = result  # most likely the text's first error: Lark looks there first
         elif result is not None:
             return result
+    import lark
+
+    from .builder import Builder
+    from .grammar import get_parser
+    from .statement import locate_error
+
     parser = get_parser(Builder(), key="build")
     enabled = gc.isenabled()
     gc.disable()  # building many small protos: the cyclic GC only costs time here
