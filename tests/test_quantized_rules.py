@@ -484,3 +484,22 @@ def test_fake_quantize_into_conv_keeps_scales_of_values_read_elsewhere():
     for got, want, step in ((d2, d20, 0.01), (y, y0, 0.015)):
         diff = np.abs(got - want)
         assert diff.max() <= np.float32(step) * 1.001 and np.count_nonzero(diff) <= max(1, diff.size // 100)
+
+
+def test_filled_bound_arrays_stay_within_their_memory_limit(monkeypatch):
+    """The saturation bounds kept as arrays (kernels/quantize.filled) drop the oldest beyond the limit, and
+    saturation gives fmax/minimum's values (NaN to the lower bound) with or without them."""
+    from onnxtext.evaluator.kernels import quantize
+
+    monkeypatch.setattr(quantize, "_FILLED", type(quantize._FILLED)())
+    monkeypatch.setattr(quantize, "_FILLED_BYTES", [0])
+    monkeypatch.setattr(quantize, "_FILLED_LIMIT", 100_000)
+    for value in range(20):
+        a = quantize.filled(np.float32(value), 4096)  # 16 KB each: at most 6 kept
+        assert a.dtype == np.float32 and a.shape == (4096,) and not a.flags.writeable and a[0] == value
+        assert quantize._FILLED_BYTES[0] == sum(v.nbytes for v in quantize._FILLED.values()) <= 100_000
+    for size in (10, 5000, quantize.FILLED_MAX_SIZE + 1):
+        x = RNG.standard_normal(size).astype(np.float32) * 300
+        x[0] = np.nan
+        want = np.minimum(np.fmax(x, np.float32(-128)), np.float32(127))
+        assert quantize.saturate_float32(x.copy(), np.float32(-128), np.float32(127)).tobytes() == want.tobytes()

@@ -11,6 +11,8 @@ Per-tensor float32 scales with 8/16-bit zero points (what quantizers write) take
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import ml_dtypes
 import numpy as np
 
@@ -48,26 +50,44 @@ def _saturate_integer(values: np.ndarray, target: np.dtype) -> np.ndarray:
     return np.minimum(np.fmax(np.rint(values), info.min), info.max).astype(target)
 
 
-_FILLED: dict = {}  # (value, size) -> read-only float32 array
+_FILLED: OrderedDict = OrderedDict()  # (value, size) -> read-only float32 array, oldest first
 _FILLED_BYTES = [0]
 _FILLED_LIMIT = 64 << 20
 FILLED_MIN_SIZE = 1024  # below, the scalar form costs no more
+FILLED_MAX_SIZE = 1 << 17  # above, memory traffic makes the two forms even (slower at 1M values)
 
 
 def filled(value, size: int) -> np.ndarray:
-    """A read-only float32 array of ``size`` copies of ``value``, kept between calls: numpy's
-    fmax/minimum run about twice as fast against an array as against a scalar (numpy 2.4 on this
-    project's machine: 3.7 against 6.6 us for 32k values; the scalar operand takes a loop without SIMD)."""
+    """A read-only float32 array of ``size`` copies of ``value``, kept between calls (the oldest dropped
+    beyond 64 MiB): numpy's fmax/minimum run about twice as fast against an array as against a scalar
+    (numpy 2.4 on this project's machine: 3.7 against 6.6 us for 32k values; the scalar operand takes a
+    loop without SIMD)."""
     key = (float(value), size)
     out = _FILLED.get(key)
     if out is None:
-        if _FILLED_BYTES[0] + 4 * size > _FILLED_LIMIT:
-            _FILLED.clear()
-            _FILLED_BYTES[0] = 0
-        out = _FILLED[key] = np.full(size, value, np.float32)
+        out = np.full(size, value, np.float32)
         out.flags.writeable = False
+        while _FILLED and _FILLED_BYTES[0] + out.nbytes > _FILLED_LIMIT:
+            try:
+                _FILLED_BYTES[0] -= _FILLED.popitem(last=False)[1].nbytes
+            except KeyError:  # (emptied by another thread meanwhile)
+                break
+        _FILLED[key] = out
         _FILLED_BYTES[0] += out.nbytes
     return out
+
+
+def saturate_float32(q: np.ndarray, low, high) -> np.ndarray:
+    """``q`` clipped in place to ``[low, high]``, NaN becoming ``low`` (fmax), as QuantizeLinear saturates;
+    against filled arrays for mid-sized ``q`` (see :func:`filled`)."""
+    if FILLED_MIN_SIZE <= q.size <= FILLED_MAX_SIZE and q.flags.c_contiguous:
+        flat = q.reshape(-1)
+        np.fmax(flat, filled(low, q.size), out=flat)
+        np.minimum(flat, filled(high, q.size), out=flat)
+    else:
+        np.fmax(q, low, out=q)
+        np.minimum(q, high, out=q)
+    return q
 
 
 def shifted_codes(x: np.ndarray, scale, low, high) -> np.ndarray:
@@ -76,19 +96,6 @@ def shifted_codes(x: np.ndarray, scale, low, high) -> np.ndarray:
     q = np.divide(x, scale)
     np.rint(q, out=q)
     return saturate_float32(q, low, high)
-
-
-def saturate_float32(q: np.ndarray, low, high) -> np.ndarray:
-    """``q`` clipped in place to ``[low, high]``, NaN becoming ``low`` (fmax), as QuantizeLinear saturates;
-    against filled arrays for large ``q`` (see :func:`filled`)."""
-    if q.size >= FILLED_MIN_SIZE and q.flags.c_contiguous:
-        flat = q.reshape(-1)
-        np.fmax(flat, filled(low, q.size), out=flat)
-        np.minimum(flat, filled(high, q.size), out=flat)
-    else:
-        np.fmax(q, low, out=q)
-        np.minimum(q, high, out=q)
-    return q
 
 
 _RANGES: dict = {}
