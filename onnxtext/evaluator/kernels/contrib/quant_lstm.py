@@ -182,7 +182,7 @@ def _quantized_lstm_loop(ws, r_rows, r_bound, r_scales):
             list(zip(low, high)))
     (g, sig, gi, go, gf, gc, tmp, acc, acc3, g_rows, acc_rows, flat_states, codes, codes3, low, high, scale,
      zero_point, scale3, row_scales, ranges) = bufs
-    half = np.float32(0.5)
+    half = np.array(0.5, np.float32)  # (a 0-d array: numpy converts a scalar operand at every call)
     # the rows' scales repeated over the batch: the product's scaling is then a plain elementwise call
     # (broadcasting one scale per row over a short batch took 1.9 us against 0.5 us at batch 3)
     r_scales = np.ascontiguousarray(np.broadcast_to(r_scales.reshape(dirs, -1, 1), (dirs, rows, batch)))
