@@ -66,11 +66,11 @@ def test_tfidf_vectorizer_count_paths_agree():
     pool = _Pool(TFIDF_POOL["pool_strings"], None, TFIDF_POOL["ngram_counts"], TFIDF_POOL["ngram_indexes"], None)
     rows = _WORDS[_RNG.integers(0, 5, (4, 30))]
     for n_min, n_max, skip in ((1, 1, 0), (1, 2, 0), (2, 2, 3), (1, 2, 2)):
-        small = sorted(_found_cells_small(rows.tolist(), pool, n_min, n_max, skip))
+        small = sorted(_found_cells_small(rows, pool, n_min, n_max, skip))
         assert small, (n_min, n_max, skip)
         assert small == sorted(_found_cells(rows, pool, n_min, n_max, skip).tolist()), (n_min, n_max, skip)
         # the same cells addressed by output column (row * width + ngram_indexes[position])
-        by_column = sorted(_found_cells_small(rows.tolist(), pool, n_min, n_max, skip, by_column=True))
+        by_column = sorted(_found_cells_small(rows, pool, n_min, n_max, skip, by_column=True))
         columns = TFIDF_POOL["ngram_indexes"]
         assert by_column == sorted(c // pool.size * pool.width + columns[c % pool.size] for c in small)
 

@@ -71,17 +71,19 @@ def _key(base: int, id_columns):
 SMALL_INPUT_GRAMS = 512
 
 
-def _found_cells_small(rows: list, pool: _Pool, min_n: int, max_n: int, max_skip: int, by_column: bool = False) -> list:
-    """Flat (row, pool n-gram) positions of every n-gram found, by looking each one up in a dict; with
-    ``by_column`` (pools whose n-grams have distinct output columns) flat (row, output column) positions.
+def _found_cells_small(rows: np.ndarray, pool: _Pool, min_n: int, max_n: int, max_skip: int,
+                       by_column: bool = False) -> list:
+    """Flat (row, pool n-gram) positions of every n-gram found in ``rows`` [batch, length], by looking
+    each one up in a dict; with ``by_column`` (pools whose n-grams have distinct output columns) flat
+    (row, output column) positions.
 
     The candidate n-grams of all rows are looked up in one ``map`` per (n, skip) over the flattened tokens;
     windows that cross a row's end are dropped by their start's entry in ``starts``, which also holds the
     row's first flat position (kept per input shape)."""
     unigram, position = pool.lookups[by_column]
     stride = pool.width if by_column else pool.size
-    length = len(rows[0]) if rows else 0
-    flat = [t for row in rows for t in row]
+    batch, length = rows.shape
+    flat = rows.ravel().tolist()
     cells = []
     for n in range(min_n, max_n + 1):
         for step in range(1, max_skip + 2 if n > 1 else 2):  # a unigram is the same whatever the skip
@@ -89,7 +91,7 @@ def _found_cells_small(rows: list, pool: _Pool, min_n: int, max_n: int, max_skip
             if span >= length:
                 continue
             found = map(unigram, flat) if n == 1 else map(position, zip(*[flat[j * step:] for j in range(n)]))
-            starts = _window_starts(len(rows), length, span, stride)
+            starts = _window_starts(batch, length, span, stride)
             cells += [b + i for b, i in zip(starts, found) if i is not None and b is not None]
     return cells
 
@@ -156,7 +158,7 @@ def tfidf_vectorizer(X, *, mode, min_gram_length, max_gram_length, max_skip_coun
     check_allocation(batch * pool.width, 4, "TfIdfVectorizer")  # the output width comes from ngram_indexes
     if batch * length * combinations <= SMALL_INPUT_GRAMS and pool.unique_indexes:
         # counted straight into the output columns
-        cells = _found_cells_small(rows.tolist(), pool, min_gram_length, max_gram_length, max_skip_count, True)
+        cells = _found_cells_small(rows, pool, min_gram_length, max_gram_length, max_skip_count, True)
         counts = np.bincount(cells, minlength=batch * pool.width).reshape(batch, pool.width).astype(np.float32)
         if mode == "IDF":
             np.minimum(counts, 1, out=counts)
@@ -168,8 +170,7 @@ def tfidf_vectorizer(X, *, mode, min_gram_length, max_gram_length, max_skip_coun
             counts *= pool.column_weight
         return counts[0] if X.ndim == 1 else counts
     if batch * length * combinations <= SMALL_INPUT_GRAMS:
-        cells = np.array(_found_cells_small(rows.tolist(), pool, min_gram_length, max_gram_length, max_skip_count),
-                         np.int64)
+        cells = np.array(_found_cells_small(rows, pool, min_gram_length, max_gram_length, max_skip_count), np.int64)
     else:
         cells = _found_cells(rows, pool, min_gram_length, max_gram_length, max_skip_count)
     counts = np.bincount(cells, minlength=batch * pool.size).reshape(batch, pool.size).astype(np.float32)

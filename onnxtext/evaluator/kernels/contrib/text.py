@@ -41,7 +41,9 @@ def tokenizer(X, *, mark, mincharnum, pad_value, separators=None, tokenexp=None)
     if separators is not None and tokenexp:
         raise EvalError("Tokenizer: 'separators' and 'tokenexp' cannot both be set")
     split = _splitter(separators, tokenexp)
-    texts = [t if type(t) is str else str(t) for t in X.reshape(-1).tolist()]
+    texts = X.reshape(-1).tolist()
+    if any(type(t) is not str for t in texts):
+        texts = [t if type(t) is str else str(t) for t in texts]
     if mincharnum <= 1 and getattr(split, "__name__", "") == "findall":
         rows = list(map(split, texts))  # Python's findall of a pattern that never matches empty text
     else:
