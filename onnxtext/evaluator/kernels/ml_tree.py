@@ -7,6 +7,10 @@ at once: one vectorized step per depth level. When every interior node compares 
 sklearn's BRANCH_LEQ forests do) leaves loop onto themselves and all walkers take exactly ``depth``
 steps without masking; otherwise each step moves the walkers still on an interior node.
 
+Small batches of a single-mode forest take :class:`_BatchWalk`, the same walk with its tables laid out
+per (sample, node slot) so that a level costs six numpy calls (three when all slots are compared at
+once), built once per batch shape.
+
 The Forest of a node is built once and kept (:func:`cached_forest`, keyed by the identity of the
 node's attribute values, which the plan prepares once: :mod:`.derived_cache`), with its per-node leaf
 values per target.
@@ -71,7 +75,7 @@ class Forest:
 
     def _batch_tables(self, x: np.ndarray, n_targets: int, aggregate: str):
         """:class:`_BatchWalk` tables for a batch shaped like ``x`` (kept for the last shape seen), or None
-        when the forest or the batch does not fit that walk (see :meth:`_scores_small_batch`)."""
+        when the forest (several modes, MIN/MAX) or the batch (over ``BATCH_TABLE_BYTES``) does not fit."""
         key = ("batch", x.shape, x.dtype, n_targets, aggregate)
         entry = self._derived.get("batch")
         if entry is not None and entry[0] == key:
