@@ -124,7 +124,10 @@ EDGE = [
         'int32[1] = raw {-2147483648}', 'int32 = raw {2147483648}', 'float = raw {8.0}', 'float = raw {1}',
         'float[2] = raw {1e39, 1.0}', 'float[3] = raw {nan, -inf, 3.4028235e38}', 'double[] = raw {1.5}',
         'double[1,] = raw {1.5}', 'double[01] = raw {-inf}', 'double[1] = raw {1e400}', 'float[N] = raw {1.5}',
-        'int64[1] = raw {1 2}', 'int64[ 1 ] = raw { 7 }', 'float16 = raw {1.0}', 'int64 = {1}']),
+        'int64[1] = raw {1 2}', 'int64[ 1 ] = raw { 7 }', 'float16 = raw {1.0}', 'int64 = {1}', 'float[1] "w" = raw {1.5}',
+        'float[1] w = raw {1.5}', 'float[1] w raw {1.5}', 'float[1] "" = raw {1.5}', 'float[1] raw {1.5}',
+        'float[1] raw = raw {1.5}', 'float[1] "a\\"b" = raw {1.5}', 'float[1] float = raw {1.5}', 'int64[1] "\\xff" = raw {1}',
+        'float[1] "w" = {1.5}', 'float[1] "w" = raw {1}']),
     'g (float x) => (float y) { y = Constant <value = int64 = raw {1}, a = 1> () }',
     'g (float x) => (float y) { y = Constant <v: tensor = int64 = raw {1}> () z = Constant <"v" = int64 = raw {1}> () }',
     # comments and doc lines

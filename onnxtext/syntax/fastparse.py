@@ -29,7 +29,7 @@ from .. import dtypes
 
 from . import builder as _b
 from .fastlex import (WS_CHARS, FailedAt, Fallback, _ANNOT_RE, _B, _DTYPE_RE, _IDENT_RE, _NAME_RE, _NODE_RE,
-                      _NUMBER_RE, _RAW_TENSOR_ATTR_RE, _attrs, _ids,
+                      _KEYWORDS, _NUMBER_RE, _RAW_TENSOR_ATTR_RE, _attrs, _ids,
                       _name, _quoted)
 from .fastmetadata import apply_annotations
 from .fastvalues import ValueScanner, plain_values, raw_data, skip_middle
@@ -212,9 +212,15 @@ class _Scanner(ValueScanner):
             self._attr_lists[key] = attrs
         return attrs
 
-    def raw_tensor_attr(self, name: str, dtype: str, dims_text, body: str):
-        """``[AttributeProto]`` of ``<name = dtype[dims] = raw {numbers}>`` (int64, int32, float, double) exactly as
-        Builder.attr and build_tensor make it (the same numpy conversions), or None: the reading of record decides."""
+    def raw_tensor_attr(self, name: str, dtype: str, dims_text, tensor_name, body: str):
+        """``[AttributeProto]`` of ``<name = dtype[dims] tensor_name? = raw {numbers}>`` (int64, int32, float, double)
+        exactly as Builder.attr and build_tensor make it (the same numpy conversions), or None: the reading of record
+        decides."""
+        if tensor_name is not None:
+            if tensor_name[0] == '"':
+                tensor_name = _quoted(tensor_name)
+            elif tensor_name in _KEYWORDS:
+                return None  # `raw` or a type name: the grammar decides
         dims = []
         if dims_text is not None:  # (no brackets: a scalar; `[]` is the builder's error)
             for d in dims_text.split(","):
@@ -230,6 +236,8 @@ class _Scanner(ValueScanner):
         if len(vals) != count or not plain_values(dt, vals):
             return None
         t = TensorProto(data_type=dt.enum, dims=dims, raw_data=raw_data(dt, vals))
+        if tensor_name is not None:  # a written name, even "", is set (as build_tensor does)
+            t.name = tensor_name
         return [AttributeProto(name=name, type=AttributeProto.TENSOR, t=t)]
 
     def id_list(self, close: str) -> list:
