@@ -530,6 +530,21 @@ def test_batch_walk_equals_the_per_walker_walk(name, batch_walk, monkeypatch):
             np.testing.assert_array_equal(f, r)
 
 
+def test_batch_walk_tables_follow_the_batch_shape(monkeypatch):
+    """Batch sizes alternating between runs (more than the shapes a forest keeps) each get their own tables."""
+    from onnxtext.evaluator.kernels import ml_tree
+
+    model = make_model("TreeEnsembleRegressor", XF, [("Y", F)], random_forest(6, 3, 5, seed=13, missing_tracks=0))
+    evaluator = Evaluator(model)
+    for rows in (1, 7, 1, 7, 3, 5, 9, 2, 1, 12, 7):
+        x = X_WIDE[rows:2 * rows + 1]
+        (fast,) = evaluator.run(None, {"X": x})
+        with monkeypatch.context() as patch:
+            patch.setattr(ml_tree, "BATCH_TABLE_BYTES", 0)
+            (reference,) = Evaluator(model).run(None, {"X": x})
+        np.testing.assert_array_equal(fast, reference)
+
+
 SVM_CLASSIFIER_CASES = [c[0] for c in CASES if c[1] == "SVMClassifier" and "vectors_per_class" in c[5]]
 
 

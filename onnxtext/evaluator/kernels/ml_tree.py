@@ -74,19 +74,23 @@ class Forest:
         return self._derived["walk"]
 
     def _batch_tables(self, x: np.ndarray, n_targets: int, aggregate: str):
-        """:class:`_BatchWalk` tables for a batch shaped like ``x`` (kept for the last shape seen), or None
-        when the forest (several modes, MIN/MAX) or the batch (over ``BATCH_TABLE_BYTES``) does not fit."""
-        key = ("batch", x.shape, x.dtype, n_targets, aggregate)
-        entry = self._derived.get("batch")
-        if entry is not None and entry[0] == key:
-            return entry[1]
+        """:class:`_BatchWalk` tables for a batch shaped like ``x`` (kept for the last few shapes seen, so
+        that alternating batch sizes do not rebuild them), or None when the forest (several modes,
+        MIN/MAX) or the batch (over ``BATCH_TABLE_BYTES``) does not fit."""
+        key = (x.shape, x.dtype, n_targets, aggregate)
+        kept = self._derived.setdefault("batch", {})
+        tables = kept.get(key, False)
+        if tables is not False:
+            return tables
         walk = self._walk_tables()
         tables = None
         if walk is not None and walk[2] > 0 and aggregate in ("SUM", "AVERAGE") and x.dtype.kind in "fiub":
             slots = x.shape[0] * 2 * self.mode.size
             if slots * (24 + 8 * n_targets) <= BATCH_TABLE_BYTES:
                 tables = _BatchWalk(self, x, walk, self._leaf_values(n_targets, aggregate)[0])
-        self._derived["batch"] = (key, tables)
+        if len(kept) >= BATCH_SHAPES_KEPT:
+            kept.clear()
+        kept[key] = tables
         return tables
 
     def leaves(self, X: np.ndarray) -> np.ndarray:
@@ -194,6 +198,10 @@ class Forest:
 #: the time up to about 1 MB of tables (7 rows), 0.8x / 1.6x at 4 MB (32 rows), 1.7-3.2x at 13 MB,
 #: its gathers then missing the caches.
 BATCH_TABLE_BYTES = 2 << 20
+
+#: Batch shapes whose :class:`_BatchWalk` tables a forest keeps at once (so at most this many times
+#: ``BATCH_TABLE_BYTES`` per node).
+BATCH_SHAPES_KEPT = 4
 
 #: :class:`_BatchWalk` compares every slot at once when there are at most this many slots per level of
 #: depth: about 0.5 ns per slot against the three numpy calls (~1 us) it saves per level (measured:
