@@ -170,3 +170,67 @@ def test_a_failing_fused_step_names_the_node_the_rewrite_started_from():
     with pytest.raises(EvalError, match=r"ai\.onnx::Add.*x: float32\[2\], y: float32\[3\]") as info:
         Evaluator(model).run(None, {"x": np.ones(2, F), "y": np.ones(3, F)})
     assert info.value.path == "graph.node[0]"
+
+
+# ------------------------------------------------------------------ the compiled run (plan_code)
+# After COMPILE_AFTER plain runs a plan runs as one generated function: the same values, the same
+# errors (node, inputs, path), subgraph bodies (entered many times) compiled too.
+def _runs_then(model, good: dict, bad: dict):
+    from onnxtext.evaluator.plan import COMPILE_AFTER
+
+    ev = Evaluator(model)
+    for _ in range(COMPILE_AFTER + 1):
+        ev.run(None, good)
+    assert ev._plan_for(None, ())._compiled, "the plan was not compiled"
+    with pytest.raises(EvalError) as info:
+        ev.run(None, bad)
+    return ev, info.value
+
+
+@pytest.mark.parametrize("optimize", [0, 2])
+def test_a_compiled_run_reports_the_failing_node_as_the_loop_does(optimize):
+    model = text_model("""<ir_version: 9, opset_import: ["": 18]>
+    g (float[N] x, float[M] y) => (float[N] z, float[N] w) {
+      a = Neg(x)
+      t = Add(a, y)
+      z = Relu(t)
+      w = Abs(a)
+    }""")
+    good = {"x": np.array([1, -2], F), "y": np.array([3, 4], F)}
+    from onnxtext.evaluator.plan import COMPILE_AFTER
+
+    ev = Evaluator(model, optimize=optimize)
+    loop_results = ev.run(None, good)
+    for _ in range(COMPILE_AFTER):
+        ev.run(None, good)
+    assert ev._plan_for(None, ())._compiled
+    for got, want in zip(ev.run(None, good), loop_results):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(EvalError, match=r"ai\.onnx::Add.*float32\[2\].*float32\[3\]") as info:
+        ev.run(None, {"x": np.ones(2, F), "y": np.ones(3, F)})
+    assert info.value.path == "graph.node[1]"
+
+
+def test_a_compiled_subgraph_reports_the_path_of_the_innermost_node():
+    text = """<ir_version: 9, opset_import: ["": 18]>
+    g (bool c, float[N] x, float[M] z) => (float[N] y) {
+      y = If <then_branch = t () => (float[N] u) { u = Add(x, z) },
+              else_branch = e () => (float[N] v) { v = Identity(x) }> (c)
+    }"""
+    good = {"c": np.array(True), "x": np.ones(2, F), "z": np.ones(2, F)}
+    _, err = _runs_then(text_model(text), good, {**good, "z": np.ones(3, F)})
+    assert err.path == "graph.node[0].attribute[then_branch].g.node[0]" and err.node.op_type == "Add"
+
+
+def test_a_compiled_loop_body_runs_every_iteration():
+    model = text_model("""<ir_version: 9, opset_import: ["": 18]>
+    g (float[N] x) => (float[N] y) {
+      n = Constant <value = int64 {10}> ()
+      t = Constant <value = bool {1}> ()
+      y = Loop <body = body (int64 i, bool c, float[N] v) => (bool c2, float[N] w) {
+        c2 = Identity(c)
+        w = Add(v, v)
+      }> (n, t, x)
+    }""")
+    (y,) = Evaluator(model).run(None, {"x": np.array([1, -3], F)})
+    np.testing.assert_array_equal(y, np.array([1024, -3072], F))

@@ -30,6 +30,7 @@ from .. import schemas, tensors
 from ..errors import EvalError, OnnxTextError
 from .optimizer import MAX_LEVEL, optimize
 from .optimizer.graph import Constants
+from .plan_code import compile_steps
 from .registry import lookup, normalize_domain
 from .steps import (CONTROL, UNUSED, KernelContext, RunControl, RunStopped, Step, StepInfo,  # noqa: F401
                     describe_node, describe_value, step_error)
@@ -122,10 +123,16 @@ def _no_inputs(env) -> tuple:
     return ()
 
 
+#: plain runs of a plan before its steps become one generated function (:mod:`.plan_code`): plans run
+#: once or twice (a node test, a subgraph entered once) do not pay for the compilation
+COMPILE_AFTER = 3
+
+
 class GraphPlan:
     """A graph prepared for repeated execution (see the module docstring)."""
 
-    __slots__ = ("name", "input_names", "output_names", "constants", "free", "steps", "keep", "_loop")
+    __slots__ = ("name", "input_names", "output_names", "constants", "free", "steps", "keep", "_loop", "_runs",
+                 "_compiled")
 
     def __init__(self, name, input_names, output_names, constants, free, steps, keep):
         self.name = name
@@ -136,6 +143,8 @@ class GraphPlan:
         self.steps = steps
         self.keep = keep
         self._loop = None  # what execute() iterates, built from steps on first use (see _loop_records)
+        self._runs = 0  # plain runs so far: the steps are compiled into one function at COMPILE_AFTER
+        self._compiled = None  # that function (plan_code.compile_steps), False when the plan keeps the loop
 
     def _loop_records(self) -> list:
         """Per step ``(fn, get, kind, outputs, attrs, free, info, context, step)``: ``get(env)`` is an
@@ -189,6 +198,13 @@ class GraphPlan:
         Ctrl-C stops either loop with an EvalError naming the node reached."""
         if CONTROL in env:
             return self.execute_controlled(env, env[CONTROL])
+        run = self._compiled
+        if run:
+            return run(env)
+        if run is None:
+            self._runs += 1
+            if self._runs >= COMPILE_AFTER:
+                self._compiled = compile_steps(self.steps) or False
         st = None
         try:
             for fn, get, kind, outs, attrs, free, info, context, st in self._loop or self._loop_records():
