@@ -5,8 +5,8 @@ onnxruntime (one thread: its DynamicQuantizeLSTM quantizes each thread's part of
 range). The table crosses the attributes the kernels branch on: direction, sequence_lens shorter than
 the sequence, layout 0/1, clip, custom activations with alpha/beta, peepholes, linear_before_reset,
 input_forget, initial states given or not, batch 1 and more. The default activations without clip,
-peepholes, input_forget or shorter sequences take the fast path (kernels/rnn_cells.py), the others the
-general one (kernels/rnn.py); :func:`test_fast_path_equals_general_path` compares the two directly.
+peepholes or input_forget take the fast path (kernels/rnn_cells.py; sequence_lens included), the others
+the general one (kernels/rnn.py); :func:`test_fast_path_equals_general_path` compares the two directly.
 onnxruntime's CPU kernels are float32 only, so float64 cases compare with onnx.reference (which ignores
 sequence_lens and clip: no float64 case has them); onnxruntime has
 no batch-first (layout 1) recurrence, so layout-1 cases compare with the layout-0 node on transposed inputs.
@@ -56,6 +56,7 @@ CASES = [
     Case("rnn_bidirectional_no_bias", "RNN", "bidirectional", bias=False),
     Case("rnn_batch1", "RNN", batch=1, steps=7),
     Case("rnn_lengths", "RNN", "bidirectional", lens=(5, 2, 3), initial=True),
+    Case("rnn_reverse_lengths", "RNN", "reverse", lens=(1, 4, 5)),
     Case("rnn_layout1", "RNN", "bidirectional", layout=1, initial=True),
     Case("rnn_clip", "RNN", attrs=dict(clip=0.4)),
     Case("rnn_relu", "RNN", attrs=dict(activations=["Relu"])),
@@ -74,6 +75,8 @@ CASES = [
     Case("gru_batch1_long", "GRU", batch=1, steps=12, attrs=dict(linear_before_reset=1)),
     Case("gru_lengths", "GRU", "bidirectional", lens=(1, 5, 3), initial=True),
     Case("gru_lengths_linear", "GRU", lens=(4, 5, 2), attrs=dict(linear_before_reset=1)),
+    Case("gru_bidirectional_lengths_linear", "GRU", "bidirectional", lens=(2, 5, 3), initial=True,
+         attrs=dict(linear_before_reset=1)),
     Case("gru_layout1", "GRU", "bidirectional", layout=1, initial=True, attrs=dict(linear_before_reset=1)),
     Case("gru_clip", "GRU", attrs=dict(clip=0.3)),
     Case("gru_activations_alpha", "GRU", attrs=dict(
@@ -93,6 +96,9 @@ CASES = [
     Case("lstm_lengths_all_full", "LSTM", "bidirectional", lens=(5, 5, 5)),
     Case("lstm_layout1", "LSTM", "bidirectional", layout=1, initial=True),
     Case("lstm_layout1_lengths", "LSTM", layout=1, lens=(2, 5, 4)),
+    Case("lstm_reverse_lengths", "LSTM", "reverse", lens=(3, 5, 1), initial=True),
+    Case("lstm_lengths_model_sized", "LSTM", "bidirectional", steps=12, batch=3, inputs=32, hidden=48,
+         lens=(12, 7, 3), initial=True),
     Case("lstm_clip", "LSTM", "bidirectional", attrs=dict(clip=0.5)),
     Case("lstm_peepholes", "LSTM", peepholes=True, initial=True),
     Case("lstm_peepholes_bidirectional", "LSTM", "bidirectional", peepholes=True),
@@ -234,7 +240,7 @@ EMPTY = [
     Case("gru_empty_batch", "GRU", "reverse", batch=0, attrs=dict(linear_before_reset=1)),
     Case("rnn_empty_sequence", "RNN", steps=0),
 ]
-FAST = [c for c in CASES if c.lens is None and not c.peepholes and not c.attrs.get("clip")
+FAST = [c for c in CASES if not c.peepholes and not c.attrs.get("clip")
         and not c.attrs.get("input_forget") and not c.attrs.get("activations")] + EMPTY
 
 
@@ -307,3 +313,19 @@ def test_runs_in_threads_at_once(case):
         for i, results in enumerate(pool.map(runs, range(8))):
             for got in results:
                 assert_close(got, expected[i], 0, 0, f"{case.name} feeds {i} in a thread:")
+
+
+@pytest.mark.parametrize("case", [c for c in FAST if c not in EMPTY], ids=lambda c: c.name)
+@pytest.mark.parametrize("optimize", [0, None])
+def test_fast_eligible_cases_take_the_fast_path(case, optimize, monkeypatch):
+    """Default activations (absent, or as the schema lists them: RNN's default names Tanh twice even for
+    one direction) without clip, peepholes or input_forget never reach the general path, with the
+    plan's prepared weights or without (optimize=0), sequence_lens or not."""
+    from onnxtext.evaluator.kernels import rnn
+
+    def general(*args, **kwargs):
+        raise AssertionError("took the general path")
+
+    monkeypatch.setattr(rnn, "_general", general)
+    model, feeds = _model(case, np.random.default_rng(2))
+    Evaluator(model, **({} if optimize is None else {"optimize": optimize})).run(None, feeds)

@@ -101,9 +101,9 @@ def _recurrent(op, X, W, R, B, seq_lens, initial_states, P, *, hidden_size, dire
 
     ``product(x, w)`` computes ``x @ w.T`` for the LSTM's matrices (default: numpy's matmul; the
     quantized com.microsoft::DynamicQuantizeLSTM passes its own, and W[d]/R[d] are then its keys).
-    The default activations without clip, peepholes, input_forget or shorter sequences take the fast
-    path of :mod:`.rnn_cells` (with ``prepared`` weights when the plan made them, see
-    :func:`fast_weights`); the rest the general one here."""
+    The default activations without clip, peepholes or input_forget take the fast path of
+    :mod:`.rnn_cells` (with ``prepared`` weights when the plan made them, see :func:`fast_weights`);
+    the rest the general one here."""
     if layout:
         X = np.swapaxes(X, 0, 1)
         initial_states = [None if s is None else np.swapaxes(s, 0, 1) for s in initial_states]
@@ -114,9 +114,9 @@ def _recurrent(op, X, W, R, B, seq_lens, initial_states, P, *, hidden_size, dire
     if lens is not None and np.all(lens >= steps):
         lens = None
     reverse_flags = rnn_cells.REVERSE[direction]
-    if product is None and lens is None and _fast_attributes(op, clip, activations, input_forget, P, num_directions):
+    if product is None and _fast_attributes(op, clip, activations, input_forget, P, num_directions):
         prep = prepared or rnn_cells.prepared(op, W, R, B, hidden, linear_before_reset)
-        outs = rnn_cells.run(op, X, prep, initial_states, reverse_flags)
+        outs = rnn_cells.run(op, X, prep, initial_states, reverse_flags, lens)
     else:
         outs = _general(op, X, W, R, B, lens, initial_states, P, hidden, clip, activations, activation_alpha,
                         activation_beta, linear_before_reset, input_forget, product, reverse_flags)
@@ -144,10 +144,10 @@ def fast_weights(op, W, R, B, P, attrs) -> rnn_cells.Prepared | None:
 
 
 def prepared_call(op: str, attrs: dict, prepared: rnn_cells.Prepared):
-    """``call(args) -> outputs or None`` for a node whose weights the plan prepared (rule
+    """``call(args) -> outputs`` for a node whose weights the plan prepared (rule
     ``prepared_recurrent``): the fast path straight from the node's input list (X, W, R, B,
     sequence_lens, initial_h, initial_c), without the kernel's attribute and argument handling (about
-    5 us a call on a one-step LSTM); None when sequence_lens is given (the kernel decides then)."""
+    5 us a call on a one-step LSTM)."""
     layout = attrs.get("layout", 0)
     reverse = rnn_cells.REVERSE[attrs["direction"]]
     n_states = 2 if op == "LSTM" else 1
@@ -155,14 +155,17 @@ def prepared_call(op: str, attrs: dict, prepared: rnn_cells.Prepared):
 
     def call(args):
         n = len(args)
-        if n > 4 and args[4] is not None:
-            return None
-        X = args[0]
+        X = np.swapaxes(args[0], 0, 1) if layout else args[0]
+        lens = args[4] if n > 4 else None
+        if lens is not None:
+            lens = np.asarray(lens).astype(np.int64)
+            if np.all(lens >= X.shape[0]):
+                lens = None
         states = [args[5 + k] if n > 5 + k else None for k in range(n_states)]
         if not layout:
-            return run(op, X, prepared, states, reverse)
-        Y, *finals = run(op, np.swapaxes(X, 0, 1), prepared,
-                         [None if s is None else np.swapaxes(s, 0, 1) for s in states], reverse)
+            return run(op, X, prepared, states, reverse, lens)
+        Y, *finals = run(op, X, prepared, [None if s is None else np.swapaxes(s, 0, 1) for s in states], reverse,
+                         lens)
         return (np.transpose(Y, (2, 0, 1, 3)), *(np.swapaxes(o, 0, 1) for o in finals))
     return call
 

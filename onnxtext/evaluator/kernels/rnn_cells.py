@@ -59,12 +59,15 @@ _add, _subtract, _multiply, _tanh, _matmul = np.add, np.subtract, np.multiply, n
 
 
 def default_activations(op: str, names, num_directions: int) -> bool:
-    """Whether the ``activations`` attribute asks for the operator's defaults (or is absent)."""
+    """Whether the ``activations`` attribute asks for the operator's defaults (or is absent). Names
+    beyond those the directions use are ignored (RNN's schema default lists Tanh twice, also for one
+    direction), as the general path ignores them."""
     if not names:
         return True
     default = DEFAULT_ACTIVATIONS[op]
     lowered = tuple(str(n).lower() for n in names)
-    return lowered == default * num_directions or (num_directions == 2 and lowered == default)
+    used = default * num_directions
+    return lowered[:len(used)] == used or (num_directions == 2 and lowered == default)
 
 
 def sigmoid_scale(op: str, hidden: int, dtype) -> np.ndarray:
@@ -240,20 +243,39 @@ def workspace(op, dtype, steps, batch, dirs, hidden, augmented=False) -> Workspa
     return ws
 
 
-def run(op, X, prep: Prepared, initial_states, reverse: list):
-    """Y [T, dirs, B, H] and the final states ([dirs, B, H] each) for layout-0 inputs."""
+def run(op, X, prep: Prepared, initial_states, reverse: list, lens=None):
+    """Y [T, dirs, B, H] and the final states ([dirs, B, H] each) for layout-0 inputs.
+
+    ``lens`` (int64 [B], or None when every sequence is as long as X): a batch entry's state stays as
+    it is at the steps beyond its length (for a reverse direction, those before its last valid
+    element, which it starts from), and its Y rows there are zero."""
     ws = begin(op, X, prep, initial_states, reverse)
     block = len(reverse) * prep.hidden
+    frozen = None if lens is None else _frozen_steps(ws, lens, reverse, prep.hidden)
     if op == "LSTM":
-        _lstm_loop(ws, prep.r, prep.r_stacked, block, prep.scaled)
+        _lstm_loop(ws, prep.r, prep.r_stacked, block, prep.scaled, frozen)
     elif op == "GRU":
         augmented = prep.r_augmented is not None
         _gru_loop(ws, prep.r_augmented if augmented else prep.r, prep.r_stacked, prep.r_gate,
                   prep.r_gate_stacked, None if augmented else prep.gate_bias, prep.gate_bias is not None, block,
-                  prep.scaled)
+                  prep.scaled, frozen)
     else:
-        _rnn_loop(ws, prep.r, prep.r_stacked, block)
-    return finish(ws, reverse, prep.hidden)
+        _rnn_loop(ws, prep.r, prep.r_stacked, block, frozen)
+    return finish(ws, reverse, prep.hidden, lens)
+
+
+def _frozen_steps(ws: Workspace, lens, reverse: list, hidden: int) -> list:
+    """Per step k, a [dirs*hidden, B] mask of the states that keep their previous value: batch entries
+    whose time at step k (k, or T-1-k for a reverse direction) is not below their length."""
+    steps, batch = len(ws.x_steps), ws.hs.shape[-1]
+    dirs = len(reverse)
+    masks = ws.extra.get("frozen")
+    if masks is None:
+        masks = ws.extra["frozen"] = np.empty((steps, dirs, hidden, batch), bool)
+    k = np.arange(steps).reshape(steps, 1, 1)
+    for d in range(dirs):
+        np.greater_equal(steps - 1 - k if reverse[d] else k, lens, out=masks[:, d])
+    return list(masks.reshape(steps, dirs * hidden, batch))
 
 
 def begin(op, X, prep: Prepared, initial_states, reverse: list, projected=None) -> Workspace:
@@ -286,9 +308,9 @@ def begin(op, X, prep: Prepared, initial_states, reverse: list, projected=None) 
     return ws
 
 
-def finish(ws: Workspace, reverse: list, hidden: int) -> tuple:
+def finish(ws: Workspace, reverse: list, hidden: int, lens=None) -> tuple:
     """(Y [T, dirs, B, H], Y_h [dirs, B, H]) and for an LSTM Y_c, copied out of the workspace's states
-    (in step order there)."""
+    (in step order there); with ``lens``, Y is zero at each batch entry's times beyond its length."""
     dirs = len(reverse)
     hs = ws.hs
     steps, batch = hs.shape[0] - 1, hs.shape[-1]
@@ -299,6 +321,8 @@ def finish(ws: Workspace, reverse: list, hidden: int) -> tuple:
     else:
         for d in range(dirs):
             np.copyto(y[:, d], (states[:0:-1, d] if reverse[d] else states[1:, d]).transpose(0, 2, 1))
+    if lens is not None:
+        np.copyto(y, 0, where=np.arange(steps).reshape(steps, 1, 1, 1) >= lens.reshape(1, 1, batch, 1))
     outs = (y, np.array(states[steps].transpose(0, 2, 1)))  # (np.array copies: never a workspace view)
     if ws.c is None:
         return outs
@@ -319,8 +343,8 @@ def _stacked_views(ws: Workspace, key, inputs, out, dirs, rows, hidden):
     return views
 
 
-def _rnn_loop(ws, r, stacked, block):
-    add, tanh, matmul = _add, _tanh, _matmul
+def _rnn_loop(ws, r, stacked, block, frozen=None):
+    add, tanh, matmul, copyto = _add, _tanh, _matmul, np.copyto
     xs, hs = ws.x_steps, ws.h_states
     if r is None:  # one gate: the direction-stacked product is already in the state's row order
         dirs, hidden, _ = stacked.shape
@@ -335,11 +359,14 @@ def _rnn_loop(ws, r, stacked, block):
             matmul(stacked, states[k], states[k + 1])
         add(h, xs[k], h)
         tanh(h, h)
+        if frozen is not None:
+            copyto(h, hs[k], where=frozen[k])
 
 
-def _lstm_loop(ws, r, stacked, block, scaled):
+def _lstm_loop(ws, r, stacked, block, scaled, frozen=None):
     """Gate row blocks i, o, f, c; i/o/f halved (sigmoid as tanh): in r when ``scaled``, else here.
-    The recurrence is one product with ``r``, or with the ``stacked`` per-direction matrices."""
+    The recurrence is one product with ``r``, or with the ``stacked`` per-direction matrices; the
+    ``frozen`` masks (see run) keep states as they were."""
     add, multiply, tanh, matmul, copyto = _add, _multiply, _tanh, _matmul, np.copyto
     xs, hs, c = ws.x_steps, ws.h_states, ws.c
     bufs = ws.extra.get("lstm")
@@ -348,6 +375,7 @@ def _lstm_loop(ws, r, stacked, block, scaled):
         bufs = ws.extra["lstm"] = (g, g[: 3 * block], *(g[k * block:(k + 1) * block] for k in range(4)),
                                    np.empty(c.shape, c.dtype))
     g, sig, gi, go, gf, gc, tmp = bufs
+    c_prev = None if frozen is None else np.empty(c.shape, c.dtype)
     half = np.array(0.5, g.dtype)  # (a 0-d array: numpy converts a scalar operand at every call, ~0.3 us)
     if r is None:
         dirs, rows, hidden = stacked.shape
@@ -364,14 +392,19 @@ def _lstm_loop(ws, r, stacked, block, scaled):
         tanh(g, g)
         multiply(sig, half, sig)
         add(sig, half, sig)
+        if frozen is not None:
+            copyto(c_prev, c)
         multiply(gf, c, c)
         multiply(gi, gc, gi)
         add(c, gi, c)
         tanh(c, tmp)
         multiply(go, tmp, hs[k + 1])
+        if frozen is not None:
+            copyto(c, c_prev, where=frozen[k])
+            copyto(hs[k + 1], hs[k], where=frozen[k])
 
 
-def _gru_loop(ws, r, stacked, r_gate, gate_stacked, gate_bias, linear, block, scaled):
+def _gru_loop(ws, r, stacked, r_gate, gate_stacked, gate_bias, linear, block, scaled, frozen=None):
     """h~ = tanh(Wh x + Rh (r * h) + Wbh + Rbh), or with ``linear`` (linear_before_reset)
     tanh(Wh x + Wbh + r * (Rh h + Rbh)), where one product gives the three gates' recurrent terms and
     Rbh comes from the matrix's last column (``gate_bias`` None: the states have a row of ones) or is
@@ -428,3 +461,5 @@ def _gru_loop(ws, r, stacked, r_gate, gate_stacked, gate_bias, linear, block, sc
         subtract(h, gh, tmp)
         multiply(z, tmp, tmp)
         add(gh, tmp, hs[k + 1])
+        if frozen is not None:
+            copyto(hs[k + 1], h, where=frozen[k])
