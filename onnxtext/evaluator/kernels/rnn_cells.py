@@ -1,8 +1,9 @@
 """The fast path of the recurrent kernels: RNN, GRU and LSTM with their default activations.
 
 :mod:`.rnn` sends a node here when nothing but the default activations is asked for (Tanh for RNN;
-Sigmoid, Tanh for GRU; Sigmoid, Tanh, Tanh for LSTM), with no clip, no peepholes, no input_forget
-and every sequence as long as X; everything else takes its general path. What makes this one fast:
+Sigmoid, Tanh for GRU; Sigmoid, Tanh, Tanh for LSTM), with no clip, no peepholes and no input_forget;
+everything else takes its general path. Sequences shorter than X (``sequence_lens``) keep their
+states by masked copies after each step (two or three calls a step more). What makes this one fast:
 
 * **Gates as rows.** The loop works on transposed states, [hidden, batch] per direction, so a step's
   gates are ``R @ h`` with R in its ONNX layout [gates*hidden, hidden], and every gate is a block of
