@@ -260,6 +260,14 @@ EDGE = [
     'g (float x) => (float y) { y = Foo<a: floats = [1, 2], b: ints = [1.5]>(x) }',
     'g (float x) => (float y) { y = Foo<a = [1e400, 1]>(x) }',
     'g (float x) => (float y) { y = Foo<a = [007, 1], b = [1,, 2]>(x) }',
+    # list attributes read without a regular expression over them: numbers, plain strings, and what falls back
+    'g (float x) => (float y) { y = Foo<a = ["A", "B",], b = [ "" ], c = ["a]b", "c"], d = ["x" "y"]>(x) }',
+    'g (float x) => (float y) { y = Foo<a = ["A", 1], b = ["\\x41", "B"], c = ["A", @r], d = ["\udcff"]>(x) }',
+    'g (float x) => (float y) { y = Foo<a = ["A", "B"] b = [1]>(x) }',
+    'g (float x) => (float y) { y = Foo<a = [1, 2]x, b = [1]>(x) }',
+    'g (float x) => (float y) { y = Foo<a = [1, 2.5, nan, -Infinity], b = [1e5, 2], c = [.5], d = [NaN]>(x) }',
+    'g (float x) => (float y) { y = Foo<a = [1, 0x10], b = [1 2], c = [,], d = [], "e" = [1], f: ints = [1]>(x) }',
+    'g (float x) => (float y) { y = Foo<a = [\n  1,\n  2\n], b = [-0, 007]>(x) }',
     # errors at the edges
     '', '<', 'g (float x) => (float y) {', 'g (float x) => (float y) { y = Relu(x) } }',
     'g (float x) => (float y) { y = Relu(x) } trailing', 'g (floot x) => (float y) { y = Relu(x) }',

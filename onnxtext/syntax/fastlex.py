@@ -241,11 +241,62 @@ def _type_name_attr(name: str, value: str, domain, op_type: str) -> AttributePro
     return AttributeProto(name=name, type=AttributeProto.TYPE_PROTO, tp=tp)
 
 
+_LIST_HEAD_RE = re.compile(f"{_W}({_NAME}){_W}={_W}\\[", re.S)
+_LIST_TAIL_RE = re.compile(f"{_W}(?:,|\\Z)")
+
+
+def _list_attr(text: str, head):
+    """(AttributeProto, end) of the list attribute whose ``name = [`` is ``head``, when it holds only decimal
+    numbers or only plain strings, exactly as Builder.attr makes it; else None (the general reading decides).
+    A number list is checked by one regular expression, a string list by splitting it at its quotes."""
+    start = head.end() - 1
+    j = text.find("]", start)
+    tail = _LIST_TAIL_RE.match(text, j + 1) if j > 0 else None
+    if tail is None:
+        return None
+    value = text[start:j + 1]
+    if '"' not in value:
+        if not _ALL_NUMBER_LIST.fullmatch(value):
+            return None
+        # ints when every item is an INT token, else floats (an INT among FLOATs is its value as a float)
+        body = value[1:-1].rstrip(WS_CHARS)
+        toks = (body[:-1] if body.endswith(",") else body).split(",")  # int()/float() skip the blanks
+        if "." in value or "e" in value or "E" in value or "n" in value or "N" in value:  # FLOAT or SPECIAL
+            a = AttributeProto(name=_name(head.group(1)), type=AttributeProto.FLOATS)
+            a.floats.extend(map(float, toks))
+        else:
+            a = AttributeProto(name=_name(head.group(1)), type=AttributeProto.INTS)
+            a.ints.extend(map(int, toks))
+        return a, tail.end()
+    if "\\" in value:
+        return None
+    parts = value[1:-1].split('"')  # no escapes: the quotes are the strings' bounds
+    if len(parts) < 3 or not len(parts) & 1 or parts[0].strip(WS_CHARS) or parts[-1].strip(WS_CHARS) not in ("", ","):
+        return None
+    for sep in parts[2:-1:2]:
+        if sep.strip(WS_CHARS) != ",":
+            return None
+    try:
+        strings = [c.encode("utf-8") for c in parts[1::2]]
+    except UnicodeEncodeError:  # a lone surrogate: the builder's error
+        return None
+    a = AttributeProto(name=_name(head.group(1)), type=AttributeProto.STRINGS)
+    a.strings.extend(strings)
+    return a, tail.end()
+
+
 def _attrs(text: str, domain, op_type: str) -> list:
     """The AttributeProtos of a simple ``<...>`` list (numbers, strings, @refs, flat lists of them, and element
     type names such as ``to = float``) of a node of operator ``domain.op_type``."""
     out, pos, n = [], 0, len(text)
     while pos < n:
+        h = _LIST_HEAD_RE.match(text, pos)
+        if h is not None:  # `name = [...]`: long lists (tree ensembles) without a regular expression over them
+            listed = _list_attr(text, h)
+            if listed is not None:
+                out.append(listed[0])
+                pos = listed[1]
+                continue
         m = _ATTR_RE.match(text, pos)
         if m is None:
             raise Fallback
