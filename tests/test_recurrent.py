@@ -57,6 +57,8 @@ CASES = [
     Case("rnn_batch1", "RNN", batch=1, steps=7),
     Case("rnn_lengths", "RNN", "bidirectional", lens=(5, 2, 3), initial=True),
     Case("rnn_reverse_lengths", "RNN", "reverse", lens=(1, 4, 5)),
+    # an empty sequence: onnxruntime gives zero final states (not the initial ones)
+    Case("rnn_bidirectional_empty_sequence", "RNN", "bidirectional", lens=(3, 0, 5), initial=True),
     Case("rnn_layout1", "RNN", "bidirectional", layout=1, initial=True),
     Case("rnn_clip", "RNN", attrs=dict(clip=0.4)),
     Case("rnn_relu", "RNN", attrs=dict(activations=["Relu"])),
@@ -75,6 +77,7 @@ CASES = [
     Case("gru_batch1_long", "GRU", batch=1, steps=12, attrs=dict(linear_before_reset=1)),
     Case("gru_lengths", "GRU", "bidirectional", lens=(1, 5, 3), initial=True),
     Case("gru_lengths_linear", "GRU", lens=(4, 5, 2), attrs=dict(linear_before_reset=1)),
+    Case("gru_empty_sequence", "GRU", lens=(0, 5, 2), initial=True, attrs=dict(linear_before_reset=1)),
     Case("gru_bidirectional_lengths_linear", "GRU", "bidirectional", lens=(2, 5, 3), initial=True,
          attrs=dict(linear_before_reset=1)),
     Case("gru_layout1", "GRU", "bidirectional", layout=1, initial=True, attrs=dict(linear_before_reset=1)),
@@ -119,6 +122,11 @@ CASES = [
     Case("gru_bidirectional_linear_model_sized", "GRU", "bidirectional", steps=6, batch=3, inputs=16, hidden=32,
          attrs=dict(linear_before_reset=1)),
     Case("lstm_one_step_model_sized", "LSTM", steps=1, batch=2, inputs=128, hidden=128, initial=True),
+    # one step: the projection written straight in the loop's layout (rnn_cells._one_step_inputs)
+    Case("gru_linear_one_step", "GRU", steps=1, initial=True, attrs=dict(linear_before_reset=1)),
+    Case("gru_bidirectional_one_step_fed_weights", "GRU", "bidirectional", steps=1, fed_weights=True),
+    Case("rnn_bidirectional_one_step", "RNN", "bidirectional", steps=1, batch=2),
+    Case("lstm_reverse_one_step_lengths", "LSTM", "reverse", steps=1, lens=(1, 0, 1), initial=True),
 ]
 
 # DynamicQuantizeLSTM: W [dirs, input, 4H] and R [dirs, H, 4H] int8 with per-direction scales
@@ -128,6 +136,7 @@ QUANTIZED = [
     Case("dq_lstm_bidirectional", "DynamicQuantizeLSTM", "bidirectional", hidden=8, steps=7),
     Case("dq_lstm_bidirectional_batch1_no_bias", "DynamicQuantizeLSTM", "bidirectional", batch=1, bias=False),
     Case("dq_lstm_lengths", "DynamicQuantizeLSTM", "bidirectional", lens=(5, 2, 4)),
+    Case("dq_lstm_empty_sequence", "DynamicQuantizeLSTM", "bidirectional", lens=(5, 0, 4), initial=True),
     Case("dq_lstm_peepholes", "DynamicQuantizeLSTM", peepholes=True, initial=True),
     Case("dq_lstm_clip", "DynamicQuantizeLSTM", attrs=dict(clip=0.5)),
     Case("dq_lstm_column_scales", "DynamicQuantizeLSTM", "bidirectional", initial=True, column_scales=True),

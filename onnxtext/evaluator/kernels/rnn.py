@@ -230,7 +230,7 @@ def _general(op, X, W, R, B, lens, initial_states, P, hidden, clip, activations,
         finals.append(final)
     Y = np.stack(ys, axis=1).astype(dtype)  # [T, dirs, B, H]
     outs = [np.stack([fs[k] for fs in finals]).astype(dtype) for k in range(len(finals[0]))]
-    return (Y, *outs)
+    return (Y, *outs) if lens is None else rnn_cells.empty_sequences_zeroed((Y, *outs), lens)
 
 
 def _attrs(a, layout):
