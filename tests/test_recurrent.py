@@ -137,6 +137,11 @@ QUANTIZED = [
     Case("dq_lstm_bidirectional_batch1_no_bias", "DynamicQuantizeLSTM", "bidirectional", batch=1, bias=False),
     Case("dq_lstm_lengths", "DynamicQuantizeLSTM", "bidirectional", lens=(5, 2, 4)),
     Case("dq_lstm_empty_sequence", "DynamicQuantizeLSTM", "bidirectional", lens=(5, 0, 4), initial=True),
+    # every sequence shorter than X: onnxruntime quantizes the input over max(sequence_lens) steps only
+    Case("dq_lstm_all_shorter", "DynamicQuantizeLSTM", steps=8, lens=(2, 4, 4), initial=True),
+    Case("dq_lstm_all_shorter_bidirectional", "DynamicQuantizeLSTM", "bidirectional", steps=7, batch=2,
+         lens=(2, 1)),
+    Case("dq_lstm_all_empty", "DynamicQuantizeLSTM", "reverse", lens=(0, 0, 0), initial=True),
     Case("dq_lstm_peepholes", "DynamicQuantizeLSTM", peepholes=True, initial=True),
     Case("dq_lstm_clip", "DynamicQuantizeLSTM", attrs=dict(clip=0.5)),
     Case("dq_lstm_column_scales", "DynamicQuantizeLSTM", "bidirectional", initial=True, column_scales=True),

@@ -40,6 +40,20 @@ def dynamic_quantize_lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, i
     lens = None if sequence_lens is None else np.asarray(sequence_lens).astype(np.int64)
     if lens is not None and np.all(lens >= X.shape[0]):
         lens = None
+    if lens is not None and lens.size and int(lens.max()) < X.shape[0]:
+        # onnxruntime runs max(sequence_lens) steps, so the input's on-the-fly quantization covers those
+        # rows only; Y is zero beyond them (and every final state of an empty sequence is zero)
+        steps = max(int(lens.max()), 0)
+        y = np.zeros((X.shape[0], W.shape[0], X.shape[1], hidden_size), np.float32)
+        if not steps:
+            states = np.zeros((W.shape[0], X.shape[1], hidden_size), np.float32)
+            return y, states, states.copy()
+        y[:steps], h, c = dynamic_quantize_lstm(
+            X[:steps], W, R, B, sequence_lens, initial_h, initial_c, P, W_scale, W_zero_point, R_scale,
+            R_zero_point, hidden_size=hidden_size, direction=direction, activations=activations,
+            activation_alpha=activation_alpha, activation_beta=activation_beta, clip=clip,
+            input_forget=input_forget, prepared=prepared)
+        return y, h, c
     if lens is None and X.dtype == np.float32 and _fast_attributes(clip, input_forget, P, activations, W.shape[0]):
         if prepared is None:  # kept between runs for read-only weights (initializers)
             prepared = derived(f"dq-lstm-fast-{hidden_size}", sources + (B,),
