@@ -343,3 +343,31 @@ def test_fast_eligible_cases_take_the_fast_path(case, optimize, monkeypatch):
     monkeypatch.setattr(rnn, "_general", general)
     model, feeds = _model(case, np.random.default_rng(2))
     Evaluator(model, **({} if optimize is None else {"optimize": optimize})).run(None, feeds)
+
+
+def _random_case(seed: int) -> Case:
+    """A seeded random configuration: operator, direction, sizes, lengths (empty ones included), layout,
+    initial states, bias, weights fed as inputs."""
+    rng = np.random.default_rng(seed)
+    op = str(rng.choice(["RNN", "GRU", "LSTM", "DynamicQuantizeLSTM"]))
+    steps, batch = int(rng.integers(1, 9)), int(rng.integers(1, 5))
+    lens = tuple(int(n) for n in rng.integers(0, steps + 1, batch)) if rng.random() < 0.4 else None
+    quantized = op == "DynamicQuantizeLSTM"
+    layout = int(rng.random() < 0.25 and not quantized)
+    fed = bool(rng.random() < 0.2 and not quantized and not layout)  # (the oracle transposes every input)
+    return Case(f"random_{seed}", op, str(rng.choice(["forward", "reverse", "bidirectional"])), steps=steps,
+                batch=batch, inputs=int(rng.integers(1, 7)), hidden=int(rng.integers(1, 9)), layout=layout,
+                attrs=dict(linear_before_reset=1) if op == "GRU" and rng.random() < 0.5 else {}, lens=lens,
+                initial=bool(rng.random() < 0.5), bias=fed or bool(rng.random() < 0.8), fed_weights=fed)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_configurations_match_onnxruntime(seed):
+    """Seeded random configurations, with the plan's prepared weights and without (optimize=0): such a
+    comparison found that onnxruntime quantizes DynamicQuantizeLSTM's input over max(sequence_lens)."""
+    case = _random_case(seed)
+    model, feeds = _model(case, np.random.default_rng(seed))
+    want = _oracle(case, model, feeds)
+    tol = (1e-4, 1e-4) if case.op == "DynamicQuantizeLSTM" else (2e-5, 2e-6)
+    for options in ({}, {"optimize": 0}):
+        assert_close(Evaluator(model, **options).run(None, feeds), want, *tol, f"{case}, {options}:")
