@@ -22,7 +22,8 @@ states by masked copies after each step (two or three calls a step more). What m
 * **One projection, both directions per step.** ``X @ W^T + biases`` for every time step and
   direction is one matmul before the loop (W's rows already gate-major across directions), copied
   with the biases into *step order* (at step k the forward direction reads time k and the reverse
-  direction time T-1-k) in one call per direction, or one for all when none runs backwards. Each
+  direction time T-1-k) in one call per direction, or one for all when none runs backwards (a
+  one-step run has BLAS write ``W x^T`` in the loop's layout directly). Each
   step then runs both directions at once (a stacked matmul) and writes into preallocated buffers
   with positional ``out`` arguments: about ten numpy calls per step for LSTM, whatever the number of
   directions. The hidden states are collected in step order and put back in time order (and
