@@ -88,6 +88,7 @@ class ValueScanner:
         self._types: dict = {}  # type text -> TypeProto (the same text gives an equal TypeProto)
         self._info: dict = {}  # type text -> (DType, dims, element count) of a dense numeric tensor, or ()
         self._literals: dict = {}  # literal text -> value
+        self._small: dict = {}  # (type text, literal text, raw) -> small_tensor's arguments without the name, or False
         self.metadata = MetadataReader(text)  # @metadata_props blocks, read in one step
         #: spans of the outermost lists' middle items, read completely (see FailedAt)
         self.skips: list = []
@@ -463,24 +464,29 @@ class ValueScanner:
 
     def small_tensor(self, key: str, name: str, data: str, raw: bool = False):
         """TensorProto keyword arguments equal to build_tensor's result for a float/double/int64 tensor of
-        plain literals (``= {...}``, or ``= raw {...}`` with ``raw``), or None (the builder then makes it)."""
+        plain literals (``= {...}``, or ``= raw {...}`` with ``raw``), or None (the builder then makes it).
+        The same type and literal text (``float[1] c = {0.5}`` in thousands of entries) is read once per parse."""
+        base = self._small.get((key, data, raw))
+        if base is None:
+            base = self._small[(key, data, raw)] = self._small_tensor(key, data, raw)
+        if not base:
+            return None
+        kw = base.copy()
+        if name is not None:  # a written name, even "", is set (as build_tensor does)
+            kw["name"] = name
+        return kw
+
+    def _small_tensor(self, key: str, data: str, raw: bool):
         info = self._info.get(key)
         if info is None:
             info = self._info[key] = _tensor_info(self._types[key])
         if not info:
-            return None
+            return False
         dt, dims, count = info
         vals = self.values(data)
         if len(vals) != count or not plain_values(dt, vals):
-            return None
-        kw = {"data_type": dt.enum, "dims": dims}
-        if raw:
-            kw["raw_data"] = raw_data(dt, vals)
-        else:
-            kw[dt.field] = vals
-        if name is not None:  # a written name, even "", is set (as build_tensor does)
-            kw["name"] = name
-        return kw
+            return False
+        return {"data_type": dt.enum, "dims": dims, "raw_data" if raw else dt.field: raw_data(dt, vals) if raw else vals}
 
     def block_tensor(self, e):
         """TensorProto keyword arguments for an initializer given as a byte block (base64/hex), exactly as
