@@ -22,7 +22,7 @@ Cost: 22 numpy calls per block (was 25 for the previous Eigen rational, whose er
 ulps); Gelu 24 (was 29). Constants are 0-d arrays and outputs positional: numpy scalar operands
 cost 0.50 us per call on 512 float32 values and Python floats 0.60, 0-d arrays 0.32-0.37
 (measured with timeit, numpy 2.4). Measured and dropped: powers of y and one matrix product
-(fewer calls, but the high powers of small y are subnormal, 2-5x slower), float64 arithmetic
+(fewer calls, but the high powers of small y are subnormal: 1.4-2.7x slower above 4k values), float64 arithmetic
 (1 ulp, 3x slower per element above 4k values), ``-expm1(-g(|x|))`` with g = -log(erfc) (numpy's
 float32 expm1 is 2 ulps off itself).
 """
