@@ -236,3 +236,26 @@ def test_shared_input_products_fall_back_to_the_original_steps():
         for g, e in zip(got, expected):
             assert g.dtype == np.float64 and g.shape == e.shape
             np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
+
+
+def test_heads_attention_with_computed_factors_falls_back_for_other_types():
+    """Factors a shape cone computes are checked per call: float64 operands with the cone's float32
+    factor take the original steps (numpy's promotion, as the nodes); float32 ones the fused path."""
+    from onnxtext.evaluator.fused.attention import HeadsAttention
+
+    model = text_model((Path(__file__).parent / "fixtures" / "optimizer" /
+                        "attention_operands.cone_scale.onnxtext").read_text())
+    (step,) = [st for st in Evaluator(model)._plan_for(None, ()).steps if type(st.fn) is HeadsAttention]
+    assert step.fn.divides == (False, False) and len(step.inputs) == 5
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.standard_normal((2, 3, 5, 4)) for _ in range(3))
+    f = np.array([4 ** -0.25], np.float32)
+    scores = (q * f) @ (k.transpose(0, 1, 3, 2) * f)
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    expected = (p / p.sum(-1, keepdims=True)) @ v
+    got = step.fn(q, k, v, f, f)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    got32 = step.fn(q.astype(np.float32), k.astype(np.float32), v.astype(np.float32), f, f)
+    assert got32.dtype == np.float32
+    np.testing.assert_allclose(got32, expected, rtol=1e-4, atol=1e-5)

@@ -27,16 +27,19 @@ class DotProductAttention:
             return self.fallback(*((q, k, v) + ((mask,) if self.has_mask else ())))
         return y
 
-    def attend(self, q, k, v, mask=None):
-        """The attention of these operands, or None when they are not what the step was built for."""
+    def attend(self, q, k, v, mask=None, scale=False):
+        """The attention of these operands, or None when they are not what the step was built for
+        (``scale``: the score factor of this call instead of :attr:`scale`, None for none)."""
+        if scale is False:
+            scale = self.scale
         if type(q) is not np.ndarray or type(k) is not np.ndarray or type(v) is not np.ndarray or \
                 q.dtype.kind != "f" or not (q.dtype == k.dtype == v.dtype) or q.ndim < 2 or k.ndim < 2:
             return None
         s = np.matmul(q, k)
         if type(s) is not np.ndarray or s.ndim < 1:
             return None
-        if self.scale is not None:
-            s *= s.dtype.type(self.scale)
+        if scale is not None:
+            s *= s.dtype.type(scale)
         if self.has_mask:
             if type(mask) is not np.ndarray or mask.dtype != s.dtype or mask.ndim > s.ndim or (
                     mask.shape != s.shape[s.ndim - mask.ndim:] and any(
@@ -50,8 +53,8 @@ class DotProductAttention:
             if y is not None:
                 return y
             s = np.matmul(q, k)  # (rows that need their own maximum: computed again, the usual way)
-            if self.scale is not None:
-                s *= s.dtype.type(self.scale)
+            if scale is not None:
+                s *= s.dtype.type(scale)
             if self.has_mask:
                 s += mask
         s -= row_max(s)
@@ -105,26 +108,44 @@ class HeadsAttention:
     """A :class:`DotProductAttention` that also does the exporters' head layout and scaling around
     it: each of q, k, v is transposed by its ``perms`` entry (a view: the batched products read the
     strided heads directly, no copy), the result by ``out_perm``; the scalar factors that multiplied
-    q and k are in ``core.scale``. ``fallback`` (the original steps) runs for anything else: operands
-    of another type than the factors' ``dtype``, ranks the perms do not fit, a mask that does not
-    broadcast."""
+    q and k are in ``core.scale`` when they are constants, and are the step's last inputs when shape
+    cones compute them per call (torch's TorchScript export scales q and k by ``1 / sqrt(sqrt(d))``
+    computed from q's shape): ``divides`` says, per such input, whether q or k was divided by it.
+    ``fallback`` (the original steps) runs for anything else: operands of another type than the
+    constant factors' ``dtype`` or than a computed factor, ranks the perms do not fit, a mask that
+    does not broadcast."""
 
-    __slots__ = ("core", "perms", "out_perm", "dtype", "fallback")
+    __slots__ = ("core", "perms", "out_perm", "dtype", "fallback", "divides")
 
-    def __init__(self, core: DotProductAttention, perms, out_perm, dtype, fallback):
+    def __init__(self, core: DotProductAttention, perms, out_perm, dtype, fallback, divides=()):
         self.core, self.perms, self.out_perm, self.dtype, self.fallback = core, perms, out_perm, dtype, fallback
+        self.divides = tuple(divides)
 
-    def __call__(self, q, k, v, mask=None):
-        args = (q, k, v)
+    def __call__(self, q, k, v, *rest):
+        core = self.core
+        mask = rest[0] if core.has_mask else None
+        scale = core.scale
+        if self.divides and type(q) is np.ndarray:
+            for f, divide in zip(rest[len(rest) - len(self.divides):], self.divides):
+                if type(f) is not np.ndarray or f.size != 1 or f.dtype != q.dtype:
+                    return self.fallback(q, k, v, *rest)
+                f = float(f.reshape(-1)[0])
+                if divide:
+                    if f == 0:
+                        return self.fallback(q, k, v, *rest)
+                    f = 1.0 / f
+                scale = f if scale is None else scale * f
+            if not np.isfinite(scale):
+                return self.fallback(q, k, v, *rest)
         if self.dtype is None or (type(q) is np.ndarray and q.dtype == self.dtype):
             try:
-                args = [a if p is None else a.transpose(p) for a, p in zip(args, self.perms)]
+                args = [a if p is None else a.transpose(p) for a, p in zip((q, k, v), self.perms)]
             except (AttributeError, ValueError):  # (not arrays, or ranks the perms do not fit)
                 args = None
-            y = None if args is None else self.core.attend(*args, mask)
+            y = None if args is None else core.attend(*args, mask, scale)
             if y is not None:
                 if self.out_perm is None:
                     return y
                 if y.ndim == len(self.out_perm):  # (contiguous, as the Transpose kernel returns it)
                     return np.ascontiguousarray(y.transpose(self.out_perm))
-        return self.fallback(*((q, k, v) + ((mask,) if self.core.has_mask else ())))
+        return self.fallback(q, k, v, *rest)

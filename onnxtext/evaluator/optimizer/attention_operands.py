@@ -8,8 +8,10 @@ input, each scaling makes a new array: per layer up to six passes and steps besi
 This rule absorbs, into one :class:`~..fused.attention.HeadsAttention` step,
 
 * on q and k: a ``Mul`` by (or ``Div`` of the operand by) a one-element float constant of rank at
-  most 1, folded into the attention's scale, and a ``Transpose`` with a given perm, done as a view
-  the batched product reads directly;
+  most 1, folded into the attention's scale, or by a value a shape cone computes (torch's
+  TorchScript export scales q and k by ``1 / sqrt(sqrt(d))`` computed from q's shape), which becomes
+  an input of the step, checked per call to be one element of the operands' type; and a
+  ``Transpose`` with a given perm, done as a view the batched product reads directly;
 * on v: a ``Transpose``, as a view;
 * after it: the ``Transpose`` that is the only reader of the result.
 
@@ -24,6 +26,7 @@ import numpy as np
 
 from ..fused.attention import DotProductAttention, HeadsAttention
 from ..fused.original import OriginalSteps
+from ..fused.shape_cone import ShapeCone
 from .graph import GraphView
 
 NAME = "attention_operands"
@@ -50,6 +53,7 @@ def _absorb(view: GraphView, i: int) -> bool:
     absorbed: list[int] = []
     perms: list = [None, None, None]
     factor, dtype = 1.0, None
+    computed: list = []  # (name, divides) of factors shape cones compute per call
     for role in range(3):
         while True:
             name = operands[role]
@@ -62,10 +66,15 @@ def _absorb(view: GraphView, i: int) -> bool:
                 operands[role] = view.step(k)[1][0]
             elif op in ("Mul", "Div") and role < 2:
                 scaled = _scaled_operand(view, k, op)
-                if scaled is None or (dtype is not None and scaled[2] != dtype):
-                    break
-                operands[role], f, dtype = scaled
-                factor *= f
+                if scaled is not None and (dtype is None or scaled[2] == dtype):
+                    operands[role], f, dtype = scaled
+                    factor *= f
+                else:
+                    cone = _cone_scaled_operand(view, k, op)
+                    if cone is None:
+                        break
+                    operands[role] = cone[0]
+                    computed.append(cone[1:])
             else:
                 break
             absorbed.append(k)
@@ -80,11 +89,11 @@ def _absorb(view: GraphView, i: int) -> bool:
     scale = None if core.scale is None and factor == 1.0 else (1.0 if core.scale is None else core.scale) * factor
     inner = DotProductAttention(scale, core.nan_to_zero, core.has_mask, None)
     original = [view.step(k) for k in sorted(absorbed)] + [st] + ([view.step(last)] if last != i else [])
-    inputs = tuple(operands) + tuple(st[1][3:])
+    inputs = tuple(operands) + tuple(st[1][3:]) + tuple(name for name, _ in computed)
     constants = {n: view.constant(n) for s in original for n in s[1] if n and view.constant(n) is not None}
     outputs = view.step(last)[2]
     fallback = OriginalSteps(original, inputs, outputs, constants)
-    fused = HeadsAttention(inner, tuple(perms), out_perm, dtype, fallback)
+    fused = HeadsAttention(inner, tuple(perms), out_perm, dtype, fallback, [d for _, d in computed])
     for k in absorbed:
         view.remove(k)
     if last != i:
@@ -113,6 +122,22 @@ def _scaled_operand(view: GraphView, k: int, op: str):
         if not np.isfinite(value):
             return None
         return data, value, c.dtype
+    return None
+
+
+def _cone_scaled_operand(view: GraphView, k: int, op: str):
+    """``(operand, factor name, divides)`` when step ``k`` multiplies a value by (or divides it by) a
+    value a :class:`~..fused.shape_cone.ShapeCone` computes from shapes (checked per call to be one
+    element of the operand's type); else None."""
+    ins = view.step(k)[1]
+    if len(ins) != 2:
+        return None
+    candidates = [(ins[0], ins[1])] + ([(ins[1], ins[0])] if op == "Mul" else [])
+    for data, factor in candidates:
+        p = view.producer.get(factor)
+        if view.constant(data) is None and p is not None and type(view.step(p)[0]) is ShapeCone and \
+                len(view.step(p)[2]) == 1:
+            return data, factor, op == "Div"
     return None
 
 
