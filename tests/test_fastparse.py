@@ -162,6 +162,8 @@ EDGE = [
     '<@metadata_props ["k": "v"] float[2] c, @metadata_props ["k": "w"] float[2] d, float[2] e = {1, 2},\n'
     ' @metadata_props ["k": "v"] float[1] f = {1}, @metadata_props ["k": "v"] float[3] h, float[3] i> { y = Foo(x) }',
     'g (float x) => (float y) <@metadata_props ["k": "v"] float[2] c = {1}> { y = Foo(x) }',
+    'g (float x) => (float y) { y = Foo<@metadata_props ["k": "v"] a = 1>(x) }',
+    'g (float x) => (float y) { y = If<then_branch = @metadata_props ["k": "v"] t () => (float z) { z = Neg(x) }>(x) }',
     'g (float x) => (float y) <@metadata_props ["k": "v"]> { y = Foo(x) }',
     'g (float x) => (float y) <@metadata_props ["k": "v"] float[2] c, @metadata_props ["k": 2] float[2] d> { y = Foo(x) }',
     # value lists and small tensors
@@ -272,6 +274,20 @@ EDGE = [
     '', '<', 'g (float x) => (float y) {', 'g (float x) => (float y) { y = Relu(x) } }',
     'g (float x) => (float y) { y = Relu(x) } trailing', 'g (floot x) => (float y) { y = Relu(x) }',
 ]
+
+
+# Function texts, parsed as functions both ways
+FUNCTION_EDGE = [
+    '<domain: "d", opset_import: ["": 18]>\nf (a) => (b) { b = Neg(a) }',
+    '@metadata_props ["k": "v"]\n<domain: "d", opset_import: ["": 18]>\nf (a) => (b) { @metadata_props ["k": "w"] b = Neg(a) }',
+    '<domain: "d", opset_import: ["": 18]>\n@metadata_props ["k": "v"] f (a) => (b) { b = Neg(a) }',
+    '<domain: "d">\nf (type() a, float[N] c) => (b) <float[N] t, @metadata_props ["k": "v"] float[N] u> { b = Neg(a) }',
+]
+
+
+@pytest.mark.parametrize("text", FUNCTION_EDGE)
+def test_function_edge_cases(text):
+    assert_same(text, "function")
 
 
 @pytest.mark.parametrize("text", EDGE)
