@@ -169,8 +169,9 @@ class _Coupling:
         width = self.width = 2 * k + 1
         n_pairs = len(pairs_i)
         rows = k * width
-        linear = np.zeros((2 * n_pairs, rows + width))  # [pr, pr^2] @ linear + constant
-        constant = np.zeros(rows + width)
+        # [pr, pr^2] @ linear + constant: the update rows, the starting state, then its gaps
+        linear = np.zeros((2 * n_pairs, rows + width + k))
+        constant = np.zeros(rows + width + k)
 
         def q(t, j):  # column of Q[t, j] in the update rows
             return t * width + k + j
@@ -192,6 +193,13 @@ class _Coupling:
                 linear[:, rows + k + t] += linear[:, q(t, j)] / k
                 constant[rows + k + t] += constant[q(t, j)] / k
         constant[rows + 2 * k] = 1.0
+        # the first convergence test's gaps, pQp - Qp[t] = mean_j Qp[j] - Qp[t] (p = 1/k): linear as well
+        for t in range(k):
+            for j in range(k):
+                linear[:, rows + width + t] += linear[:, rows + k + j] / k
+                constant[rows + width + t] += constant[rows + k + j] / k
+            linear[:, rows + width + t] -= linear[:, rows + k + t]
+            constant[rows + width + t] -= constant[rows + k + t]
         self.linear_t, self.constant_t = np.ascontiguousarray(linear.T), constant[:, None].copy()
         self.diagonal = (np.arange(k), k + np.arange(k))  # Q[t, t] within the [k, width] update rows
 
@@ -203,7 +211,7 @@ class _Coupling:
         m += self.constant_t
         update = m[:k * width].reshape(k, width, n)
         update /= update[self.diagonal[0], self.diagonal[1]][:, None, :]
-        state = m[k * width:]
+        state = m[k * width:k * width + width]
         p, q, w = state[:k], state[k:2 * k], state[2 * k]
         eps = 0.005 / k
         moving_before = n
@@ -211,12 +219,16 @@ class _Coupling:
             if iteration % RENORMALIZE_SWEEPS == RENORMALIZE_SWEEPS - 1:
                 state *= 1 / w  # keep w near 1 (it changes by a factor 1 + diff per step)
             # pQp - Qp[t] for every t, times w: libsvm's convergence test, max_t |Qp[t] - pQp| < eps, is
-            # |gap| < eps * w; and the first step's numerator
-            gaps = np.vecdot(p, q, axis=0)
-            gaps /= w
-            gaps = gaps - q
+            # |gap| < eps * w; and the first step's numerator (at the start, w = 1 and the product gave them)
+            if iteration:
+                gaps = np.vecdot(p, q, axis=0)
+                gaps /= w
+                gaps = gaps - q
+                moving = np.abs(gaps).max(axis=0) >= eps * w
+            else:
+                gaps = m[k * width + width:]
+                moving = np.abs(gaps).max(axis=0) >= eps
             # A sample that converged stops moving, so it stays converged: no need to remember it.
-            moving = np.abs(gaps).max(axis=0) >= eps * w
             count = np.count_nonzero(moving)
             if not count:
                 break
