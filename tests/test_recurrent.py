@@ -371,3 +371,28 @@ def test_random_configurations_match_onnxruntime(seed):
     tol = (1e-4, 1e-4) if case.op == "DynamicQuantizeLSTM" else (2e-5, 2e-6)
     for options in ({}, {"optimize": 0}):
         assert_close(Evaluator(model, **options).run(None, feeds), want, *tol, f"{case}, {options}:")
+
+
+def _input_arrays():
+    """Arrays to quantize: random spreads, one-signed, exact ties (multiples of half a step), extreme
+    magnitudes, a single non-zero, all zeros, NaN and +inf."""
+    rng = np.random.default_rng(4)
+    arrays = [rng.normal(size=(3, 17)), rng.uniform(0, 1, (2, 9)), -rng.uniform(0, 1, (2, 9)),
+              rng.integers(-300, 300, (4, 33)) * 0.5 * 2.0 ** -8, rng.normal(size=(2, 5)) * 1e-30,
+              rng.normal(size=(2, 5)) * 1e30, np.zeros((2, 3)), [[0.0, 0.0, 0.7]], [[np.nan, 1.0, -1.0]],
+              [[np.inf, 1.0]]]  # (not -inf: dynamic_quantize_uint8 raises on it, round(NaN))
+    arrays += [rng.integers(-300, 300, (2, 40)) * 0.5 * 2.0 ** -int(e) for e in rng.integers(1, 12, 40)]
+    return [np.asarray(a, np.float32) for a in arrays]
+
+
+def test_input_quantization_equals_dynamic_quantize_uint8():
+    """The quantized LSTM's lean input quantization gives dynamic_quantize_uint8's codes and scale
+    exactly (that one is the reference checked against onnxruntime), NaN and infinities included."""
+    from onnxtext.evaluator.kernels.contrib.quant_lstm import quantized_input
+    from onnxtext.evaluator.kernels.quantize import dynamic_quantize_uint8
+
+    for x in _input_arrays():
+        want, want_scale = dynamic_quantize_uint8(x)
+        got, scale = quantized_input(x)
+        np.testing.assert_array_equal(got, want, err_msg=str(x))
+        assert got.dtype == want.dtype and np.float32(scale) == np.float32(want_scale), (x, scale, want_scale)
