@@ -24,8 +24,11 @@ def _wrap_negative(indices, dim):
 
 @kernel("Gather", since=1)
 def gather(data, indices, axis=0):
-    # np.take counts negative indices from the end and refuses any outside [-n, n), as ONNX says:
-    # no wrapped copy of the indices (about 2 us a call on an embedding lookup)
+    # take counts negative indices from the end and refuses any outside [-n, n), as ONNX says: no
+    # wrapped copy of the indices (about 2 us a call on an embedding lookup); the array's method skips
+    # np.take's dispatch
+    if type(data) is np.ndarray:
+        return data.take(indices, axis=_axis(axis, data.ndim))
     return np.take(data, indices, axis=_axis(axis, data.ndim))
 
 
