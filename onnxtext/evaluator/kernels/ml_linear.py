@@ -215,21 +215,22 @@ class _Coupling:
         p, q, w = state[:k], state[k:2 * k], state[2 * k]
         eps = 0.005 / k
         moving_before = n
+        vecdot, absolute, count_nonzero = np.vecdot, np.abs, np.count_nonzero  # (the loop is all calls)
         for iteration in range(max(100, k)):
             if iteration % RENORMALIZE_SWEEPS == RENORMALIZE_SWEEPS - 1:
                 state *= 1 / w  # keep w near 1 (it changes by a factor 1 + diff per step)
             # pQp - Qp[t] for every t, times w: libsvm's convergence test, max_t |Qp[t] - pQp| < eps, is
             # |gap| < eps * w; and the first step's numerator (at the start, w = 1 and the product gave them)
             if iteration:
-                gaps = np.vecdot(p, q, axis=0)
+                gaps = vecdot(p, q, axis=0)
                 gaps /= w
                 gaps = gaps - q
-                moving = np.abs(gaps).max(axis=0) >= eps * w
+                moving = absolute(gaps).max(axis=0) >= eps * w
             else:
                 gaps = m[k * width + width:]
-                moving = np.abs(gaps).max(axis=0) >= eps
+                moving = absolute(gaps).max(axis=0) >= eps
             # A sample that converged stops moving, so it stays converged: no need to remember it.
-            count = np.count_nonzero(moving)
+            count = count_nonzero(moving)
             if not count:
                 break
             if count < moving_before:  # converged samples get zero update rows
@@ -238,7 +239,7 @@ class _Coupling:
             delta = gaps[0]
             for t in range(k):
                 if t:
-                    delta = np.vecdot(p, q, axis=0)
+                    delta = vecdot(p, q, axis=0)
                     delta /= w
                     delta -= q[t]
                 state += delta * update[t]
