@@ -143,8 +143,11 @@ def _num(v) -> str:
 # ---------------------------------------------------------------------------------------------- public API
 def compare(a, b) -> DiffResult:
     """Compare two models (ModelProto, onnxtext text, or a path to .onnx/.onnxtext) structurally."""
+    from .non_utf8 import escaped
+
     ma, base_a, la = _model(a, "a")
     mb, base_b, lb = _model(b, "b")
+    ma, mb = escaped(ma), escaped(mb)  # strings that are not UTF-8 (bytes) compared and shown as \xHH text
     ctx = _Ctx(base_a, base_b)
     _diff_model(ctx, ma, mb)
     return DiffResult(ctx.changes, la, lb, ctx.scopes, (ma, mb))

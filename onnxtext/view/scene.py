@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 from onnx import AttributeProto, GraphProto, ModelProto, TensorProto, TypeProto, ValueInfoProto
 
+from ..non_utf8 import escaped
+
 _MAX_ATTRS = 4  # key attributes shown in a box; the rest are in the node's text
 _MAX_WEIGHTS = 4  # folded initializers listed in a box; the rest are counted
 _MAX_CHARS = 44  # width of a box in characters; longer lines are cut
@@ -340,6 +342,7 @@ def model_info(model: ModelProto) -> list[tuple[str, str]]:
 
 def build_scene(model: ModelProto, text: str | None = None) -> Scene:
     """The scene of a model; ``text`` is the onnxtext it was parsed from (for source lines), if any."""
+    model = escaped(model)  # strings that are not UTF-8 (bytes) shown as \xHH text
     b = SceneBuilder(model, text)
     b.graph(model.graph, "graph", "", {}, {})
     for k, f in enumerate(model.functions):
