@@ -235,3 +235,56 @@ FORMS = [
 def test_hand_written_forms(text, holds):
     n = onnxtext.parse_node(text)
     assert holds(n), n
+
+
+# ---------------------------------------------------------------------------------------------- every command
+def _everywhere() -> onnx.ModelProto:
+    """RAW in every kind of string field of CASES at once (external data aside: see CLI_CASES)."""
+    m = _model(False)
+    for what, get, field in CASES:
+        if not what.startswith("external"):
+            set_raw(get(m), field)
+    return m
+
+
+def _runnable() -> onnx.ModelProto:
+    """RAW where a model still runs: the node's name, doc strings, a dim_param, producer and metadata."""
+    m = _model(False)
+    for get, field in [(_N0, "name"), (_N0, "doc_string"), (_G, "doc_string"), (_DIM, "dim_param"),
+                       (lambda m: m, "producer_name"), (lambda m: m.metadata_props[0], "value")]:
+        set_raw(get(m), field)
+    return m
+
+
+# (model, command with B = the binary, T = its text, O = an output path; exit status)
+COMMANDS = [
+    (_everywhere, ["check", "B"], 1),
+    (_everywhere, ["check", "T"], 1),
+    (_everywhere, ["info", "B"], 0),
+    (_everywhere, ["info", "--format", "json", "B"], 0),
+    (_everywhere, ["diff", "B", "T", "-q"], 1),  # the renamed input x: the differ reports an undefined value as
+    (_everywhere, ["diff", "B", "T", "--html", "O.html", "-q"], 1),  # changed even against itself (its own issue)
+    (_runnable, ["diff", "B", "T"], 0),
+    (_runnable, ["diff", "B", "T", "--html", "O.html"], 0),
+    (_everywhere, ["view", "B", "-o", "O.html"], 0),
+    (_everywhere, ["fmt", "--check", "T"], 0),
+    (_everywhere, ["print", "B", "--shapes"], 0),
+    (_everywhere, ["run", "B", "--random"], 1),  # the graph's input x is renamed: a clear error
+    (_runnable, ["run", "B", "--random"], 0),
+    (_runnable, ["run", "T", "--random", "--trace"], 0),
+]
+
+
+@pytest.mark.parametrize("make,command,status", COMMANDS, ids=[f"{c[0].__name__}-{' '.join(c[1])}" for c in COMMANDS])
+def test_every_command_handles_them(tmp_path, capsys, make, command, status):
+    m = make()
+    b, t = tmp_path / "m.onnx", tmp_path / "m.onnxtext"
+    b.write_bytes(m.SerializeToString())
+    t.write_text(onnxtext.to_text(m), encoding="utf-8")
+    args = [str(b) if a == "B" else str(t) if a == "T" else str(tmp_path / a) if a.startswith("O.") else a
+            for a in command]
+    assert cli.main(args) == status
+    err = capsys.readouterr().err
+    assert "internal error" not in err and "bytes" not in err and "Traceback" not in err, err
+    if status == 1 and command[0] not in ("check", "diff"):
+        assert "error" in err, err
