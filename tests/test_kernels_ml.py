@@ -485,6 +485,31 @@ def test_two_forests_in_one_model_keep_their_own_trees():
     np.testing.assert_array_equal(b2, b1[::-1])
 
 
+# Pairs of CASES of one operator, same input, run as two nodes of one model: a kernel's per-node tables
+# (kernels/derived_cache.py, keyed by node-specific attribute lists) must stay each node's own.
+TWO_NODE_PAIRS = [("svm_classifier_rbf", "svm_classifier_poly_probabilities"),
+                  ("linear_classifier_multiclass", "linear_classifier_index_labels_softmax"),
+                  ("svm_regressor_poly", "svm_regressor_one_class"),
+                  ("forest_classifier_three_classes", "forest_classifier_binary_one_voted_class"),
+                  ("scaler", "normalizer_l2")]
+
+
+@pytest.mark.parametrize("first, second", TWO_NODE_PAIRS, ids=["-".join(p) for p in TWO_NODE_PAIRS])
+def test_two_nodes_of_one_operator_keep_their_own_tables(first, second):
+    cases = [next(c for c in CASES if c[0] == name) for name in (first, second)]
+    feeds = cases[0][4]
+    np.testing.assert_array_equal(cases[1][4]["X"], feeds["X"])  # a pair shares its input
+    nodes, outputs = [], []
+    for k, (_, op, _, outs, _, attrs, *_) in enumerate(cases):
+        names = [f"{name}{k}" for name, _ in outs]
+        nodes.append(helper.make_node(op, ["X"], names, domain="ai.onnx.ml", **attrs))
+        outputs += [_value_info(n, t) for n, (_, t) in zip(names, outs)]
+    graph = helper.make_graph(nodes, "two", [_value_info("X", F)], outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19), helper.make_opsetid("ai.onnx.ml", 3)])
+    model.ir_version = 9
+    check(model, feeds)
+
+
 # Single-mode forests walk small batches with tables laid out per (sample, node slot) (ml_tree._BatchWalk);
 # larger batches, NaN inputs to nodes that track missing values, and mixed modes take the per-walker walk.
 # (case id, whether the batch walk runs)
