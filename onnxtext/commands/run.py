@@ -79,10 +79,13 @@ def run(args) -> int:
             outputs = ev.run(None, feeds)
     except EvalError as e:
         raise EvalError(located(e, lines)) from None
-    for name, value in zip(ev.output_names, outputs):
+    from ..non_utf8 import shown
+
+    names = [shown(n) for n in ev.output_names]  # a name that is not UTF-8 (bytes): as \xHH text
+    for name, value in zip(names, outputs):
         print(format_value(name, value))
     if args.output_dir:
-        save_outputs(args.output_dir, ev.output_names, outputs)
+        save_outputs(args.output_dir, names, outputs)
     return 0 if matched else 1
 
 
@@ -249,6 +252,9 @@ class _Dump:
         os.makedirs(directory, exist_ok=True)
 
     def save(self, name: str, value) -> None:
+        from ..non_utf8 import shown
+
+        name = shown(name)  # a name that is not UTF-8 (bytes): as \xHH text
         base = ("".join(c if c.isalnum() or c in "._-" else "_" for c in name).lstrip(".") or "value")[:120]
         ext = ".npy" if isinstance(value, np.ndarray) and value.dtype != object else ".pb"
         candidate, n = base + ext, 1
