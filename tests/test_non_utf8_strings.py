@@ -256,6 +256,18 @@ def _runnable() -> onnx.ModelProto:
     return m
 
 
+def _raw_output() -> onnx.ModelProto:
+    """A graph output named by RAW, computed by a Neg node."""
+    m = _model(False)
+    set_raw(m.graph.output.add(), "name")
+    m.graph.output[-1].type.tensor_type.elem_type = TensorProto.FLOAT
+    n = m.graph.node.add()
+    n.op_type = "Neg"
+    n.input.append("x")
+    set_raw(n, "output")
+    return m
+
+
 # (model, command with B = the binary, T = its text, O = an output path; exit status)
 COMMANDS = [
     (_everywhere, ["check", "B"], 1),
@@ -272,6 +284,7 @@ COMMANDS = [
     (_everywhere, ["run", "B", "--random"], 1),  # the graph's input x is renamed: a clear error
     (_runnable, ["run", "B", "--random"], 0),
     (_runnable, ["run", "T", "--random", "--trace"], 0),
+    (_raw_output, ["run", "B", "--random", "--trace", "--dump", "O.dump"], 0),
 ]
 
 
@@ -288,3 +301,12 @@ def test_every_command_handles_them(tmp_path, capsys, make, command, status):
     assert "internal error" not in err and "bytes" not in err and "Traceback" not in err, err
     if status == 1 and command[0] not in ("check", "diff"):
         assert "error" in err, err
+
+
+def test_run_saves_an_output_named_by_such_bytes(tmp_path, capsys):
+    b = tmp_path / "m.onnx"
+    b.write_bytes(_raw_output().SerializeToString())
+    assert cli.main(["run", str(b), "--random", "--output-dir", str(tmp_path / "out")]) == 0
+    shown = RAW.decode("utf-8", "backslashreplace")
+    assert f"{shown}: float[" in capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["_x80a_xff\u00e9_xe2_x82.npy", "y.npy"]
