@@ -21,8 +21,8 @@ from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProt
 # from here (syntax.fastparse and syntax.fastlex use them as builder.X, with the children Lark passes).
 from ..schemas import element_type_attributes
 from ..vocabulary import FUNCTION_HEADER, MODEL_HEADER
-from .field_values import (ATTR_TYPE_NAMES, Pair, Pairs, RawRef, Record, Ref, _ATTR_TYPES, _as_float, _kind_of,  # noqa: F401
-                           _element_type_to_int, _is_type_name, _set_list_attr, _set_single_attr,
+from .field_values import (ATTR_TYPE_NAMES, Pair, Pairs, RawRef, Record, Ref, _ATTR_TYPES,  # noqa: F401
+                           _as_float, _kind_of, _element_type_to_int, _is_type_name, _set_list_attr, _set_single_attr,
                            _type_named_attributes, apply_annotations, assign, build_unchecked)
 from .literal_data import (Bits, TensorData, _err, _pos, _text, build_sparse, build_tensor,  # noqa: F401
                            decode_base64, decode_hex, literals_to_array, unescape)
