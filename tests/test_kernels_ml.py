@@ -223,6 +223,10 @@ CASES = [
     ("linear_classifier_index_labels_softmax", "LinearClassifier", XF, LABEL_SCORE, {"X": X2},
      dict(coefficients=[0.5, -0.25, 1, 1, 0.3, -2], intercepts=[0.0, 0.5, -0.1], classlabels_ints=[0, 1, 2],
           multi_class=1, post_transform="SOFTMAX")),
+    # many rows of few classes: row-wise softmax and argmax on the transposed scores (ml.MANY_ROWS)
+    ("linear_classifier_many_rows_softmax", "LinearClassifier", XF, [("Y", S), ("Z", F)], {"X": X_WIDE[:, :2] * 3},
+     dict(coefficients=[0.5, -0.25, 1, 1, 0.3, -2], intercepts=[0.0, 0.5, -0.1], classlabels_strings=["a", "b", "c"],
+          post_transform="SOFTMAX")),
     ("linear_classifier_two_columns_logistic", "LinearClassifier", XF, LABEL_SCORE, {"X": X2 * 30},
      dict(coefficients=[0.5, -0.25, -0.5, 0.25], intercepts=[0.1, -0.1], classlabels_ints=[0, 1],
           post_transform="LOGISTIC")),
@@ -362,6 +366,26 @@ def test_one_hot_encoder_unknown_category_without_zeros_is_an_error(elem, x, cat
         Evaluator(model).run(None, {"X": x})
     with pytest.raises(Exception):
         ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"X": x})
+
+
+@pytest.mark.parametrize("shape", [(40, 3), (100, 1), (64, 32), (33, 7)])
+def test_row_reductions_on_the_transpose_equal_the_row_wise_ones(shape, monkeypatch):
+    """softmax_rows and argmax_rows of many short rows (transposed) against the row-wise numpy spelling,
+    with ties, NaN rows and float32/float64 scores."""
+    from onnxtext.evaluator.kernels import ml
+
+    rng = np.random.default_rng(shape[0])
+    for dtype in (np.float32, np.float64):
+        scores = rng.integers(-3, 4, size=shape).astype(dtype)  # small integers: many ties
+        scores[5] = np.nan
+        fast = ml.softmax_rows(scores), ml.argmax_rows(scores)
+        monkeypatch.setattr(ml, "MANY_ROWS", 10 ** 9)
+        rows = ml.softmax_rows(scores), ml.argmax_rows(scores)
+        monkeypatch.undo()
+        assert fast[0].dtype == dtype and fast[0].flags.c_contiguous
+        np.testing.assert_allclose(fast[0], rows[0], rtol=1e-6)
+        np.testing.assert_array_equal(fast[1], rows[1])
+        np.testing.assert_array_equal(rows[1], np.argmax(scores, axis=1))
 
 
 def test_probit_post_transform():

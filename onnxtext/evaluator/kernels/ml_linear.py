@@ -12,9 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..registry import kernel
-from .activation import row_max
 from .derived_cache import derived
-from .ml import ML, as_rows, class_labels, post_transform
+from .ml import ML, argmax_rows, as_rows, class_labels, post_transform, softmax_rows
 
 
 def _binary_columns(score: np.ndarray, transform: str) -> np.ndarray:
@@ -66,14 +65,11 @@ def linear_classifier(X, *, coefficients, intercepts=None, classlabels_ints=None
         if labels.size == 2:
             return label, _binary_columns(scores[:, 0], post_transform).astype(np.float32)
         return label, post_transform_scores(scores, post_transform)
-    label = scores.argmax(axis=1)
+    label = argmax_rows(scores)
     if not labels_are_indexes or label.dtype != np.int64:
         label = labels[label]
-    if post_transform == "SOFTMAX":  # in float32 and in place, as onnxruntime computes it
-        scores -= row_max(scores)
-        np.exp(scores, out=scores)
-        scores /= scores.sum(axis=1, keepdims=True)
-        return label, scores
+    if post_transform == "SOFTMAX":  # in float32, as onnxruntime computes it
+        return label, softmax_rows(scores)
     if post_transform == "LOGISTIC":
         np.exp(np.negative(scores, out=scores), out=scores)
         scores += 1

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..registry import kernel
 from .derived_cache import derived
-from .ml import ML, as_rows, class_labels, post_transform
+from .ml import ML, argmax_rows, as_rows, class_labels, post_transform
 
 # Comparison modes, numbered as TreeEnsemble (v5) numbers them; LEAF marks leaves of the old encoding.
 LEQ, LT, GTE, GT, EQ, NEQ, MEMBER, LEAF = range(8)
@@ -365,7 +365,7 @@ def tree_ensemble_classifier(X, **a):
     scores = forest.scores(X, labels.size, "SUM", None)
     if forest.base_values is not None:
         scores += forest.base_values
-    label = labels[scores.argmax(axis=1)]
+    label = labels[argmax_rows(scores)]
     return label, (scores if transform == "NONE" else post_transform(scores, transform)).astype(np.float32)
 
 
