@@ -334,7 +334,9 @@ def finish(ws: Workspace, reverse: list, hidden: int, lens=None) -> tuple:
     hs = ws.hs
     steps, batch = hs.shape[0] - 1, hs.shape[-1]
     states = hs[:, :dirs * hidden].reshape(steps + 1, dirs, hidden, batch)
-    y = np.empty((steps, dirs, batch, hidden), hs.dtype)
+    # Y [T, dirs, B, H] over memory ordered [T, B, dirs, H]: exporters follow a bidirectional node with
+    # Transpose(0, 2, 1, 3) and Reshape to [T, B, dirs*H], which are then views (4.3 -> 1.9 us)
+    y = np.empty((steps, batch, dirs, hidden), hs.dtype).transpose(0, 2, 1, 3)
     if not any(reverse):
         np.copyto(y, states[1:].transpose(0, 1, 3, 2))
     else:
