@@ -165,6 +165,9 @@ CASES = [
      {"X": np.vstack([np.zeros((1, 2)), X2.astype(np.float64)])}, dict(norm="L2")),
     ("normalizer_max_zero_row", "Normalizer", XF, [("Y", F)], {"X": np.vstack([X2, np.zeros((1, 2), np.float32)])},
      dict(norm="MAX")),
+    *[(f"normalizer_{norm.lower()}_many_rows", "Normalizer", XF, [("Y", F)],  # reduced on the transpose
+       {"X": np.vstack([np.nan_to_num(X_WIDE), np.zeros((1, 5), np.float32)])}, dict(norm=norm))
+      for norm in ("MAX", "L1", "L2")],
     ("scaler", "Scaler", XF, [("Y", F)], {"X": X2}, dict(offset=[0.5, -1.0], scale=[2.0, 0.25])),
     ("scaler_broadcast", "Scaler", [("X", D)], [("Y", F)], {"X": X2.astype(np.float64)}, dict(offset=[1.0], scale=[3.0])),
     ("imputer_float_nan", "Imputer", XF, [("Y", F)], {"X": X3}, dict(imputed_value_floats=[9.0, 8.0, 7.0],

@@ -176,12 +176,13 @@ def normalizer(X, *, norm):
     x = X.reshape(1, -1) if X.ndim == 1 else X
     if x.dtype != np.float32:
         x = x.astype(np.float32)
+    rows = np.ascontiguousarray(x.T) if _many_short_rows(x) else None  # reduced along its first axis
     if norm == "MAX":
-        divisor = x.max(axis=-1, keepdims=True)
+        divisor = x.max(axis=-1, keepdims=True) if rows is None else rows.max(axis=0)[:, None]
     elif norm == "L1":
-        divisor = np.abs(x).sum(axis=-1, keepdims=True)
+        divisor = np.abs(x).sum(axis=-1, keepdims=True) if rows is None else np.abs(rows).sum(axis=0)[:, None]
     elif norm == "L2":
-        divisor = np.sqrt(np.vecdot(x, x)[..., None])
+        divisor = np.sqrt(np.vecdot(x, x)[..., None] if rows is None else (rows * rows).sum(axis=0)[:, None])
     else:
         raise ValueError(f"unknown Normalizer norm {norm!r}")
     if np.count_nonzero(divisor) != divisor.size:  # (cheaper than divisor.all(), a Python-level reduction)
