@@ -314,7 +314,7 @@ def _voted_labels(positive: np.ndarray, tables: _SVMTables) -> np.ndarray:
         return tables.voted_labels[positive @ tables.vote_bits]
     votes = positive @ tables.vote_slopes
     votes += tables.vote_base
-    return tables.labels[votes.argmax(axis=1)]
+    return tables.labels[argmax_rows(votes)]
 
 
 def _svm_kernel(x, tables: _SVMTables, kernel_type, kernel_params):
@@ -356,7 +356,7 @@ def svm_classifier(X, *, coefficients=None, support_vectors=None, vectors_per_cl
         if scores.shape[1] == 1 and k == 2:
             label = np.where(scores[:, 0] > 0, labels[1], labels[0]).astype(labels.dtype)
             return label, _binary_columns(scores[:, 0], post_transform).astype(np.float32)
-        return labels[np.argmax(scores, axis=1)], post_transform_scores(scores, post_transform)
+        return labels[argmax_rows(scores)], post_transform_scores(scores, post_transform)
 
     kern = _svm_kernel(x, tables, kernel_type, kernel_params)  # [N, vectors]
     decisions = kern @ tables.pair_weights  # [N, pairs] (then the Platt arguments beside)
