@@ -259,3 +259,18 @@ def test_heads_attention_with_computed_factors_falls_back_for_other_types():
     got32 = step.fn(q.astype(np.float32), k.astype(np.float32), v.astype(np.float32), f, f)
     assert got32.dtype == np.float32
     np.testing.assert_allclose(got32, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_norm_casts_with_a_scale_that_broadcasts_takes_the_original_steps():
+    """A scale that broadcasts the norm's result to a larger shape (last axis 1, scale of 4) cannot join
+    the norm in place: the step takes the original steps, as the Mul broadcasts. (No onnxruntime
+    here: its own SimplifiedLayerNormalization fusion refuses this model.)"""
+    text = (Path(__file__).parent / "fixtures" / "optimizer" / "norm_casts.scale_only.onnxtext").read_text()
+    model = text_model(text.replace("float[B, S, 4] x)", "float[B, S, 1] x)"))
+    ev = Evaluator(model)
+    assert plan_labels(ev) == ["CastNorm"]
+    x = np.random.default_rng(5).standard_normal((2, 3, 1)).astype(np.float32)
+    (got,) = ev.run(None, {"x": x})
+    (want,) = Evaluator(model, optimize=0).run(None, {"x": x})
+    assert got.shape == (2, 3, 4)
+    np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -101,7 +101,10 @@ class CastNorm:
 
     def __call__(self, x):
         if type(x) is np.ndarray and (self.in_dtype is None or x.dtype == self.in_dtype) and x.ndim:
-            y = self.norm(x)
+            try:
+                y = self.norm(x)
+            except ValueError:  # (a scale that broadcasts the result to a larger shape: the Mul's own)
+                return self.fallback(x)
             if type(y) is np.ndarray and (self.out_dtype is None or y.dtype == self.out_dtype):
                 return y
         return self.fallback(x)

@@ -80,7 +80,7 @@ def _absorb(view: GraphView, i: int) -> bool:
             absorbed.append(k)
     out_perm, last = None, i
     out = st[2][0]
-    reader = _only_reader(view, out) if len(st[2]) == 1 else None
+    reader = view.only_reader(out) if len(st[2]) == 1 else None
     if reader is not None and view.op(reader) == "Transpose" and view.step(reader)[3].get("perm") and \
             view.step(reader)[1] == (out,):
         out_perm, last = tuple(int(p) for p in view.step(reader)[3]["perm"]), reader
@@ -138,14 +138,4 @@ def _cone_scaled_operand(view: GraphView, k: int, op: str):
         if view.constant(data) is None and p is not None and type(view.step(p)[0]) is ShapeCone and \
                 len(view.step(p)[2]) == 1:
             return data, factor, op == "Div"
-    return None
-
-
-def _only_reader(view: GraphView, name: str):
-    """The index of the one step reading ``name`` (not an output or kept value), else None."""
-    if not view.single_reader_value(name):
-        return None
-    for j, entry in enumerate(view.steps):
-        if entry is not None and name in entry[1]:
-            return j
     return None

@@ -29,7 +29,8 @@ def build(match):
     c = match.constant("c") if "c" in match.names else None
     attrs = match.attrs("y")
     if attrs.get("alpha", 1.0) != 1.0 or attrs.get("beta", 1.0) != 1.0 or attrs.get("transA", 0) or \
-            attrs.get("broadcast", 0) or w.ndim != 2 or w.dtype.kind != "f" or (c is not None and c.dtype != w.dtype):
+            attrs.get("broadcast", 0) or w.ndim != 2 or w.dtype.kind != "f" or \
+            (c is not None and c.dtype != w.dtype):
         return None
     if attrs.get("transB", 0):
         w = np.ascontiguousarray(w.T)

@@ -79,6 +79,16 @@ class GraphView:
         """True when ``name`` is read by exactly one step and is not an output or kept value."""
         return self.readers[name] == 1 and name not in self.keep
 
+    def only_reader(self, name):
+        """The index of the one step reading ``name`` when it is read once and is not an output or kept
+        value, else None."""
+        if not self.single_reader_value(name):
+            return None
+        for j, entry in enumerate(self.steps):
+            if entry is not None and name in entry[0][1]:
+                return j
+        return None
+
     def replace(self, i, step, used) -> None:
         self.steps[i] = (step, list(used))
 

@@ -37,15 +37,6 @@ def _cast_to(view: GraphView, k: int):
     return dtype if dtype.kind == "f" else None
 
 
-def _only_reader(view: GraphView, name: str):
-    if not view.single_reader_value(name):
-        return None
-    for j, entry in enumerate(view.steps):
-        if entry is not None and name in entry[0][1]:
-            return j
-    return None
-
-
 def apply(steps: list, keep: set, known) -> list:
     if not any(type(st[0]) in (LastAxisRmsNorm, LastAxisLayerNorm) for st, _ in steps):
         return steps
@@ -61,12 +52,12 @@ def apply(steps: list, keep: set, known) -> list:
             in_dtype = _cast_to(view, k_in)
             covered.append(k_in)
             first = k_in
-        after = _only_reader(view, st[2][0])
+        after = view.only_reader(st[2][0])
         if after is not None and _cast_to(view, after) is not None:
             out_dtype = _cast_to(view, after)
             covered.append(after)
             last = after
-            after = _only_reader(view, view.step(after)[2][0])
+            after = view.only_reader(view.step(after)[2][0])
         norm = st[0]
         if after is not None and view.op(after) == "Mul" and norm.scale is None and \
                 getattr(norm, "bias", None) is None:  # (a Mul after a bias scales the bias too)

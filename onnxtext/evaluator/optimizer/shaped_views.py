@@ -8,14 +8,14 @@ Exporters reshape at every attention head split and merge, with targets computed
 shape (``Shape -> Gather -> Unsqueeze -> Concat -> Reshape``): after ``shape_arithmetic`` each is a
 cached cone step and a Reshape step that converts the target array to integers on every call. Here
 the pair is one step whose call is a dictionary lookup and ``data.reshape(target)``; the cone's step
-goes when nothing else reads its value (a torch GPT-2 export: 29 Reshapes and 34 cones per run before). Rotary
-embeddings slice each head in halves at bounds computed from its shape (Llama: 8 Slices per layer
-pair, 6-8 us each, with a cone step for each bound).
+goes when nothing else reads its value (a torch GPT-2 export had 29 Reshapes and 34 cones per run).
+Rotary embeddings slice each head in halves at bounds computed from its shape (Llama: 8 Slices per
+layer pair, 6-8 us each, with a cone step for each bound).
 
 Condition: the node runs its own kernel (Slice from opset 10, where the bounds are inputs), its data
-is not a constant, and each other input is absent, a constant, or a cone's only output. Exact (level 1):
-the first call for a tuple of shapes runs the node's own kernel, later ones take the same shape (or
-index) from the same data.
+is not a constant, and each other input is absent, a constant, or a cone's only output. Exact
+(level 1): the first call for a tuple of shapes runs the node's own kernel, later ones take the same
+shape (or index) from the same data.
 """
 
 from __future__ import annotations
