@@ -226,3 +226,29 @@ def test_a_compiled_loop_body_runs_every_iteration():
     model = text_model(ENDLESS.replace("1000000000000", "10"))  # (10 trips: compiled after the third)
     (y,) = Evaluator(model).run(None, {"x": np.array([1, -3], F)})
     np.testing.assert_array_equal(y, np.array([1024, -3072], F))
+
+
+# Value names are the model's (untrusted) and reach plan_code's generated source only as reprs of exact
+# strs: names that would be code if pasted unquoted must run as plain names, compiled or not.
+@pytest.mark.parametrize("name", [
+    "a'); import os; os._exit(3) #",
+    'b"\n__import__("os")._exit(3)\n"',
+    "c\\' + str(1/0) + \\'",
+    "d}{e[0]}",
+])
+def test_hostile_value_names_run_compiled_as_in_the_loop(name):
+    from onnxtext.evaluator.plan import COMPILE_AFTER
+
+    quoted = '"' + name.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    model = text_model(f"""<ir_version: 9, opset_import: ["": 18]>
+    g (float[N] x) => (float[N] y) {{
+      {quoted} = Neg(x)
+      y = Abs({quoted})
+    }}""")
+    assert model.graph.node[0].output[0] == name
+    ev = Evaluator(model, optimize=0)
+    x = {"x": np.array([1, -2], F)}
+    for _ in range(COMPILE_AFTER + 1):
+        (y,) = ev.run(None, x)
+    assert ev._plan_for(None, ())._compiled
+    np.testing.assert_array_equal(y, np.array([1, 2], F))

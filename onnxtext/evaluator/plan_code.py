@@ -35,6 +35,11 @@ def compile_steps(steps) -> object | None:
     are more than :data:`MAX_STEPS`."""
     if len(steps) > MAX_STEPS:
         return None
+    # Value names come from the model (untrusted). They enter the code only as ``repr`` of an exact
+    # ``str``, which is always a string literal; anything else (bytes of a non-UTF-8 name, a subclass
+    # with its own __repr__) keeps the loop.
+    if any(type(n) is not str for st in steps for part in (st[1], st[2], st[4]) for n in part):
+        return None
     names = {"K": KernelContext, "_store": _store, "_steps": steps, "_step_error": step_error}
     lines = ["def run(e):", "    i = -1", "    try:"]
     for i, st in enumerate(steps):
