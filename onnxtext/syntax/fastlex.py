@@ -72,8 +72,8 @@ _INT_RE = re.compile(_INT)
 _ENTRY_RE = re.compile(f"{_W}({_DTYPE}(?:{_W}\\[(?:[^\\[\\]\"<>{{}}()=#/:]++|{_STRING})*+\\])?){_W}({_NAME}){_W}"
                        f"(?:={_W}(?:(raw{_W})?\\{{([^{{}}\"()#/]*)\\}}{_W}|(base64){_W}(?=\"))|)([,>)])?", re.S)
 # An ``@metadata_props`` block of plain ``"key": "value"`` pairs (most of a dynamo export's text), read in one step
-_META_RE = re.compile(f"@metadata_props{_W}\\[{_W}({_STRING}{_W}:{_W}{_STRING}(?:{_W},{_W}{_STRING}{_W}:{_W}{_STRING})*+)"
-                      f"(?:{_W},)?{_W}\\]", re.S)
+_PAIR = f"{_STRING}{_W}:{_W}{_STRING}"
+_META_RE = re.compile(f"@metadata_props{_W}\\[{_W}({_PAIR}(?:{_W},{_W}{_PAIR})*+)(?:{_W},)?{_W}\\]", re.S)
 # `<value = int64[1] = raw {0}>`: a Constant's only attribute, a small raw tensor (hundreds in exported models),
 # maybe named (`float[16] "bn.w" = raw {...}`)
 _RAW_TENSOR_ATTR_RE = re.compile(f"<{_W}({_IDENT}){_W}={_W}(int64|int32|float|double)(?:{_W}\\[([0-9 \t\f\r\n,]*)\\])?"

@@ -83,6 +83,9 @@ def split_block(text: str):
             return None
 
 
+_MAX_BLOCK = 1 << 20  # a block in another layout must not make each block split the text up to a distant `"]`
+
+
 class MetadataReader:
     """The blocks of one text, with the per-parse caches (a block repeats on the nodes of one module)."""
 
@@ -96,7 +99,7 @@ class MetadataReader:
         the rule-by-rule reading decides). A block repeats on the nodes of one module: each distinct block text
         is split once per parse, and each distinct pair decoded once."""
         s = self.s
-        e = s.find('"]', p)  # where the printer's blocks end; checked by the split below, or by _META_RE
+        e = s.find('"]', p, p + _MAX_BLOCK)  # where the printer's blocks end; checked by the split, or by _META_RE
         if e > 0:
             text = s[p:e + 2]
             pairs = self._blocks.get(text)

@@ -171,8 +171,13 @@ class _Scanner(ValueScanner):
                 except Fallback:
                     attrs = self.attrs_of(m.start(group) - 1, m.end(group) + 1)
                 self._simple_attrs[key] = attrs
-        # one plain output name (most statements) without the id-list reading
-        output = [outs] if outs and "," not in outs and '"' not in outs else _ids(outs)
+        # one output name (most statements) without the id-list reading
+        if outs and "," not in outs and '"' not in outs:
+            output = [outs]
+        elif outs[:1] == '"' and outs.find('"', 1) == len(outs) - 1 and "\\" not in outs:
+            output = [outs[1:-1]]  # one quoted name (a comma in it is part of it)
+        else:
+            output = _ids(outs)
         if label is None and domain is None and attrs is None:  # only the fields that are set: add() is faster
             n = add(input=_ids(ins), output=output, op_type=op_type)
         else:
@@ -183,7 +188,8 @@ class _Scanner(ValueScanner):
                 kw["attribute"] = attrs
             if label is not None:
                 kw["name"] = "" if label_name is None else (
-                    label_name if label_name[0] != '"' else _quoted(label_name))
+                    label_name if label_name[0] != '"' else
+                    label_name[1:-1] if "\\" not in label_name else _quoted(label_name))
             n = add(**kw)
         if overload is not None:
             n.overload = _name(overload)

@@ -486,7 +486,9 @@ class ValueScanner:
         vals = self.values(data)
         if len(vals) != count or not plain_values(dt, vals):
             return False
-        return {"data_type": dt.enum, "dims": dims, "raw_data" if raw else dt.field: raw_data(dt, vals) if raw else vals}
+        if raw:
+            return {"data_type": dt.enum, "dims": dims, "raw_data": raw_data(dt, vals)}
+        return {"data_type": dt.enum, "dims": dims, dt.field: vals}
 
     def block_tensor(self, e):
         """TensorProto keyword arguments for an initializer given as a byte block (base64/hex), exactly as
