@@ -86,3 +86,27 @@ class ShapedView:
     def arguments(self, sources) -> list:
         """The node's inputs after its data: constants, and what the cones compute from ``sources``."""
         return [cone[0](*[sources[p] for p in cone[1]]) if computed else cone for computed, cone in self.args]
+
+
+class LayoutViews:
+    """A chain of Transposes and :class:`ShapedView` reshapes applied as numpy views (rule
+    ``layout_views``): a Transpose is the array's transposed view instead of a contiguous copy, and a
+    reshape copies only when numpy cannot express it as a view of what it gets. ``ops`` are
+    ``(False, perm or None, ())`` for a Transpose and ``(True, shaped view, positions of its sources
+    among this step's inputs after the data)`` for a reshape; ``fallback`` (the original steps) for
+    data that is not an array."""
+
+    __slots__ = ("ops", "fallback")
+
+    def __init__(self, ops, fallback):
+        self.ops, self.fallback = tuple(ops), fallback
+
+    def __call__(self, x, *sources):
+        if type(x) is not np.ndarray:
+            return self.fallback(x, *sources)
+        for reshape, op, at in self.ops:
+            if reshape:
+                x = op(x, *[sources[p] for p in at])
+            else:
+                x = x.transpose(op) if op else x.T
+        return x

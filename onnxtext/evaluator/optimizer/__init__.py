@@ -49,7 +49,7 @@ def _rules() -> tuple[Rule, ...]:
     from . import conv_activation, hard_swish
     from . import dynamic_quantized_matmul, fake_quantize_into_conv, prepared_matmul_nbits, qgemm_constant
     from . import redundant_fake_quantize
-    from . import norm_casts, residual_add, shaped_views, shared_input_products
+    from . import layout_views, norm_casts, residual_add, shaped_views, shared_input_products
 
     def module_rule(m):
         return Rule(m.NAME, m.LEVEL, m.apply, m.__doc__)
@@ -90,6 +90,7 @@ def _rules() -> tuple[Rule, ...]:
         module_rule(clamped_pointwise),
         module_rule(concat_chain),
         module_rule(shaped_views),
+        module_rule(layout_views),
     )
 
 

@@ -1,0 +1,90 @@
+"""Rule ``layout_views``: a chain of Transposes and cached reshapes (rule ``shaped_views``) whose result
+goes only to steps that multiply through BLAS (the fused attention and linear steps, MatMul, Gemm)
+becomes one :class:`~..fused.shape_cone.LayoutViews` step applying them as numpy views: the BLAS
+products read strided operands directly, so the Transposes' contiguous copies are not needed; a
+reshape copies only where numpy cannot express it as a view. Exporters move attention heads this way
+(dynamo's ViT: Reshape, Transpose, Reshape, Transpose, Reshape on every key; torch's
+nn.MultiheadAttention: Reshape and Transpose on each of q, k and v).
+
+Condition: at least two steps, one of them a Transpose; each intermediate value read only by the next
+step of the chain and not kept; every reader of the result a fused attention or linear step or a
+MatMul/Gemm node. Exact (level 1): the same values, in another memory layout.
+"""
+
+from __future__ import annotations
+
+from ..fused.attention import DotProductAttention, HeadsAttention
+from ..fused.linear import MatMulAdd, MatMulAddResidual, SharedInputProducts
+from ..fused.original import OriginalSteps
+from ..fused.shape_cone import LayoutViews, ShapedView
+from .graph import GraphView
+
+NAME = "layout_views"
+LEVEL = 1
+
+#: steps whose products read strided operands through BLAS (no copy of their own)
+STRIDED_READERS = (HeadsAttention, DotProductAttention, MatMulAdd, MatMulAddResidual, SharedInputProducts)
+
+
+def _layout(view: GraphView, i: int):
+    """``"T"`` for a Transpose node step, ``"V"`` for a cached reshape, else None."""
+    st = view.step(i)
+    if st is None or len(st[2]) != 1:
+        return None
+    if view.op(i) == "Transpose" and len(st[1]) == 1:
+        return "T"
+    if type(st[0]) is ShapedView and st[0].mode == ShapedView.VIEW:
+        return "V"
+    return None
+
+
+def _strided_reader(view: GraphView, j: int) -> bool:
+    return type(view.step(j)[0]) in STRIDED_READERS or view.op(j) in ("MatMul", "Gemm")
+
+
+def apply(steps: list, keep: set, known) -> list:
+    if not any(type(st[0]) in STRIDED_READERS for st, _ in steps):
+        return steps
+    view = GraphView(steps, keep, known)
+    changed = False
+    for i in reversed(range(len(view))):
+        if _layout(view, i) is None:
+            continue
+        out = view.step(i)[2][0]
+        readers = [j for j, e in enumerate(view.steps) if e is not None and out in e[1]]
+        if out in keep or not readers or not all(_strided_reader(view, j) for j in readers):
+            continue
+        chain = [i]
+        while True:
+            data = view.step(chain[-1])[1][0]
+            p = view.producer.get(data)
+            if p is None or _layout(view, p) is None or not view.single_reader_value(data):
+                break
+            chain.append(p)
+        chain.reverse()
+        if len(chain) < 2 or all(_layout(view, k) != "T" for k in chain):
+            continue
+        x = view.step(chain[0])[1][0]
+        sources: list = []
+        ops = []
+        for k in chain:
+            st = view.step(k)
+            if _layout(view, k) == "T":
+                perm = st[3].get("perm")
+                ops.append((False, tuple(int(a) for a in perm) if perm else None, ()))
+                continue
+            at = []
+            for n in st[1][1:]:
+                if n not in sources:
+                    sources.append(n)
+                at.append(sources.index(n))
+            ops.append((True, st[0], tuple(at)))
+        inputs = (x,) + tuple(sources)
+        originals = [view.step(k) for k in chain]
+        constants = {n: view.constant(n) for s in originals for n in s[1] if n and view.constant(n) is not None}
+        fused = LayoutViews(ops, OriginalSteps(originals, inputs, (out,), constants))
+        for k in chain[:-1]:
+            view.remove(k)
+        view.replace(i, (fused, inputs, (out,), {}, (), view.step(i)[5], False), list(inputs))
+        changed = True
+    return view.entries() if changed else steps
