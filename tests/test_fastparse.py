@@ -196,6 +196,10 @@ EDGE = [
     'g (float x) => (float y) <int64[2] a = raw {1}, int32[1] b = raw {1}, bool[1] c = raw {true}> { y = Foo(x) }',
     'g (float x) => (float y) <int64[1] a = raw{ 7 ,}, int64[1] b = raw {9223372036854775808}> { y = Foo(x) }',
     'g (float x) => (float y) <int64[1] raw = raw {1}, float[1] c = raw {0x3f80}> { y = Foo(x) }',
+    *(f'g (float x) => (float y) <{t}[2] a = {{{v}}}, {t}[2] b = raw {{{v}}}, {t} c = {{{v}}}> {{ y = Foo(x) }}'
+      for t in ("uint8", "int8", "uint16", "int16", "int32", "uint32", "bool")
+      for v in ("0, 1", "-1, 127", "128, 255", "256, 0", "-129, 0", "65535, -32768", "65536, 1", "2147483648, 0", "1.5, 0",
+                "0x10, 1", "true, 0")),
     'g (float x) => (float y) <@doc_string "d" float[2] a, /// doc\n float[2] b, @metadata_props ["k": "v"] float[2] c> '
     '{ y = Foo(x) }',
     'g (float x, int64[1] k = raw {2}) => (float y) { y = Foo(x) }',

@@ -93,14 +93,18 @@ _KEYWORDS = frozenset(dtypes.NAMES) | {"seq", "map", "optional", "sparse_tensor"
                                        "training_info", "inf", "nan", "infinity"}
 
 
+# element types whose plain literals the scanner stores itself (fastvalues.small_tensor: the typed field build_tensor
+# fills with the same numbers: float_data, double_data, int64_data, int32_data for the narrow integers)
+_SMALL_TENSOR_TYPES = frozenset(("float", "double", "int64", "int32", "int16", "uint16", "int8", "uint8"))
+
+
 def _tensor_info(tp: TypeProto, any_dtype: bool = False):
     """(DType, dims, count) when a tensor of type ``tp`` may take a shortcut (dense, numeric dims), else ()."""
     if not tp.HasField("tensor_type"):
         return ()
     tt = tp.tensor_type
     dt = dtypes.BY_ENUM.get(tt.elem_type)
-    if dt is None or not (any_dtype or dt.name in ("float", "double", "int64")) or tp.denotation or \
-            not tt.HasField("shape"):
+    if dt is None or not (any_dtype or dt.name in _SMALL_TENSOR_TYPES) or tp.denotation or not tt.HasField("shape"):
         return ()
     dims = []
     for d in tt.shape.dim:

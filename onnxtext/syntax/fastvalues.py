@@ -23,9 +23,9 @@ from .fastmetadata import MetadataReader, apply_annotations
 
 
 def plain_values(dt, vals: list) -> bool:
-    """Whether the literals ``vals`` of a tensor of element type ``dt`` (float, double, int64, int32) convert as
-    build_tensor converts them with no rule of its own: float tokens only for float/double (ints and bit
-    patterns follow its rules), ints in range for integers."""
+    """Whether the literals ``vals`` of a tensor of element type ``dt`` (float, double, or an integer type of at most
+    64 bits) convert as build_tensor converts them with no rule of its own: float tokens only for float/double
+    (ints and bit patterns follow its rules), ints in the type's range for integers (numpy refuses the others)."""
     if dt.kind == "float":
         if dt.enum != 1:
             return all(type(v) is float for v in vals)
@@ -33,9 +33,9 @@ def plain_values(dt, vals: list) -> bool:
             if type(v) is not float or (not -_F32_MAX <= v <= _F32_MAX and v == v and abs(v) != _INF):
                 return False  # numpy warns when it overflows a float32: leave that to the builder
         return True
-    bound = 1 << (dt.bits - 1)
+    low, high = (0, 1 << dt.bits) if dt.name.startswith("u") else (-(1 << (dt.bits - 1)), 1 << (dt.bits - 1))
     for v in vals:
-        if type(v) is not int or not -bound <= v < bound:
+        if type(v) is not int or not low <= v < high:
             return False
     return True
 
