@@ -202,6 +202,8 @@ CASES = [
      dict(keys_int64s=[3, 5], values_floats=[0.25, 0.75], default_float=-2.0), 2),
     ("zipmap_strings", "ZipMap", XF, [("Z", _seq_map(S))], {"X": X2}, dict(classlabels_strings=["neg", "pos"])),
     ("zipmap_ints", "ZipMap", XF, [("Z", _seq_map(I64))], {"X": X3[:2]}, dict(classlabels_int64s=[10, 20, 30])),
+    ("zipmap_four_labels", "ZipMap", XF, [("Z", _seq_map(S))], {"X": np.hstack([X2, -X2])},
+     dict(classlabels_strings=["a", "b", "c", "d"])),
     ("dict_vectorizer_strings", "DictVectorizer", [("X", _map(S, F))], [("Y", F)],
      {"X": {"a": np.float32(4.0), "c": np.float32(8.0)}}, dict(string_vocabulary=["a", "b", "c", "z"])),
     ("dict_vectorizer_ints", "DictVectorizer", [("X", _map(I64, F))], [("Y", F)],
