@@ -34,6 +34,16 @@ class Reply:
     quit: bool = False
 
 
+def _refuse_non_utf8(proto, where: str) -> None:
+    """The session works with text names: a string that is not UTF-8 (``"\\xff"``, bytes) is refused."""
+    from ..non_utf8 import find
+
+    for path, _, _, _, value in find(proto):
+        shown = value.decode("utf-8", "backslashreplace")
+        raise StatementError(f"{where} holds a string that is not UTF-8 ({path}: \"{shown}\"): the REPL takes text "
+                             "names and strings (print, compile and check keep such bytes)")
+
+
 class StatementError(Exception):
     """A user mistake in a statement: shown inline, nothing changes."""
 
@@ -178,6 +188,7 @@ class Session:
         import onnxtext
 
         proto = onnxtext.parse(text, filename=SOURCE_NAME)
+        _refuse_non_utf8(proto, "the statement")
         if isinstance(proto, onnx.NodeProto):
             return self.add_node(proto)
         if isinstance(proto, onnx.GraphProto):
@@ -393,6 +404,7 @@ class Session:
         """Continue from ``model``: its inputs get ``samples`` or random values, then the graph is run."""
         import onnxtext
 
+        _refuse_non_utf8(model, where)
         env: dict = {}
         notes = []
         g = model.graph
