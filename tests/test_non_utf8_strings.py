@@ -310,3 +310,14 @@ def test_run_saves_an_output_named_by_such_bytes(tmp_path, capsys):
     shown = RAW.decode("utf-8", "backslashreplace")
     assert f"{shown}: float[" in capsys.readouterr().out
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["_x80a_xff\u00e9_xe2_x82.npy", "y.npy"]
+
+
+@pytest.mark.parametrize("statement", ['"\\xff" = Relu(x)', 'y = Relu("\\xff")', '@doc_string "\\xfe"\ny = Relu(x)'])
+def test_the_repl_refuses_them_with_a_clear_error(statement):
+    from onnxtext.repl.session import Session
+
+    s = Session()
+    assert s.execute("x = Constant <value = float[2] = {1, -2}> ()").ok
+    reply = s.execute(statement)
+    assert not reply.ok and "not UTF-8" in reply.text, reply.text
+    assert s.execute("y = Relu(x)").ok  # the session goes on
