@@ -159,11 +159,17 @@ def _ids(text: str) -> list:
         return items if None not in items else _B.id_list(items)
     if "\\" not in text:
         if text[0] == '"' and text[-1] == '"':
-            if text.find('"', 1) == len(text) - 1:
-                return [text[1:-1]]  # one quoted name (a comma in it is part of it)
-            names = text.split('"')[1::2]
+            parts = text.split('"')  # no escapes: the quotes are the names' bounds
+            if len(parts) == 3:
+                return [parts[1]]  # one quoted name (a comma in it is part of it)
+            names = parts[1::2]
             if text == '"' + '", "'.join(names) + '"':
-                return names  # quoted names only, separated as the printer does (no name holds a quote: exact)
+                return names  # quoted names only, separated as the printer does
+            for sep in parts[2:-1:2]:
+                if sep.strip(WS_CHARS) != ",":
+                    break  # a plain name or an empty item between them
+            else:
+                return names  # quoted names only, over several lines
         items = []  # split on commas, unless a piece shows a comma inside a quoted name
         for x in text.split(","):
             x = x.strip(" \t\f\r\n")

@@ -85,6 +85,7 @@ class _Scanner(ValueScanner):
         super().__init__(text)
         self._attr_lists: dict = {}  # attribute list text -> AttributeProtos (attrs_of)
         self._simple_attrs: dict = {}  # (list text, domain, op_type) -> AttributeProtos of a one-regex statement
+        self._ops: dict = {}  # `domain.Op` text -> (domain, op_type)
 
     # ------------------------------------------------------------------ nodes
     def node_list(self, into, top: bool = False, opened: bool = False) -> None:
@@ -151,11 +152,12 @@ class _Scanner(ValueScanner):
         """Add the NodeProto of a matched statement, exactly as Builder.node makes it."""
         label, label_name, outs, op, overload, attrs1, ins, attrs2 = m.groups()
         if "." in op:
-            parts = [_name(x) for x in _NAME_RE.findall(op)]
-            if len(parts) > 1:  # a dot inside one quoted name ("Re.u") is no domain
-                domain, op_type = ".".join(parts[:-1]), parts[-1]
-            else:
-                domain, op_type = None, parts[0]
+            domain_op = self._ops.get(op)
+            if domain_op is None:
+                parts = [_name(x) for x in _NAME_RE.findall(op)]
+                # a dot inside one quoted name ("Re.u") is no domain
+                domain_op = self._ops[op] = (".".join(parts[:-1]), parts[-1]) if len(parts) > 1 else (None, parts[0])
+            domain, op_type = domain_op
         else:  # no prefix: the domain field stays unset, as Builder.node leaves it
             domain, op_type = None, (op if op[0] != '"' else _quoted(op))
         attrs = None
