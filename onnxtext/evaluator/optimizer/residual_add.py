@@ -1,7 +1,8 @@
-"""Rule ``residual_add``: ``Add(p, r)`` where ``p`` is a :class:`~..fused.linear.MatMulAdd`'s result read
-only by that Add (the output projection and the second feed-forward product of every transformer
-layer, added to the residual stream) becomes one :class:`~..fused.linear.MatMulAddResidual` step that
-adds ``r`` in place into the product: one result array and one step instead of two each.
+"""Rule ``residual_add``: ``Add(p, r)`` where ``p`` is a :class:`~..fused.linear.MatMulAdd`'s result (or a
+MatMul node's by a constant 2-D weight: Llama's and T5's bias-free projections) read only by that Add
+(the output projection and the second feed-forward product of every transformer layer, added to the
+residual stream) becomes one :class:`~..fused.linear.MatMulAddResidual` step that adds ``r`` in place
+into the product: one result array and one step instead of two each.
 
 Condition: the product has one reader, the Add; ``r`` must have the product's shape at run time
 (checked per call, else the original steps run). Exact (level 1): the same sums in the same order
@@ -9,6 +10,8 @@ Condition: the product has one reader, the Add; ``r`` must have the product's sh
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from ..fused.linear import MatMulAdd, MatMulAddResidual
 from ..fused.original import OriginalSteps
@@ -18,9 +21,20 @@ NAME = "residual_add"
 LEVEL = 1
 
 
+def _linear(view: GraphView, k: int):
+    """The :class:`MatMulAdd` step ``k`` computes: its own, or a bias-free one for a MatMul node by a
+    constant 2-D float weight (Llama's and T5's output and down projections); else None."""
+    st = view.step(k)
+    if type(st[0]) is MatMulAdd and len(st[1]) == 1:
+        return st[0]
+    if view.op(k) == "MatMul" and view.constant(st[1][0]) is None:
+        w = view.constant(st[1][1])
+        if isinstance(w, np.ndarray) and w.ndim == 2 and w.dtype.kind == "f":
+            return MatMulAdd(w, None, None)  # (no fallback of its own: the step's covers both nodes)
+    return None
+
+
 def apply(steps: list, keep: set, known) -> list:
-    if not any(type(st[0]) is MatMulAdd for st, _ in steps):
-        return steps
     view = GraphView(steps, keep, known)
     changed = False
     for i in range(len(view)):
@@ -32,12 +46,15 @@ def apply(steps: list, keep: set, known) -> list:
         for p, r in (st[1], st[1][::-1]):
             k = view.producer.get(p)
             product = view.step(k) if k is not None else None
-            if product is None or type(product[0]) is not MatMulAdd or len(product[1]) != 1 or \
-                    not view.single_reader_value(p) or view.constant(r) is not None or p == r:
+            if product is None or not view.single_reader_value(p) or view.constant(r) is not None or p == r:
+                continue
+            linear = _linear(view, k)
+            if linear is None:
                 continue
             a = product[1][0]
-            fallback = OriginalSteps([product, st], (a, r), st[2], {})
-            fused = MatMulAddResidual(product[0], fallback)
+            constants = {n: view.constant(n) for n in product[1] if n and view.constant(n) is not None}
+            fallback = OriginalSteps([product, st], (a, r), st[2], constants)
+            fused = MatMulAddResidual(linear, fallback)
             view.remove(k)
             view.replace(i, (fused, (a, r), st[2], {}, (), product[5], False), [a, r])
             changed = True
