@@ -163,6 +163,10 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
 
 
 def _put_varint(value: int) -> bytes:
+    if value < 128:  # one or two bytes (tags, most lengths) without the loop
+        return bytes((value,))
+    if value < 16384:
+        return bytes((value & 127 | 128, value >> 7))
     out = bytearray()
     while True:
         b = value & 0x7F
@@ -172,6 +176,9 @@ def _put_varint(value: int) -> bytes:
         else:
             out.append(b)
             return bytes(out)
+
+
+put_varint = _put_varint  # protobuf's base-128 encoding of a tag or a length (the parser's fast path uses it too)
 
 
 def _field_end(data: bytes, pos: int, wire: int, number: int) -> tuple[int, object]:
