@@ -36,8 +36,8 @@ states by masked copies after each step (two or three calls a step more). What m
   innermost numpy spends its time starting inner loops of a few elements (the step-order copy of a
   12-step bidirectional LSTM at batch 3 took 55 us that way, 16 us this way).
 
-com.microsoft::DynamicQuantizeLSTM (kernels/contrib/quant_lstm.py) quantizes ``h`` on the fly in its
-own loop, between :func:`begin` and :func:`finish` here.
+com.microsoft::DynamicQuantizeLSTM (kernels/contrib/quant_lstm.py) quantizes ``h`` on the fly in a loop
+of its own (batch-major, with buffers kept per thread by :func:`kept_for_thread`).
 """
 
 from __future__ import annotations
@@ -136,17 +136,6 @@ class Prepared:
         self.nbytes = sum(a.nbytes for a in (self.w_t, self.r, self.r_stacked, self.r_gate, self.r_gate_stacked,
                                              self.bias, self.gate_bias, self.r_augmented) if a is not None)
 
-    @classmethod
-    def external(cls, bias, hidden) -> "Prepared":
-        """Only the summed, scaled LSTM biases [dirs, 4*hidden]: for callers with their own projections
-        and recurrence."""
-        prep = cls.__new__(cls)
-        prep.w_t = prep.r = prep.r_stacked = prep.r_gate = prep.r_gate_stacked = prep.gate_bias = None
-        prep.r_augmented = None
-        prep.bias = gate_major(bias[:, :, None], 4, hidden)
-        prep.hidden, prep.dirs, prep.nbytes, prep.scaled = hidden, bias.shape[0], bias.nbytes, True
-        return prep
-
 
 def gate_major(rows: np.ndarray, gates: int, hidden: int) -> np.ndarray:
     """[dirs, gates*hidden, k] -> [gates*dirs*hidden, k]: each gate's rows of every direction together
@@ -243,20 +232,26 @@ _local = threading.local()
 KEPT_WORKSPACES = 8
 
 
-def workspace(op, dtype, steps, batch, dirs, hidden, augmented=False) -> Workspace:
-    """This thread's workspace for a run of this shape (concurrent runs in other threads have their own)."""
+def kept_for_thread(key, make):
+    """This thread's object for ``key``, made by ``make()`` when the thread has none (concurrent runs in
+    other threads have their own); the KEPT_WORKSPACES most recently used keys are kept."""
     kept = getattr(_local, "workspaces", None)
     if kept is None:
         kept = _local.workspaces = OrderedDict()
-    key = (op, np.dtype(dtype).str, steps, batch, dirs, hidden, augmented)
-    ws = kept.get(key)
-    if ws is None:
-        ws = kept[key] = Workspace(op, dtype, steps, batch, dirs, hidden, augmented)
+    found = kept.get(key)
+    if found is None:
+        found = kept[key] = make()
         if len(kept) > KEPT_WORKSPACES:
             kept.popitem(last=False)
     else:
         kept.move_to_end(key)
-    return ws
+    return found
+
+
+def workspace(op, dtype, steps, batch, dirs, hidden, augmented=False) -> Workspace:
+    """This thread's workspace for a run of this shape (see :func:`kept_for_thread`)."""
+    return kept_for_thread((op, np.dtype(dtype).str, steps, batch, dirs, hidden, augmented),
+                           lambda: Workspace(op, dtype, steps, batch, dirs, hidden, augmented))
 
 
 def run(op, X, prep: Prepared, initial_states, reverse: list, lens=None):
@@ -294,11 +289,8 @@ def _frozen_steps(ws: Workspace, lens, reverse: list, hidden: int) -> list:
     return list(masks.reshape(steps, dirs * hidden, batch))
 
 
-def begin(op, X, prep: Prepared, initial_states, reverse: list, projected=None) -> Workspace:
-    """The run's workspace with the step-order inputs and the initial states (and LSTM cell state) set.
-
-    ``projected``: the input projections X @ W^T (scaled as the prepared weights) as [dirs, T*B, G],
-    when the caller computed them (the quantized LSTM, which runs its own loop)."""
+def begin(op, X, prep: Prepared, initial_states, reverse: list) -> Workspace:
+    """The run's workspace with the step-order inputs and the initial states (and LSTM cell state) set."""
     steps, batch, inputs = X.shape
     dirs = len(reverse)
     hidden = prep.hidden
@@ -306,9 +298,9 @@ def begin(op, X, prep: Prepared, initial_states, reverse: list, projected=None) 
     gates = GATES[op]
     # a GRU whose candidate bias is in its recurrence matrix has a row of ones under the states
     ws = workspace(op, X.dtype, steps, batch, dirs, hidden, op == "GRU" and prep.r_augmented is not None)
-    if projected is None and steps == 1:
+    if steps == 1:
         _one_step_inputs(ws, X[0], prep, SIGMOID_GATES[op] * block)
-    elif projected is None:
+    else:
         projected = ws.extra.get(("projection", inputs))
         if projected is None:
             projected = ws.extra[("projection", inputs)] = np.empty((steps * batch, gates * block), X.dtype)
@@ -316,11 +308,7 @@ def begin(op, X, prep: Prepared, initial_states, reverse: list, projected=None) 
         sigmoid_columns = SIGMOID_GATES[op] * block
         if not prep.scaled and sigmoid_columns:
             _multiply(projected[:, :sigmoid_columns], 0.5, projected[:, :sigmoid_columns])
-        p5 = projected.reshape(steps, batch, gates, dirs, hidden)
-    else:
-        p5 = projected.reshape(dirs, steps, batch, gates, hidden).transpose(1, 2, 3, 0, 4)
-    if projected is not None:
-        step_inputs(p5, prep.bias, reverse, ws.xp)
+        step_inputs(projected.reshape(steps, batch, gates, dirs, hidden), prep.bias, reverse, ws.xp)
     _set_state(ws.h_states[0], initial_states[0], dirs, hidden)
     if op == "LSTM":
         _set_state(ws.c, initial_states[1], dirs, hidden)

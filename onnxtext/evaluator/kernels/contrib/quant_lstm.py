@@ -3,19 +3,20 @@
 W (dirs, input, 4H) and R (dirs, H, 4H) are int8/uint8 with per-direction (or per-column) scales and
 zero points; gate order i, o, f, c as in ONNX LSTM. As onnxruntime does, every product with them
 quantizes its float operand to uint8 on the fly with the range of the whole operand (see
-:func:`..quantize.dynamic_uint8_parameters`), multiplies exactly in integers (BLAS, see
-:func:`..linalg.integer_product`) and scales the result back to float32: the input projection once
-for all time steps, the recurrence once per step and direction (each direction's hidden state with
-its own range).
+:func:`..quantize.dynamic_uint8_parameters`): the input once for all time steps, the hidden state once
+per step and direction (each direction's state with its own range).
 
 The usual case (default activations, no clip, peepholes, input_forget or shorter sequences) runs
-:func:`_quantized_lstm_loop` between the fast path's :func:`..rnn_cells.begin` and ``finish``;
-the weights are shifted by their zero points and converted to float32 once (kept between runs by
-:mod:`..derived_cache` for initializers). The rest goes through :func:`..rnn._recurrent` with a
-quantizing product, one direction at a time.
+:class:`_FastWeights` and :func:`_quantized_lstm_loop`: the weights shifted by their zero points and
+times their scales as float32, prepared once (kept between runs by :mod:`..derived_cache` for
+initializers, or by the plan's rule ``prepared_recurrent``), the codes multiplied by them in float32
+BLAS. The rest goes through :func:`..rnn._recurrent` with a quantizing product that multiplies exactly
+in integers (:func:`..linalg.integer_product`), one direction at a time.
 """
 
 from __future__ import annotations
+
+import struct
 
 import numpy as np
 
@@ -29,6 +30,9 @@ from . import MS
 
 _F255 = np.float32(255)
 _TINY = np.finfo(np.float32).tiny
+_TINY_FLOAT = float(_TINY)
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+_F32 = struct.Struct("f")  # float32 rounding of a Python float: unpack(pack(x))[0]
 
 
 @kernel("DynamicQuantizeLSTM", since=1, domain=MS)
@@ -116,61 +120,122 @@ def prepared_call(attrs: dict, prepared: "_FastWeights"):
 
 
 def _shifted(w, zero_point):
-    """(w - zero point as float32, its largest magnitude); w is [dirs, in, out] with zero points per
-    direction or per (direction, column)."""
-    dirs = w.shape[0]
+    """w - zero point as float32; w is [dirs, in, out] with zero points per direction or per (direction,
+    column)."""
     shifted = w.astype(np.float32)
     if zero_point is not None:
-        shifted -= np.asarray(zero_point, np.float32).reshape(dirs, 1, -1)
-    return shifted, float(np.abs(shifted).max(initial=0))
+        shifted -= np.asarray(zero_point, np.float32).reshape(w.shape[0], 1, -1)
+    return shifted
+
+
+# gate columns of the fast loop, from ONNX's i, o, f, c: o, i, f, c (the sigmoid gates o, i, f first; i and
+# f next to each other, as c~ and the cell state are: see _quantized_lstm_loop)
+_GATE_ORDER = (1, 0, 2, 3)
+
+
+def _gate_columns(m: np.ndarray, hidden: int) -> np.ndarray:
+    """[..., 4H] in ONNX gate order -> the loop's gate order, the sigmoid gates' columns halved (sigmoid as
+    tanh, see rnn_cells)."""
+    blocks = m.reshape(m.shape[:-1] + (4, hidden))[..., _GATE_ORDER, :]
+    return (blocks * rnn_cells.sigmoid_scale("LSTM", hidden, np.float32).reshape(4, hidden)).reshape(m.shape)
 
 
 class _FastWeights:
-    """The quantized weights in the fast loop's layout: zero points subtracted, W as it is [dirs, input,
-    4H] for X @ W, R transposed to [dirs, 4H, H] for R^T @ h (gates as rows, see rnn_cells), the
-    scales per gate (sigmoid gates halved), biases summed and scaled."""
+    """The quantized weights in the fast loop's layout, as float32: shifted by their zero points, times
+    their scales (per direction or per column), gate columns in the loop's order (o, i, f, c; the sigmoid
+    gates halved). ``w_aug`` [input + 1, dirs*4H]: W of every direction side by side over the summed
+    biases (a row of ones under the input gives them); ``r_t`` [dirs, H, 4H]: R as it is (h @ R)."""
 
     def __init__(self, W, W_scale, W_zero_point, R, R_scale, R_zero_point, B, hidden):
-        dirs = W.shape[0]
-        gate_scale = rnn_cells.sigmoid_scale("LSTM", hidden, np.float32)
-        self.w_shifted, self.w_bound = _shifted(W, W_zero_point)  # [dirs, input, 4H]
-        r_shifted, self.r_bound = _shifted(R, R_zero_point)
-        self.r_rows = np.ascontiguousarray(np.swapaxes(r_shifted, 1, 2))  # [dirs, 4H, H]
-        scales = np.asarray(W_scale, np.float32).reshape(dirs, -1) * gate_scale
-        self.w_scales = scales[:, None, :]  # [dirs, 1, 4H]: per column of X @ W
-        self.r_scales = (np.asarray(R_scale, np.float32).reshape(dirs, -1) * gate_scale)[:, :, None]  # per row
+        dirs, inputs = W.shape[0], W.shape[1]
+        w = _shifted(W, W_zero_point) * np.asarray(W_scale, np.float32).reshape(dirs, 1, -1)
+        r = _shifted(R, R_zero_point) * np.asarray(R_scale, np.float32).reshape(dirs, 1, -1)
         if B is None:
-            bias = np.zeros((dirs, 4 * hidden), np.float32)
+            bias = np.zeros((dirs, 1, 4 * hidden), np.float32)
         else:
             B = np.asarray(B, np.float32)
-            bias = B[:, : 4 * hidden] + B[:, 4 * hidden:]
-        self.cells = rnn_cells.Prepared.external(bias * gate_scale, hidden)
-        self.nbytes = self.w_shifted.nbytes + self.r_rows.nbytes
+            bias = (B[:, : 4 * hidden] + B[:, 4 * hidden:])[:, None, :]
+        w = _gate_columns(np.concatenate([w, bias], axis=1), hidden)  # [dirs, input + 1, 4H]
+        self.w_aug = np.ascontiguousarray(w.transpose(1, 0, 2).reshape(inputs + 1, dirs * 4 * hidden))
+        self.r_t = np.ascontiguousarray(_gate_columns(r, hidden))
+        self.hidden, self.dirs = hidden, dirs
+        self.nbytes = self.w_aug.nbytes + self.r_t.nbytes
 
     def run(self, X, initial_states, reverse):
         steps, batch, inputs = X.shape
-        x_shifted, x_scale = quantized_input(X.reshape(1, steps * batch, inputs))
-        acc = integer_product(x_shifted, self.w_shifted, 255.0, self.w_bound)
-        projected = np.multiply(acc, x_scale * self.w_scales, dtype=np.float32)  # [dirs, T*B, 4H]
-        ws = rnn_cells.begin("LSTM", X, self.cells, initial_states, reverse, projected=projected)
-        _quantized_lstm_loop(ws, self.r_rows, self.r_bound, self.r_scales)
-        return rnn_cells.finish(ws, reverse, self.cells.hidden)
+        ws = rnn_cells.kept_for_thread(("DynamicQuantizeLSTM", steps, batch, inputs, self.dirs, self.hidden),
+                                       lambda: _Workspace(steps, batch, inputs, self.dirs, self.hidden))
+        # the input projection of every step and direction, biases included: X quantized with the range
+        # of the whole input (as onnxruntime does) times its scale, with a column of ones, times w_aug
+        x = X.reshape(steps * batch, inputs)
+        codes, scale = quantized_input(x, ws.x_codes)
+        np.multiply(codes, np.array(scale), ws.x_aug[:, :inputs])
+        np.matmul(ws.x_aug, self.w_aug, ws.projected)
+        # into step order: at step k a forward direction reads time k, a reverse one time T-1-k
+        p5 = ws.projected.reshape(steps, batch, self.dirs, 4, self.hidden).transpose(0, 3, 2, 1, 4)
+        if not any(reverse):
+            np.copyto(ws.x_steps, p5)
+        else:
+            for d, backwards in enumerate(reverse):
+                np.copyto(ws.x_steps[:, :, d], p5[::-1, :, d] if backwards else p5[:, :, d])
+        for state, initial in zip((ws.h_states[0], ws.cell), initial_states):
+            if initial is None:
+                state.fill(0)
+            else:
+                np.copyto(state, initial)
+        _quantized_lstm_loop(ws, self.r_t, steps)
+        hs = ws.hs
+        # Y [T, dirs, B, H] over batch-major memory (see rnn_cells.finish)
+        y = np.empty((steps, batch, self.dirs, self.hidden), np.float32).transpose(0, 2, 1, 3)
+        for d, backwards in enumerate(reverse):
+            np.copyto(y[:, d], hs[:0:-1, d] if backwards else hs[1:, d])
+        return y, np.array(hs[steps]), np.array(ws.cell)
 
 
-def quantized_input(x: np.ndarray):
+class _Workspace:
+    """The fast loop's buffers for one shape, kept per thread (rnn_cells.kept_for_thread); everything
+    batch-major as ONNX lays out states ([dirs, B, H]), gates gate-major ([gate, dirs, B, H]) so that
+    every gate of both directions is one contiguous block."""
+
+    def __init__(self, steps, batch, inputs, dirs, hidden):
+        self.x_codes = np.empty((steps * batch, inputs), np.float32)
+        self.x_aug = np.ones((steps * batch, inputs + 1), np.float32)  # (the last column stays 1)
+        self.projected = np.empty((steps * batch, dirs * 4 * hidden), np.float32)
+        self.x_steps = np.empty((steps, 4, dirs, batch, hidden), np.float32)
+        self.hs = np.empty((steps + 1, dirs, batch, hidden), np.float32)
+        self.h_states = list(self.hs)
+        self.flat_states = list(self.hs.reshape(steps + 1, dirs, batch * hidden))
+        # o, i, f, c~ (the gates), then the cell state
+        self.gates = np.empty((5, dirs, batch, hidden), np.float32)
+        self.cell = self.gates[4]
+        self.codes = np.empty((dirs, batch, hidden), np.float32)
+        self.product = np.empty((dirs, batch, 4 * hidden), np.float32)
+        self.ranges = np.empty((2, dirs), np.float32)
+        self.scale = np.empty((dirs, 1, 1), np.float32)
+        self.top = np.empty((dirs, 1, 1), np.float32)
+        self.tmp = np.empty((dirs, batch, hidden), np.float32)
+        self.pack_scales = struct.Struct(f"{dirs}f").pack_into
+        self.scale_bytes = memoryview(self.scale).cast("B")
+
+
+def quantized_input(x: np.ndarray, out: np.ndarray | None = None):
     """:func:`..quantize.dynamic_quantize_uint8` of a float32 array (the same codes minus the zero point,
     and scale) in fewer calls: the range by two reductions, the scale and zero point in numpy float32
     scalars, the codes by a division and a rounding, and a clamp only where a range end's code can
     leave [0, 255] (4 array calls instead of 7). Arrays with NaN or infinities, or all zeros, take
-    dynamic_quantize_uint8 itself."""
+    dynamic_quantize_uint8 itself. ``out``: an array of x's shape for the codes."""
     low = float(np.minimum.reduce(x, None, None, None, False, 0.0))
     high = float(np.maximum.reduce(x, None, None, None, False, 0.0))
     if not (low - low == 0 and high - high == 0) or low == high:
-        return dynamic_quantize_uint8(x)
+        codes, scale = dynamic_quantize_uint8(x)
+        if out is None:
+            return codes, scale
+        np.copyto(out, codes)
+        return out, scale
     low, high = np.float32(low), np.float32(high)
     scale = np.float32((high - low) / _F255)
     zero_point = min(255, max(0, round(float(-(low / scale)))))
-    codes = np.divide(x, np.array(scale), dtype=np.float32)
+    codes = np.divide(x, np.array(scale), out, dtype=np.float32)
     np.rint(codes, out=codes)
     if round(float(low / scale)) < -zero_point:
         np.maximum(codes, np.float32(-zero_point), out=codes)
@@ -179,93 +244,88 @@ def quantized_input(x: np.ndarray):
     return codes, scale
 
 
-def _quantized_lstm_loop(ws, r_rows, r_bound, r_scales):
-    """rnn_cells' LSTM loop (see its _lstm_loop) with the recurrent product R h of each step taken as
-    onnxruntime takes it: the [dirs*hidden, batch] state h quantized per direction (uint8, range of the
-    direction's whole state including 0), multiplied exactly in integers and scaled back.
+def _exact_parameters(low: float, high: float):
+    """(scale, 255 - zero point, whether the top code can exceed 255 - zero point) of one direction's range
+    in numpy float32 scalars, the operations of :func:`..quantize.dynamic_uint8_parameters` (a zero range
+    gets the smallest normal scale instead of 1: every code is 0 either way)."""
+    low, high = np.float32(low), np.float32(high)
+    step = (high - low) / _F255
+    if step < _TINY:  # (False for NaN: such a range stays NaN, as on arrays)
+        step = _TINY
+    below, above = float(low / step), float(high / step)
+    if below - below == 0 and above - above == 0:  # finite
+        top = 255 + round(below)  # 255 - zero point: round() ties to even, as np.rint
+        return step, top, round(above) > top
+    return step, _F255 + np.rint(np.float32(below)), True
 
-    The quantization is :func:`..quantize.dynamic_quantize_uint8` written out for every direction at
-    once, with the same float32 arithmetic. Two of its steps drop out: the lower clamp of the codes (the
-    zero point is round(-low / scale), so the smallest value's code is exactly 0) and the all-zero
-    special case (a zero range gets the smallest normal scale instead of 1: every code is 0 either way).
-    Each direction's scale and zero point are numpy float32 scalars (the same operations); every array
-    call writes into buffers of the run's workspace (rnn_cells.Workspace), over contiguous memory: the
-    integer product and its scaling run direction-major, and two directions are copied into the
-    gate-major rows (one call; scaling through the strided gate-major view cost three times more). 17
-    numpy array calls a step (2 reductions, 2 for the codes, the product, 2 scalings, the copy, the LSTM
-    cell's 9)."""
-    dirs, rows, hidden = r_rows.shape
-    xs, hs, c = ws.x_steps, ws.h_states, ws.c
-    steps, batch = len(xs), c.shape[-1]
-    block = dirs * hidden
-    add, multiply, divide, tanh, rint, matmul, copyto = (
-        np.add, np.multiply, np.divide, np.tanh, np.rint, np.matmul, np.copyto)
-    minimum, low_reduce, high_reduce = np.minimum, np.minimum.reduce, np.maximum.reduce
-    # codes - zero point are within [-255, 255]: one float32 product is exact when every partial sum is
-    exact = hidden * 255.0 * r_bound < 2 ** 24
-    bufs = ws.extra.get("quantized")
-    if bufs is None:
-        g = np.empty((4 * block, batch), np.float32)  # gate rows i, o, f, c (gate-major across directions)
-        acc = g if dirs == 1 else np.empty((dirs, rows, batch), np.float32)
-        acc3 = acc.reshape(dirs, rows, batch)
-        codes = np.empty((dirs, hidden * batch), np.float32)
-        low, high, scale, zero_point = (np.empty((dirs, 1), np.float32) for _ in range(4))
-        bufs = ws.extra["quantized"] = (
-            g, g[: 3 * block], *(g[k * block:(k + 1) * block] for k in range(4)), np.empty(c.shape, np.float32),
-            acc, acc3, g.reshape(4, dirs, hidden, batch), acc3.reshape(dirs, 4, hidden, batch).transpose(1, 0, 2, 3),
-            [h.reshape(dirs, hidden * batch) for h in hs], codes, codes.reshape(dirs, hidden, batch),
-            low, high, scale, zero_point, scale.reshape(dirs, 1, 1), np.empty((dirs, rows, batch), np.float32),
-            list(zip(low, high)))
-    (g, sig, gi, go, gf, gc, tmp, acc, acc3, g_rows, acc_rows, flat_states, codes, codes3, low, high, scale,
-     zero_point, scale3, row_scales, ranges) = bufs
+
+def _quantized_lstm_loop(ws: _Workspace, r_t: np.ndarray, steps: int):
+    """The LSTM steps with the recurrent product R h taken as onnxruntime takes it: each direction's state
+    h [B, H] quantized to uint8 with the range of that state (including 0), multiplied by R and scaled back.
+
+    The codes minus the zero point are rint(h / scale) (the zero point is round(-low / scale), so the
+    lowest value's code is exactly 0 and no lower clamp is needed); they can exceed 255 - zero point by
+    one only when both ends of the range round outwards, i.e. when high / scale is within 1e-4 of a
+    half-integer (the range is 255 scales to a float32 rounding). The scale is computed in Python floats
+    (float32 rounding through ``struct``: one float32 operation computed in double and rounded is the
+    float32 result), and directions whose high / scale is within 1e-3 of a half-integer, or whose range
+    is not finite, take the float32 scalar operations of :func:`_exact_parameters` and the clamp.
+
+    The product runs in float32 BLAS on the codes with R shifted and scaled (float rounding where the
+    integer product and its scaling round once: differences of order 1e-7, as between onnxruntime's and
+    numpy's tanh); the scaling by each direction's scale writes the gate-major gates, then the input
+    projection is added. The cell is sigmoid-as-tanh (rnn_cells) over the o, i, f, c~ blocks; i * c~ and
+    f * c are one call over two adjacent blocks each (i, f and c~, c). 14 array calls a step: 2
+    reductions, 2 for the codes, the product, 2 for scaling and the inputs, the cell's 7."""
+    hs, flats, xs, g = ws.h_states, ws.flat_states, ws.x_steps, ws.gates
+    codes, product, ranges, scale, top, tmp = ws.codes, ws.product, ws.ranges, ws.scale, ws.top, ws.tmp
+    dirs, batch, hidden = codes.shape
+    low, high = ranges[0].reshape(dirs, 1), ranges[1].reshape(dirs, 1)
+    product_gates = product.reshape(dirs, batch, 4, hidden).transpose(2, 0, 1, 3)
+    scale_gates = scale.reshape(1, dirs, 1, 1)
+    gates, sig, pairs, partners, gi, gf, c, go = g[:4], g[:3], g[1:3], g[3:5], g[1], g[2], g[4], g[0]
+    pack_scales, scale_bytes, directions = ws.pack_scales, ws.scale_bytes, range(dirs)
+    scales = [0.0] * dirs
     half = np.array(0.5, np.float32)  # (a 0-d array: numpy converts a scalar operand at every call)
-    # the rows' scales repeated over the batch: the product's scaling is then a plain elementwise call
-    # (broadcasting one scale per row over a short batch took 1.9 us against 0.5 us at batch 3)
-    r_scales = np.ascontiguousarray(np.broadcast_to(r_scales.reshape(dirs, -1, 1), (dirs, rows, batch)))
-    single = r_rows[0] if dirs == 1 else None
-    # ranges: per direction, views of the [1] rows the reductions write
+    add, multiply, divide, tanh, rint, matmul, minimum = (
+        np.add, np.multiply, np.divide, np.tanh, np.rint, np.matmul, np.minimum)
+    low_reduce, high_reduce, pack, unpack = np.minimum.reduce, np.maximum.reduce, _F32.pack, _F32.unpack
     for k in range(steps):
-        flat = flat_states[k]
+        flat = flats[k]
         low_reduce(flat, 1, None, low, True, 0.0)  # axis 1, out, keepdims, initial 0
         high_reduce(flat, 1, None, high, True, 0.0)
-        # per direction, in numpy float32 scalars (the same operations as on arrays, a tenth of the
-        # cost): scale, 255 - zero point, and whether any code can exceed it (then the codes are
-        # clamped; the largest code is the range's top divided by the scale, rounded)
+        lows, highs = ranges.tolist()
         clamp = False
-        for d, (lo, hi) in enumerate(ranges):
-            lo, hi = lo[0], hi[0]
-            step = (hi - lo) / _F255
-            if step < _TINY:  # (False for NaN: such a range stays NaN, as on arrays)
-                step = _TINY
-            below, above = float(lo / step), float(hi / step)
-            if below - below == 0 and above - above == 0:  # finite
-                top = 255 + round(below)  # 255 - zero point: round() ties to even, as np.rint
-                clamp = clamp or round(above) > top
-            else:
-                top, clamp = _F255 + np.rint(np.float32(below)), True
-            scale[d, 0] = step
-            zero_point[d, 0] = top
-        divide(flat, scale, codes)
+        for d in directions:
+            lo, hi = lows[d], highs[d]
+            width = hi - lo
+            if width <= _FLOAT32_MAX:  # (False for NaN and infinity)
+                s = unpack(pack(unpack(pack(width))[0] / 255.0))[0]
+                if s < _TINY_FLOAT:
+                    s = _TINY_FLOAT
+                if abs(hi / s % 1.0 - 0.5) > 1e-3:  # the top code is within 255 - zero point
+                    scales[d] = s
+                    continue
+            s, t, exceeds = _exact_parameters(lo, hi)
+            scales[d] = float(s)
+            if exceeds and not clamp:
+                clamp = True
+                top.fill(np.inf)
+            top[d] = t
+        pack_scales(scale_bytes, 0, *scales)
+        h = hs[k]
+        divide(h, scale, codes)
         rint(codes, codes)
         if clamp:
-            minimum(codes, zero_point, out=codes)  # codes - zero point <= 255 - zero point
-        if not exact:
-            acc3[...] = integer_product(r_rows, codes3, r_bound, 255.0)
-        elif single is not None:
-            matmul(single, codes3[0], acc)
-        else:
-            matmul(r_rows, codes3, acc)
-        multiply(r_scales, scale3, row_scales)
-        multiply(acc3, row_scales, acc3)
-        if single is None:
-            copyto(g_rows, acc_rows)
-        add(g, xs[k], g)
-        tanh(g, g)
+            minimum(codes, top, out=codes)
+        matmul(codes, r_t, product)
+        multiply(product_gates, scale_gates, gates)
+        add(gates, xs[k], gates)
+        tanh(gates, gates)
         multiply(sig, half, sig)
         add(sig, half, sig)
-        multiply(gf, c, c)
-        multiply(gi, gc, gi)
-        add(c, gi, c)
+        multiply(pairs, partners, pairs)  # i * c~, f * c
+        add(gi, gf, c)
         tanh(c, tmp)
         multiply(go, tmp, hs[k + 1])
 
