@@ -49,7 +49,7 @@ def _rules() -> tuple[Rule, ...]:
     from . import conv_activation, hard_swish
     from . import dynamic_quantized_matmul, fake_quantize_into_conv, prepared_matmul_nbits, qgemm_constant
     from . import redundant_fake_quantize
-    from . import layout_views, norm_casts, residual_add, shaped_views, shared_input_products
+    from . import layout_views, norm_casts, residual_add, shaped_views, shared_input_products, silu
 
     def module_rule(m):
         return Rule(m.NAME, m.LEVEL, m.apply, m.__doc__)
@@ -62,6 +62,7 @@ def _rules() -> tuple[Rule, ...]:
         module_rule(float16_in_float32),
         *(pattern_rule(m) for m in (gelu, hard_swish, layer_norm, rms_norm, attention, matmul_add, gemm_constant,
                                     qdq_pair, integer_matmul_to_float)),
+        pattern_rule(silu),
         module_rule(redundant_fake_quantize),
         module_rule(dynamic_quantized_matmul),
         *(Rule(r.name, r.level, r.apply, r.doc) for r in (layout_chains.TRANSPOSE_RULE, layout_chains.RESHAPE_RULE)),
