@@ -10,6 +10,7 @@ other layout, or with a string that is not UTF-8 text, is left to the rule-by-ru
 
 from __future__ import annotations
 
+from ..wireformat import put_varint
 from . import builder as _b
 from .fastlex import WS_CHARS, _META_HEAD_RE, _META_RE, _STRING_RE
 
@@ -23,20 +24,6 @@ class MetadataPairs(_b.Pairs):
     __slots__ = ("wire",)
 
 
-def _varint(n: int) -> bytes:
-    """Protobuf's base-128 encoding of a length."""
-    if n < 128:
-        return bytes((n,))
-    if n < 16384:
-        return bytes((n & 127 | 128, n >> 7))
-    out = bytearray()
-    while n > 127:
-        out.append((n & 127) | 128)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 _META_TAGS: dict = {}  # message class -> the wire tag of its metadata_props field, or b"" when it has none
 
 
@@ -46,7 +33,7 @@ def apply_annotations(msg, ann) -> None:
         tag = _META_TAGS.get(type(msg))
         if tag is None:
             fd = msg.DESCRIPTOR.fields_by_name.get("metadata_props")
-            tag = _META_TAGS[type(msg)] = b"" if fd is None else _varint(fd.number << 3 | 2)
+            tag = _META_TAGS[type(msg)] = b"" if fd is None else put_varint(fd.number << 3 | 2)
         if tag:
             msg.MergeFromString(tag + tag.join(ann[0][2].wire))
             return
@@ -134,8 +121,8 @@ class MetadataReader:
                         key.decode("utf-8"), value.decode("utf-8")  # escapes may give bytes that are not text
                 except Exception:  # noqa: BLE001 - not UTF-8 text, or an escape the builder refuses
                     return None
-                entry = b"\n" + _varint(len(key)) + key + b"\x12" + _varint(len(value)) + value
-                hit = cache[(k, v)] = ((key, value), _varint(len(entry)) + entry)
+                entry = b"\n" + put_varint(len(key)) + key + b"\x12" + put_varint(len(value)) + value
+                hit = cache[(k, v)] = ((key, value), put_varint(len(entry)) + entry)
             pairs.append(hit[0])
             wire.append(hit[1])
         return pairs

@@ -26,6 +26,7 @@ from __future__ import annotations
 from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, TensorProto
 
 from .. import dtypes
+from ..wireformat import put_varint
 
 from . import builder as _b
 from .fastlex import (WS_CHARS, FailedAt, Fallback, _ANNOT_RE, _B, _DTYPE_RE, _IDENT_RE, _NAME_RE, _NODE_RE,
@@ -169,10 +170,12 @@ class _Scanner(ValueScanner):
             attrs = self._simple_attrs.get(key)  # lists repeat (axis = 0, perm = [0, 2, 1, 3]...): read once
             if attrs is None:
                 try:
-                    attrs = _attrs(key[0], domain, op_type)
+                    protos = _attrs(key[0], domain, op_type)
                 except Fallback:
-                    attrs = self.attrs_of(m.start(group) - 1, m.end(group) + 1)
-                self._simple_attrs[key] = attrs
+                    protos = self.attrs_of(m.start(group) - 1, m.end(group) + 1)
+                # kept serialized, as the node's attribute fields: merged into each node (cheaper than copying)
+                attrs = self._simple_attrs[key] = b"".join(
+                    b"*" + put_varint(len(a)) + a for a in (p.SerializeToString() for p in protos))
         # one output name (most statements) without the id-list reading
         if outs and "," not in outs and '"' not in outs:
             output = [outs]
@@ -186,13 +189,13 @@ class _Scanner(ValueScanner):
             kw = {"input": _ids(ins), "output": output, "op_type": op_type}
             if domain is not None:
                 kw["domain"] = domain
-            if attrs is not None:
-                kw["attribute"] = attrs
             if label is not None:
                 kw["name"] = "" if label_name is None else (
                     label_name if label_name[0] != '"' else
                     label_name[1:-1] if "\\" not in label_name else _quoted(label_name))
             n = add(**kw)
+            if attrs is not None:
+                n.MergeFromString(attrs)  # NodeProto.attribute is field 5: each one tagged b"*"
         if overload is not None:
             n.overload = _name(overload)
         return n
