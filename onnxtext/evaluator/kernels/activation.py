@@ -186,13 +186,32 @@ def swiglu(a, b, alpha=1.0):
 _sum = np.add.reduce  # (the ufunc's own reduce: np.sum adds ~2 us of argument handling per call)
 
 
+# A short last axis is reduced through a transposed copy when there are enough rows: numpy starts
+# each row of a last-axis reduction separately (about 0.05-0.1 us a row below 32 values), while a
+# first-axis reduction of the (values, rows) copy is one elementwise maximum per value over all rows.
+# Measured (numpy 2.4, float32, other processes running): 1000x10 6.3 against 119 us, 12x31x31 10
+# against 60 us, 128x16 3.2 against 4.4 us, 100x3 2.2 against 4.4 us; at 32 values (12x32x32) even,
+# at 16 rows of 10 1.13x slower, at 8 rows 1.6x slower (the copy's fixed cost).
+_TRANSPOSED_MAX_VALUES = 32  # rows shorter than this ...
+_TRANSPOSED_MIN_ROWS = 32  # ... and at least this many of them
+
+
 def row_max(x, axis=-1):
-    """``np.max(x, axis, keepdims=True)`` of a float array, NaN propagating as there. Given an
-    identity (``initial=-inf``), numpy reduces all rows in one vectorized loop; without one it
-    starts each row separately: measured 7 us against 58 us for 128 rows of 16 (numpy 2.4)."""
+    """``np.max(x, axis, keepdims=True)``, NaN propagating as there. Given an identity
+    (``initial=-inf``, floats), numpy reduces all rows in one vectorized loop; without one it starts
+    each row separately: measured 7 us against 58 us for 128 rows of 16 (numpy 2.4). Many short rows
+    along the last axis go through a transposed copy (see ``_TRANSPOSED_MAX_VALUES``)."""
+    n = x.shape[-1] if x.ndim > 1 else 0
+    if 0 < n < _TRANSPOSED_MAX_VALUES and x.size >= _TRANSPOSED_MIN_ROWS * n and (axis == -1 or axis == x.ndim - 1):
+        values_by_row = np.ascontiguousarray(x.reshape(-1, n).T)
+        return _max_reduce(values_by_row, 0, False).reshape(x.shape[:-1] + (1,))
+    return _max_reduce(x, axis, True)
+
+
+def _max_reduce(x, axis, keepdims):
     if x.dtype.kind == "f":
-        return np.maximum.reduce(x, axis=axis, keepdims=True, initial=-np.inf)
-    return np.maximum.reduce(x, axis=axis, keepdims=True)
+        return np.maximum.reduce(x, axis=axis, keepdims=keepdims, initial=-np.inf)
+    return np.maximum.reduce(x, axis=axis, keepdims=keepdims)
 
 
 _ONES: dict = {}  # (n, dtype) -> an (n, 1) column of ones, for row sums as products

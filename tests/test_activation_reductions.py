@@ -1,0 +1,66 @@
+"""Row maxima (``row_max``, the shift of Softmax, LogSoftmax and attention) and the Softmax family on
+shapes either side of the transposed-copy threshold, against numpy's own ``max`` and onnxruntime.
+
+To add a case: one line in ``_ROW_MAX_CASES`` (shape, axis, dtype, what to plant) or ``_SOFTMAX_SHAPES``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers import assert_matches_onnxruntime, node_model
+from onnxtext.evaluator.kernels.activation import row_max
+
+# (shape, axis, dtype, planted): "nan" puts a NaN in some rows, "-inf" fills some rows with -inf,
+# "strided" reduces a non-contiguous view
+_ROW_MAX_CASES = [
+    ((1000, 10), -1, np.float32, None),  # many short rows: the transposed copy
+    ((1000, 10), 1, np.float64, None),  # the last axis given as a positive number
+    ((1, 12, 31, 31), -1, np.float32, None),  # attention scores of 31 tokens
+    ((1, 12, 32, 32), -1, np.float32, None),  # 32 values: the plain reduction
+    ((40, 1), -1, np.float32, None),  # rows of one value
+    ((8, 10), -1, np.float32, None),  # too few rows for the copy
+    ((100, 3), -1, np.float32, "nan"),
+    ((100, 3), -1, np.float64, "-inf"),
+    ((200, 5), -1, np.int64, None),  # integers: no -inf identity
+    ((64, 6), -1, np.int8, None),
+    ((50, 40), -1, np.float32, "strided"),  # every other value of rows of 40: a view of 20
+    ((4, 50, 7), 1, np.float32, None),  # not the last axis
+    ((7,), -1, np.float32, None),
+    ((0, 5), -1, np.float32, None),
+]
+
+
+def _values(shape, dtype, planted, rng):
+    if np.dtype(dtype).kind == "f":
+        x = rng.standard_normal(shape).astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+    if planted == "nan":
+        x[::7, 1] = np.nan
+    elif planted == "-inf":
+        x[::5] = -np.inf
+    elif planted == "strided":
+        x = x[:, ::2]
+    return x
+
+
+@pytest.mark.parametrize("shape, axis, dtype, planted", _ROW_MAX_CASES)
+def test_row_max_equals_numpy_max(shape, axis, dtype, planted):
+    x = _values(shape, dtype, planted, np.random.default_rng(0))
+    got = row_max(x, axis)
+    want = np.max(x, axis=axis, keepdims=True)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+_SOFTMAX_SHAPES = [(1000, 10), (128, 16), (1, 12, 31, 31), (1, 12, 32, 32), (8, 10), (300, 2), (2, 40, 3)]
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("shape", _SOFTMAX_SHAPES)
+def test_softmax_family_on_short_rows_matches_onnxruntime(op, shape):
+    x = (np.random.default_rng(1).standard_normal(shape) * 4).astype(np.float32)
+    assert_matches_onnxruntime(node_model(op, {"x": x}, {"axis": -1}, opset=13), {"x": x}, rtol=1e-5, atol=1e-6)
