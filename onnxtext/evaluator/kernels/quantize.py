@@ -267,12 +267,22 @@ def uint8_scale_zero_point(low: float, high: float) -> tuple[np.float32, float]:
     scale = np.float32(float(np.float32(high - low)) / 255.0)
     if not scale:
         return scale, 0.0
-    return scale, float(min(255.0, max(0.0, round(-float(np.float32(low / float(scale)))))))
+    return scale, _clamped_zero_point(-float(np.float32(low / float(scale))))
 
 
 def _zero_point(low: float, scale: np.float32) -> float:
     """round(0 - low / scale) (half to even, in float32 as onnxruntime) clamped to [0, 255]."""
-    return float(min(255.0, max(0.0, round(float(np.float32(0) - np.float32(low) / scale)))))
+    return _clamped_zero_point(float(np.float32(0) - np.float32(low) / scale))
+
+
+def _clamped_zero_point(initial: float) -> float:
+    """``initial`` rounded half to even and clamped to [0, 255]. NaN (a range from -inf: -inf / inf)
+    gives 255, as onnxruntime's ``std::max(0, std::min(255, initial))``, where ``std::min`` keeps its
+    first operand when the comparison with NaN is false (onnxruntime 1.32 run on [-inf, 1]: zero
+    point 255, scale inf; see tests/test_quantize_special_values.py)."""
+    if initial != initial:
+        return 255.0
+    return float(min(255.0, max(0.0, round(initial))))
 
 
 def _quantized_codes(x, scale, zero_point, shift=0.0):
