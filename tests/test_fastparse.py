@@ -435,6 +435,28 @@ def test_metadata_blocks_read_in_one_step(monkeypatch):
     assert_same(text)
 
 
+def test_metadata_block_split_agrees_with_the_token_regex():
+    """split_block (quotes found with str.split) against the STRING token's regular expression on random blocks of
+    quotes, backslashes, separators and whitespace: when it splits a block, it finds the same strings."""
+    from onnxtext.syntax import fastmetadata
+    from onnxtext.syntax.fastlex import _META_RE, _STRING_RE
+
+    rng = random.Random(0)
+    pieces = ['"', '"', "\\", '\\"', ":", ",", " ", "\n", "\x0b", "a", "]", '": "', '", "']
+    split = escaped = 0
+    for _ in range(20000):
+        body = "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 12)))
+        text = f'@metadata_props ["k{body}"]'
+        got = fastmetadata.split_block(text)
+        m = _META_RE.fullmatch(text)
+        if got is not None:
+            assert m is not None and got == [t[1:-1] for t in _STRING_RE.findall(m.group(1))], text
+            split += 1
+            escaped += "\\" in text
+    # the random blocks are often valid, with and without escapes, or the comparison proves little
+    assert split > 1000 and escaped > 200, (split, escaped)
+
+
 @pytest.mark.parametrize("text", PLAIN)
 def test_fast_path_taken(text, monkeypatch):
     assert fastparse.parse(text, "model") is not None

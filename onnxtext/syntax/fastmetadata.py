@@ -49,6 +49,14 @@ def split_block(text: str):
     n = len(parts)
     if n < 5 or parts[-1] != "]" or not _META_HEAD_RE.fullmatch(parts[0]):
         return None
+    if "\\" not in text:  # no escapes (value_info blocks): every quote bounds a string
+        if n & 3 != 1:
+            return None
+        seps = parts[2:-1:2]
+        for i in range(0, len(seps), 2):
+            if seps[i].strip(WS_CHARS) != ":" or (i + 1 < len(seps) and seps[i + 1].strip(WS_CHARS) != ","):
+                return None
+        return parts[1::2]
     contents = []
     i = 1
     while True:
