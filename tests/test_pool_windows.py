@@ -70,6 +70,17 @@ GEOMETRIES = [
     ((1, 3, 12, 11), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [0, 0, 1, 0]}),
     ((1, 3, 7, 11), {"kernel_shape": [1, 3], "strides": [1, 2]}),
     ((1, 2, 7, 7, 9), {"kernel_shape": [3, 3, 3], "strides": [2, 2, 2]}),
+    # disjoint tiles (stride = kernel, no padding): MaxPool's strided maximums straight on the input
+    ((2, 16, 32, 32), {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [0, 0, 0, 0], "dilations": [1, 1]}),
+    ((1, 3, 9, 7), {"kernel_shape": [2, 2], "strides": [2, 2]}),  # the last row and column in no tile
+    ((1, 2, 9, 10), {"kernel_shape": [3, 3], "strides": [3, 3]}),
+    ((1, 2, 8, 9), {"kernel_shape": [2, 1], "strides": [2, 1]}),
+    ((1, 2, 8, 9), {"kernel_shape": [1, 3], "strides": [1, 3]}),
+    ((1, 2, 9, 9), {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}),  # a partial last tile
+    ((1, 2, 9, 9), {"kernel_shape": [2, 2], "strides": [2, 2], "auto_pad": "VALID"}),
+    ((1, 2, 8, 8), {"kernel_shape": [2, 2], "strides": [2, 2], "auto_pad": "SAME_UPPER"}),
+    ((1, 2, 7, 8), {"kernel_shape": [2, 2], "strides": [2, 2], "auto_pad": "SAME_UPPER"}),  # padded: no tiles
+    ((2, 3, 10), {"kernel_shape": [2], "strides": [2]}),  # 1-D tiles: the separable passes
 ]
 
 
@@ -222,7 +233,7 @@ def test_images_do_not_leak_into_each_other(shape, attrs, op):
         np.testing.assert_array_equal(whole[n:n + 1, c:c + 1], alone)
 
 
-@pytest.mark.parametrize("shape,attrs", ISOLATION[:2] + [GEOMETRIES[2]])
+@pytest.mark.parametrize("shape,attrs", ISOLATION[:2] + [GEOMETRIES[2], ((2, 3, 10, 12), {"kernel_shape": [2, 2], "strides": [2, 2]})])
 @pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
 def test_transposed_input(shape, attrs, op):
     """An input that is a transposed view (not contiguous) gives the same result as its copy."""
