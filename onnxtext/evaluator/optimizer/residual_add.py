@@ -22,12 +22,14 @@ LEVEL = 1
 
 
 def _linear(view: GraphView, k: int):
-    """The :class:`MatMulAdd` step ``k`` computes: its own, or a bias-free one for a MatMul node by a
-    constant 2-D float weight (Llama's and T5's output and down projections); else None."""
+    """The :class:`MatMulAdd` step ``k`` computes: its own, or, outside subgraphs, a bias-free one for a
+    MatMul node by a constant 2-D float weight (Llama's and T5's output and down projections); else
+    None. (In a Scan body the MatMul and Add nodes stay: kernels/scan_vectorized.py batches such
+    bodies over all slices at once, which it cannot do with a fused step.)"""
     st = view.step(k)
     if type(st[0]) is MatMulAdd and len(st[1]) == 1:
         return st[0]
-    if view.op(k) == "MatMul" and view.constant(st[1][0]) is None:
+    if view.op(k) == "MatMul" and view.constant(st[1][0]) is None and ".attribute[" not in st[5].path:
         w = view.constant(st[1][1])
         if isinstance(w, np.ndarray) and w.ndim == 2 and w.dtype.kind == "f":
             return MatMulAdd(w, None, None)  # (no fallback of its own: the step's covers both nodes)
