@@ -270,19 +270,33 @@ def test_fast_path_equals_general_path(case, monkeypatch):
     assert_close(fast, general, 1e-5, 1e-6, f"{case.name} fast vs general:")
 
 
+# Initial hidden states whose lowest and highest values (the rest 0.1, or 0 when the highest is 0) are
+# the edge cases of the per-step quantization (id, lowest, highest). Ties: in steps of 2**-8 (exact in
+# float32) over a range of 255 steps, so that the scale is 2**-8 and the codes are the values in steps,
+# rounded (ties to even). With -11.5 and 243.5 the zero point rounds to 12 and the top code to 244: 256 in
+# all, one more than uint8 holds, which onnxruntime clamps to 255. With -12.5 and 242.5 both round to even
+# inwards (no clamp), but high / scale is a half-integer: the fast loop's exact float32 path.
+_STEP = 2.0 ** -8
+INITIAL_RANGES = [
+    ("top_code_clamped", -11.5 * _STEP, 243.5 * _STEP),
+    ("tie_without_clamp", -12.5 * _STEP, 242.5 * _STEP),
+    ("all_zero", 0.0, 0.0),  # scale: the smallest normal float32
+    ("subnormal", -1e-39, 1e-39),  # (high - low) / 255 below the smallest normal: that instead
+    ("huge", 0.0, 3e38),
+    ("non_positive", -2.0, 0.0),
+]
+
+
 @pytest.mark.parametrize("direction", ["forward", "bidirectional"])
-def test_quantized_codes_at_the_top_are_clamped(direction):
-    """A hidden state whose range is [-11.5, 243.5] steps of 2**-8 (all exact in float32): the zero point
-    rounds to 12 and the top value's code to 244 (ties to even), 256 in all, one more than uint8 holds.
-    onnxruntime clamps it to 255; so must the fast loop (which checks for this per step and direction)."""
-    case = Case("dq_clamp", "DynamicQuantizeLSTM", direction, steps=3, batch=2, hidden=4, initial=True)
+@pytest.mark.parametrize("low, high", [r[1:] for r in INITIAL_RANGES], ids=[r[0] for r in INITIAL_RANGES])
+def test_quantized_edge_ranges(direction, low, high):
+    case = Case("dq_ranges", "DynamicQuantizeLSTM", direction, steps=3, batch=2, hidden=4, initial=True)
     model, feeds = _model(case, np.random.default_rng(3))
-    step = np.float32(2.0 ** -8)
-    h0 = np.full(feeds["initial_h"].shape, 0.1, np.float32)
-    h0[0, 0, 0], h0[0, 1, 3] = -11.5 * step, 243.5 * step
+    h0 = np.full(feeds["initial_h"].shape, 0.1 if high else 0.0, np.float32)
+    h0[0, 0, 0], h0[0, 1, 3] = low, high
     feeds["initial_h"] = h0
     got = Evaluator(model).run(None, feeds)
-    assert_close(got, _oracle(case, model, feeds), 1e-4, 1e-4, "clamped codes:")
+    assert_close(got, _oracle(case, model, feeds), 1e-4, 1e-4, f"initial range [{low}, {high}]:")
 
 
 # The fast path keeps its buffers per thread between runs (rnn_cells.workspace): no output may be a view of
@@ -329,18 +343,25 @@ def test_runs_in_threads_at_once(case):
                 assert_close(got, expected[i], 0, 0, f"{case.name} feeds {i} in a thread:")
 
 
-@pytest.mark.parametrize("case", [c for c in FAST if c not in EMPTY], ids=lambda c: c.name)
+# DynamicQuantizeLSTM's fast path: sequences as long as X, default activations, no clip or peepholes
+QUANTIZED_FAST = [c for c in QUANTIZED if c.lens is None and not c.peepholes and not c.attrs]
+
+
+@pytest.mark.parametrize("case", [c for c in FAST if c not in EMPTY] + QUANTIZED_FAST, ids=lambda c: c.name)
 @pytest.mark.parametrize("optimize", [0, None])
 def test_fast_eligible_cases_take_the_fast_path(case, optimize, monkeypatch):
     """Default activations (absent, or as the schema lists them: RNN's default names Tanh twice even for
     one direction) without clip, peepholes or input_forget never reach the general path, with the
-    plan's prepared weights or without (optimize=0), sequence_lens or not."""
+    plan's prepared weights or without (optimize=0), sequence_lens or not (DynamicQuantizeLSTM: sequences
+    as long as X)."""
     from onnxtext.evaluator.kernels import rnn
+    from onnxtext.evaluator.kernels.contrib import quant_lstm
 
     def general(*args, **kwargs):
         raise AssertionError("took the general path")
 
     monkeypatch.setattr(rnn, "_general", general)
+    monkeypatch.setattr(quant_lstm, "_recurrent", general)
     model, feeds = _model(case, np.random.default_rng(2))
     Evaluator(model, **({} if optimize is None else {"optimize": optimize})).run(None, feeds)
 

@@ -32,7 +32,7 @@ _F255 = np.float32(255)
 _TINY = np.finfo(np.float32).tiny
 _TINY_FLOAT = float(_TINY)
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
-_F32 = struct.Struct("f")  # float32 rounding of a Python float: unpack(pack(x))[0]
+_F32_PAIR = struct.Struct("2f")  # float32 rounding of two Python floats: unpack(pack(x, y))
 
 
 @kernel("DynamicQuantizeLSTM", since=1, domain=MS)
@@ -210,12 +210,15 @@ class _Workspace:
         self.cell = self.gates[4]
         self.codes = np.empty((dirs, batch, hidden), np.float32)
         self.product = np.empty((dirs, batch, 4 * hidden), np.float32)
-        self.ranges = np.empty((2, dirs), np.float32)
-        self.scale = np.empty((dirs, 1, 1), np.float32)
+        # per direction: lowest and highest value of h (with 0), scale, and 255 - zero point when codes
+        # are clamped, for two directions; one direction uses the first column (the second's range, 0 to
+        # 1, takes the loop's common path and its scale goes unread)
+        self.ranges = np.array([[0, 0], [1, 1]], np.float32)
+        scales = np.empty(2, np.float32)
+        self.scale_bytes = memoryview(scales).cast("B")
+        self.scale = scales[:dirs].reshape(dirs, 1, 1)
         self.top = np.empty((dirs, 1, 1), np.float32)
         self.tmp = np.empty((dirs, batch, hidden), np.float32)
-        self.pack_scales = struct.Struct(f"{dirs}f").pack_into
-        self.scale_bytes = memoryview(self.scale).cast("B")
 
 
 def quantized_input(x: np.ndarray, out: np.ndarray | None = None):
@@ -259,6 +262,18 @@ def _exact_parameters(low: float, high: float):
     return step, _F255 + np.rint(np.float32(below)), True
 
 
+def _exact_scales(ranges: np.ndarray, scale: np.ndarray, top: np.ndarray) -> bool:
+    """Every direction's scale (and top, inf where no clamp is needed) by :func:`_exact_parameters`; whether
+    any direction's codes need the clamp."""
+    clamp = False
+    for d, (lo, hi) in enumerate(zip(*ranges.tolist())):
+        if d < len(scale):
+            scale[d], t, exceeds = _exact_parameters(lo, hi)
+            top[d] = t if exceeds else np.inf
+            clamp = clamp or exceeds
+    return clamp
+
+
 def _quantized_lstm_loop(ws: _Workspace, r_t: np.ndarray, steps: int):
     """The LSTM steps with the recurrent product R h taken as onnxruntime takes it: each direction's state
     h [B, H] quantized to uint8 with the range of that state (including 0), multiplied by R and scaled back.
@@ -266,10 +281,12 @@ def _quantized_lstm_loop(ws: _Workspace, r_t: np.ndarray, steps: int):
     The codes minus the zero point are rint(h / scale) (the zero point is round(-low / scale), so the
     lowest value's code is exactly 0 and no lower clamp is needed); they can exceed 255 - zero point by
     one only when both ends of the range round outwards, i.e. when high / scale is within 1e-4 of a
-    half-integer (the range is 255 scales to a float32 rounding). The scale is computed in Python floats
-    (float32 rounding through ``struct``: one float32 operation computed in double and rounded is the
-    float32 result), and directions whose high / scale is within 1e-3 of a half-integer, or whose range
-    is not finite, take the float32 scalar operations of :func:`_exact_parameters` and the clamp.
+    half-integer (the range is 255 scales to a float32 rounding). The scales are computed in Python floats,
+    both directions at once (one direction has a constant second range): the widths high - low rounded to
+    float32 through ``struct``, / 255 in double, rounded to float32 as they are written (a float32
+    operation computed in double and rounded is the float32 result). When a width is not finite or a
+    high / scale is within 1e-3 of a half-integer, every direction takes the float32 scalar operations of
+    :func:`_exact_parameters` and the clamp where needed.
 
     The product runs in float32 BLAS on the codes with R shifted and scaled (float rounding where the
     integer product and its scaling round once: differences of order 1e-7, as between onnxruntime's and
@@ -280,39 +297,33 @@ def _quantized_lstm_loop(ws: _Workspace, r_t: np.ndarray, steps: int):
     hs, flats, xs, g = ws.h_states, ws.flat_states, ws.x_steps, ws.gates
     codes, product, ranges, scale, top, tmp = ws.codes, ws.product, ws.ranges, ws.scale, ws.top, ws.tmp
     dirs, batch, hidden = codes.shape
-    low, high = ranges[0].reshape(dirs, 1), ranges[1].reshape(dirs, 1)
+    low, high = ranges[0, :dirs], ranges[1, :dirs]
     product_gates = product.reshape(dirs, batch, 4, hidden).transpose(2, 0, 1, 3)
     scale_gates = scale.reshape(1, dirs, 1, 1)
     gates, sig, pairs, partners, gi, gf, c, go = g[:4], g[:3], g[1:3], g[3:5], g[1], g[2], g[4], g[0]
-    pack_scales, scale_bytes, directions = ws.pack_scales, ws.scale_bytes, range(dirs)
-    scales = [0.0] * dirs
+    scale_bytes, tiny_width, largest = ws.scale_bytes, _TINY_FLOAT * 255.0, _FLOAT32_MAX
     half = np.array(0.5, np.float32)  # (a 0-d array: numpy converts a scalar operand at every call)
     add, multiply, divide, tanh, rint, matmul, minimum = (
         np.add, np.multiply, np.divide, np.tanh, np.rint, np.matmul, np.minimum)
-    low_reduce, high_reduce, pack, unpack = np.minimum.reduce, np.maximum.reduce, _F32.pack, _F32.unpack
+    low_reduce, high_reduce, pack, unpack, pack_into = (
+        np.minimum.reduce, np.maximum.reduce, _F32_PAIR.pack, _F32_PAIR.unpack, _F32_PAIR.pack_into)
     for k in range(steps):
         flat = flats[k]
-        low_reduce(flat, 1, None, low, True, 0.0)  # axis 1, out, keepdims, initial 0
-        high_reduce(flat, 1, None, high, True, 0.0)
-        lows, highs = ranges.tolist()
-        clamp = False
-        for d in directions:
-            lo, hi = lows[d], highs[d]
-            width = hi - lo
-            if width <= _FLOAT32_MAX:  # (False for NaN and infinity)
-                s = unpack(pack(unpack(pack(width))[0] / 255.0))[0]
-                if s < _TINY_FLOAT:
-                    s = _TINY_FLOAT
-                if abs(hi / s % 1.0 - 0.5) > 1e-3:  # the top code is within 255 - zero point
-                    scales[d] = s
-                    continue
-            s, t, exceeds = _exact_parameters(lo, hi)
-            scales[d] = float(s)
-            if exceeds and not clamp:
-                clamp = True
-                top.fill(np.inf)
-            top[d] = t
-        pack_scales(scale_bytes, 0, *scales)
+        low_reduce(flat, 1, None, low, False, 0.0)  # axis 1, out, keepdims, initial 0
+        high_reduce(flat, 1, None, high, False, 0.0)
+        (l0, l1), (u0, u1) = ranges.tolist()
+        try:
+            w0, w1 = unpack(pack(u0 - l0, u1 - l1))  # the widths in float32
+        except OverflowError:  # (a width beyond float32's range)
+            w0 = w1 = np.inf
+        s0 = w0 / 255.0 if w0 >= tiny_width else _TINY_FLOAT  # (NaN and inf fail the next test)
+        s1 = w1 / 255.0 if w1 >= tiny_width else _TINY_FLOAT
+        if (w0 <= largest and w1 <= largest and abs(u0 / s0 % 1.0 - 0.5) > 1e-3
+                and abs(u1 / s1 % 1.0 - 0.5) > 1e-3):  # the top codes are within 255 - zero point
+            pack_into(scale_bytes, 0, s0, s1)
+            clamp = False
+        else:
+            clamp = _exact_scales(ranges, scale, top)
         h = hs[k]
         divide(h, scale, codes)
         rint(codes, codes)
