@@ -361,30 +361,55 @@ _NP_PAD_MODE = {"constant": "constant", "reflect": "reflect", "edge": "edge", "w
 
 
 def _pad(data, pads, mode="constant", value=None, axes=None):
-    pads = _ints(pads)
-    rank = data.ndim
-    axes = list(range(rank)) if axes is None or len(np.asarray(axes)) == 0 else \
-        [_axis(a, rank) for a in _ints(axes)]
+    """Pad (every version): the geometry is worked out once per input shape, pads, mode and axes
+    (:func:`_pad_plan`); a call crops, then fills and copies (constant) or takes (the other modes):
+    measured 1.5 against 7 us for a reflect pad of 1x576 floats (silero's STFT), other processes running."""
+    pads = tuple(pads.tolist()) if type(pads) is np.ndarray and pads.dtype == np.int64 and pads.ndim == 1 else \
+        tuple(_ints(pads))
+    axes = None if axes is None else tuple(_ints(axes))
+    crop, out_shape, inner, takes = _pad_plan(data.shape, data.dtype.itemsize, pads, mode, axes)
+    if crop is not None:
+        data = data[crop]
+    if mode != "constant":
+        for axis, index in takes:
+            data = data.take(index, axis=axis)
+        return data
+    if value is None and data.dtype != object:
+        out = np.zeros(out_shape, dtype=data.dtype)
+    else:
+        fill = np.asarray(value).reshape(-1) if value is not None else np.empty(0)
+        fill = fill[0] if fill.size else ("" if data.dtype == object else np.zeros((), data.dtype))
+        out = np.empty(out_shape, dtype=data.dtype)
+        out[...] = fill
+    out[inner] = data
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _pad_plan(shape, itemsize, pads, mode, axes):
+    """``(crop index or None, output shape, index of the data in the output, [(axis, source positions)])``
+    of a Pad of an input of ``shape``; the positions are for the modes that only move elements. Negative
+    pads remove elements: the input is cropped first, then padded with what remains positive."""
+    rank = len(shape)
+    axes = list(range(rank)) if not axes else [_axis(a, rank) for a in axes]
     n = len(axes)
     before, after = [0] * rank, [0] * rank
     for i, a in enumerate(axes):
         before[a], after[a] = pads[i], pads[i + n]
-    # negative pads remove elements: crop first, then pad with what remains positive
-    crop = tuple(slice(-b if b < 0 else 0, data.shape[a] + e if e < 0 else None)
+    crop = tuple(slice(-b if b < 0 else 0, shape[a] + e if e < 0 else None)
                  for a, (b, e) in enumerate(zip(before, after)))
-    data = data[crop]
+    cropped = [len(range(d)[c]) for d, c in zip(shape, crop)]
     widths = [(max(b, 0), max(e, 0)) for b, e in zip(before, after)]
-    check_allocation([d + b + e for d, (b, e) in zip(data.shape, widths)], data.dtype.itemsize, "Pad")
-    if mode == "constant":
-        fill = np.asarray(value).reshape(-1) if value is not None else np.empty(0)
-        fill = fill[0] if fill.size else ("" if data.dtype == object else np.zeros((), data.dtype))
-        out = np.empty([d + b + e for d, (b, e) in zip(data.shape, widths)], dtype=data.dtype)
-        out[...] = fill
-        out[tuple(slice(b, b + d) for d, (b, _) in zip(data.shape, widths))] = data
-        return out
-    if mode not in _NP_PAD_MODE:
+    out_shape = tuple(d + b + e for d, (b, e) in zip(cropped, widths))
+    check_allocation(list(out_shape), itemsize, "Pad")
+    if mode != "constant" and mode not in _NP_PAD_MODE:
         raise ValueError(f"unsupported Pad mode {mode!r}")
-    return _pad_by_index(data, widths, _NP_PAD_MODE[mode])
+    takes = []
+    if mode != "constant":
+        takes = [(axis, _pad_index(d, b, e, _NP_PAD_MODE[mode]))
+                 for axis, (d, (b, e)) in enumerate(zip(cropped, widths)) if b or e]
+    inner = tuple(slice(b, b + d) for d, (b, _) in zip(cropped, widths))
+    return (crop if any(b < 0 or e < 0 for b, e in zip(before, after)) else None), out_shape, inner, tuple(takes)
 
 
 @functools.lru_cache(maxsize=256)
@@ -395,13 +420,6 @@ def _pad_index(n: int, before: int, after: int, mode: str) -> np.ndarray:
     index = np.pad(np.arange(n), (before, after), mode=mode)
     index.flags.writeable = False
     return index
-
-
-def _pad_by_index(data, widths, mode):
-    for axis, (before, after) in enumerate(widths):
-        if before or after:
-            data = data.take(_pad_index(data.shape[axis], before, after, mode), axis=axis)
-    return data
 
 
 @kernel("Pad", since=1)
