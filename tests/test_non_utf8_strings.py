@@ -75,6 +75,20 @@ def _binding(m):
     return _added(t.update_binding, key="w", value="y")
 
 
+def _configuration(m):
+    c = m.configuration.add()
+    c.name, c.num_devices = "c", 2
+    c.device.extend(["a", "b"])
+    return c
+
+
+def _quantization(m):
+    q = m.graph.quantization_annotation.add()
+    q.tensor_name = "y"
+    q.quant_parameter_tensor_names.add(key="SCALE_TENSOR", value="w")
+    return q
+
+
 _G = lambda m: m.graph  # noqa: E731
 _N0 = lambda m: m.graph.node[0]  # noqa: E731
 _F = lambda m: m.functions[0]  # noqa: E731
@@ -129,6 +143,12 @@ CASES = [
     ("function metadata key", lambda m: _added(m.functions[0].metadata_props, key="k", value="v"), "key"),
     ("training binding key", _binding, "key"),
     ("training binding value", _binding, "value"),
+    ("device configuration name", _configuration, "name"),
+    ("device configuration device", _configuration, "device"),
+    ("node device configuration id", lambda m: _added(m.graph.node[0].device_configurations),
+     "configuration_id"),
+    ("quantization annotation tensor_name", _quantization, "tensor_name"),
+    ("quantization parameter name", lambda m: _quantization(m).quant_parameter_tensor_names[0], "value"),
 ]
 
 
@@ -182,12 +202,12 @@ def test_check_reports_invalid_utf8_at_its_place(what, get, field):
 
 
 def _line_and_annotations(text: str, line: int) -> str:
-    """Line ``line`` of ``text`` and the ``@field value`` annotation and ``<...>`` header lines right above it (a
-    field written as an annotation, such as ``@doc_string "..."``, or in a function's one-line header is located
-    at the element it belongs to)."""
+    """Line ``line`` of ``text`` and the lines right above it that belong to the same element: its ``@field value``
+    annotations and a function's ``<...>`` header (a field written there is located at the element), up to the end
+    of what comes before (a blank line, or a line ending an opening bracket, a list item or a statement)."""
     lines = text.splitlines()[:line]
     shown = [lines.pop()]
-    while lines and lines[-1].lstrip().startswith(("@", "<")):
+    while lines and lines[-1].strip() and not lines[-1].rstrip().endswith(("{", "<", "(", ",", ")")):
         shown.append(lines.pop())
     return "\n".join(shown)
 
