@@ -92,6 +92,8 @@ EDGE = [
     'g (float x) => (float y) { y = Foo<a = 1, b = 2.5, c = "s", d = [1, 2], e = [1.5, 2], f = [], g: ints = []>(x) }',
     'g (float x) => (float y) { y = Foo<a = -inf, b = NaN, c = 0x10, d = .5, e = 5., f = 1e5, g = -0, h = 01>(x) }',
     'g (float x) => (float y) { y = Foo<a = 1,>(x) }',
+    'g (float x) => (float y) { y = Foo<a = 9223372036854775808>(x) z = Foo<a = -9223372036854775808, b = 1e400>(x) }',
+    'g (float x) => (float y) { y = Foo<a = 3.4028235e38, b = 1e-50, c = -0.0, d = -inf, e = nan, f = 0x7fc00000>(x) }',
     'g (float x) => (float y) { y = Foo<>(x) }',
     'g (float x) => (float y) { y = Foo<a = 1>(x)<b = 2> }',
     'g (float x) => (float y) { y = Foo(x)<b = 2> }',

@@ -336,6 +336,15 @@ def _attrs(text: str, domain, op_type: str) -> list:
         if value[0] == "[":  # validated by _ATTR_RE: its scalars are the tokens findall meets
             v = ("list", [_scalar(tok) for tok in _SCALAR_ONLY.findall(value)])
         else:
+            number = _NUMBER_RE.fullmatch(value) if declared is None else None
+            if number is not None and number.lastgroup != "h":  # INT, FLOAT, SPECIAL: what Builder.attr sets
+                kind = number.lastgroup
+                out.append(AttributeProto(name=_name(name), type=AttributeProto.INT, i=int(value)) if kind == "i" else
+                           AttributeProto(name=_name(name), type=AttributeProto.FLOAT, f=float(value)))
+                pos = m.end()
+                if m.group(4) == "" and pos < n:
+                    raise Fallback
+                continue
             v = _scalar(value)
         out.append(_B.attr([None, _name(name), None if declared is None else _B.attr_type([declared]), v]))
         pos = m.end()

@@ -10,6 +10,8 @@ models on top of it.
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 from lark import Token
 from onnx import TensorShapeProto, TypeProto
@@ -40,8 +42,16 @@ def plain_values(dt, vals: list) -> bool:
     return True
 
 
+# little-endian struct codes whose packing of in-range ints / Python floats is byte for byte numpy's raw bytes
+_STRUCT_CODES = {"int64": "q", "int32": "i", "int16": "h", "uint16": "H", "int8": "b", "uint8": "B", "double": "d"}
+
+
 def raw_data(dt, vals: list) -> bytes:
-    """The raw_data build_tensor makes of ``raw {vals}`` (:func:`plain_values`), by the same numpy conversions."""
+    """The raw_data build_tensor makes of ``raw {vals}`` (:func:`plain_values`): the same bytes as its numpy
+    conversions (struct packs integers and doubles exactly so; float32 rounding stays numpy's)."""
+    code = _STRUCT_CODES.get(dt.name)
+    if code is not None:
+        return struct.pack(f"<{len(vals)}{code}", *vals)
     arr = np.array(vals, dtype=np.int64 if dt.kind == "int" else np.float64).astype(dt.np)
     return tensors.raw_bytes(arr, dt)
 
