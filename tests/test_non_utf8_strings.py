@@ -341,3 +341,25 @@ def test_the_repl_refuses_them_with_a_clear_error(statement):
     reply = s.execute(statement)
     assert not reply.ok and "not UTF-8" in reply.text, reply.text
     assert s.execute("y = Relu(x)").ok  # the session goes on
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_printers_fast_path_prints_them_as_the_reference_does(monkeypatch, seed):
+    """Many nodes and initializers of a big graph (fastprint's chunks) with random bytes that are not UTF-8 in
+    their string fields: the fast path's text is the reference printer's, and parses back to the same bytes."""
+    import random
+
+    from onnxtext.printing import fastprint
+
+    rng = random.Random(seed)
+    m = _model(True)
+    for _ in range(15):
+        field = rng.choice(["name", "input", "output", "doc_string", "domain", "op_type", "overload"])
+        set_raw(rng.choice(m.graph.node), field, bytes([rng.randrange(128, 256), 65, rng.randrange(128, 256)]))
+    for _ in range(5):
+        set_raw(rng.choice(m.graph.initializer), rng.choice(["name", "doc_string"]), bytes([rng.randrange(128, 256)]))
+    set_raw(m.graph.input[0], "name", b"\xfeA")
+    fast = onnxtext.to_text(m)
+    monkeypatch.setattr(fastprint, "ENABLED", False)
+    assert onnxtext.to_text(m) == fast
+    assert onnxtext.parse_model(fast).SerializeToString() == m.SerializeToString()
