@@ -80,3 +80,48 @@ def test_selected_outputs_and_float_warnings():
         with pytest.raises(EvalError, match="Reshape"):  # a step fails inside the run
             failing.run(None, {"x": np.float32([1, 2]), "s": np.array([5])})
         assert np.geterr()["divide"] == "raise"  # ... and the caller's error state is back too
+
+
+# The fast check also covers string tensors (numpy str/bytes arrays become object arrays, as check_input
+# makes them), maps (dicts) and sequences of numeric tensors; anything else falls back to check_input.
+MIXED = text_model("""<ir_version: 9, opset_import: ["": 18, "ai.onnx.ml": 3]>
+g (string[N] s, seq(float[3]) q, map(int64, float) d) => (string[N] t, int64 c, float[?, ?] v) {
+  t = Identity(s)
+  c = SequenceLength(q)
+  v = ai.onnx.ml.DictVectorizer<int64_vocabulary = [1, 2, 3]>(d)
+}""")
+S = np.array(["ab", "c"])
+Q = [np.zeros(3, np.float32), np.ones(3, np.float32)]
+D = {2: 1.5}
+
+# (feeds, expected (t as a list, c, v row) or an error message)
+MIXED_CASES = [
+    ({"s": S, "q": Q, "d": D}, (["ab", "c"], 2, [0, 1.5, 0])),
+    ({"s": S.astype(object), "q": Q, "d": D}, (["ab", "c"], 2, [0, 1.5, 0])),
+    ({"s": np.array([b"ab", b"c"]), "q": Q, "d": D}, ([b"ab", b"c"], 2, [0, 1.5, 0])),
+    ({"s": ["ab", "c"], "q": tuple(Q), "d": D}, (["ab", "c"], 2, [0, 1.5, 0])),  # converted by check_input
+    ({"s": S, "q": [], "d": {}}, (["ab", "c"], 0, [0, 0, 0])),
+    ({"s": S[:, None], "q": Q, "d": D}, r"input 's': expected rank 1, got shape \[2, 1\]"),
+    ({"s": np.float32([1, 2]), "q": Q, "d": D}, "input 's': expected a string tensor, got float32"),
+    ({"s": S, "q": [Q[0].astype(np.float64)], "d": D}, r"input 'q\[0\]': expected element type float, got float64"),
+    ({"s": S, "q": [Q[0][None]], "d": D}, r"input 'q\[0\]': expected rank 1, got shape \[1, 3\]"),
+    ({"s": S, "q": Q[0], "d": D}, "input 'q': expected a sequence"),
+    ({"s": S, "q": Q, "d": [(2, 1.5)]}, "input 'd': expected a map"),
+    ({"s": S, "q": Q}, "missing input 'd'"),
+]
+
+
+@pytest.mark.parametrize("feeds, expected", MIXED_CASES, ids=[f"case{i}" for i in range(len(MIXED_CASES))])
+def test_string_map_and_sequence_feeds(feeds, expected):
+    ev = Evaluator(MIXED)
+    assert ev._plain_feeds is not None  # (the fast check covers this model's inputs)
+    ev.run(None, {"s": S, "q": Q, "d": D})  # the plain call first
+    if isinstance(expected, str):
+        with pytest.raises(EvalError, match=expected):
+            ev.run(None, feeds)
+        return
+    t, c, v = ev.run(None, feeds)
+    assert t.dtype == object and t.tolist() == expected[0]
+    assert int(c) == expected[1] and v.tolist() == [expected[2]]
+    if isinstance(feeds["q"], list):
+        assert len(feeds["q"]) == expected[1]  # (the caller's list is not the run's)

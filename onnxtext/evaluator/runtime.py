@@ -245,19 +245,40 @@ class Evaluator:
             raise EvalError(f"no value named {e.args[0]!r} was computed") from None
 
     def _take_plain_feeds(self, feeds: dict, env: dict) -> bool:
-        """Store ``feeds`` in ``env`` when every one is a numpy array of exactly the declared element
-        type and rank (the usual call: a dict lookup and three comparisons per input); False when any
-        is not, or when the model has inputs this check does not cover (then :func:`check_input`
-        converts or refuses each feed with its message)."""
+        """Store ``feeds`` in ``env`` when each is what :func:`check_input` would accept unchanged or
+        with the one conversion it makes (the usual call: a dict lookup and a few comparisons per
+        input); False when any is not (then :func:`check_input` converts or refuses each feed with its
+        message). Per input (:func:`_plain_feed_types`): a numeric tensor must be a numpy array of
+        exactly the declared element type and rank; a string tensor an array of ``object`` (kept) or
+        of numpy ``str``/``bytes`` (made ``object``, as check_input does) of the declared rank; a map a
+        dict; a sequence a list of numeric arrays of the declared element type and rank."""
         plain = self._plain_feeds
         if plain is None or len(feeds) != len(plain):
             return False
         ndarray = np.ndarray
         try:
-            for name, dtype, rank in plain:
+            for name, dtype, rank, kind in plain:
                 value = feeds[name]
-                if type(value) is not ndarray or value.dtype != dtype or (rank >= 0 and value.ndim != rank):
-                    return False
+                if kind == _TENSOR:
+                    if type(value) is not ndarray or value.dtype != dtype or (rank >= 0 and value.ndim != rank):
+                        return False
+                elif kind == _STRINGS:
+                    if type(value) is not ndarray or (rank >= 0 and value.ndim != rank):
+                        return False
+                    if value.dtype != dtype:  # (dtype is object here)
+                        if value.dtype.kind not in "US":
+                            return False
+                        value = value.astype(object)
+                elif kind == _MAP:
+                    if type(value) is not dict:
+                        return False
+                else:  # _SEQUENCE of numeric tensors
+                    if type(value) is not list:
+                        return False
+                    for item in value:
+                        if type(item) is not ndarray or item.dtype != dtype or (rank >= 0 and item.ndim != rank):
+                            return False
+                    value = list(value)  # (check_input builds a new list too: the caller's stays theirs)
                 env[name] = value
         except KeyError:
             return False
@@ -338,22 +359,46 @@ class Evaluator:
 
 
 # ---------------------------------------------------------------------------------------- input checks
+_TENSOR, _STRINGS, _MAP, _SEQUENCE = range(4)  # the kinds of feed the fast check covers
+
+
+def _plain_tensor_type(tt):
+    """``(numpy dtype, rank or -1, kind)`` of a declared tensor type for the fast feed check, or None
+    when it does not cover it (no or unknown element type)."""
+    if not tt.elem_type:
+        return None
+    try:
+        kind = dtypes.from_enum(tt.elem_type)
+    except (KeyError, ValueError, OnnxTextError):  # (an unknown type: check_input words the error)
+        return None
+    rank = len(tt.shape.dim) if tt.HasField("shape") else -1
+    if kind.kind == "string":
+        return np.dtype(object), rank, _STRINGS
+    if kind.np is None:
+        return None
+    return np.dtype(kind.np), rank, _TENSOR
+
+
 def _plain_feed_types(names, types: dict):
-    """``(name, numpy dtype, rank or -1)`` for each required input when all are numeric tensors (the
-    fast feed check of :meth:`Evaluator._take_plain_feeds`), else None."""
+    """``(name, numpy dtype, rank or -1, kind)`` for each required input when the fast feed check of
+    :meth:`Evaluator._take_plain_feeds` covers every one (tensors with an element type, maps,
+    sequences of numeric tensors), else None."""
     plain = []
     for name in names:
         tp = types.get(name)
-        if tp is None or tp.WhichOneof("value") != "tensor_type" or not tp.tensor_type.elem_type:
+        which = tp.WhichOneof("value") if tp is not None else None
+        if which == "tensor_type":
+            entry = _plain_tensor_type(tp.tensor_type)
+        elif which == "map_type":
+            entry = (None, -1, _MAP)
+        elif which == "sequence_type" and tp.sequence_type.elem_type.WhichOneof("value") == "tensor_type":
+            entry = _plain_tensor_type(tp.sequence_type.elem_type.tensor_type)
+            entry = (entry[0], entry[1], _SEQUENCE) if entry is not None and entry[2] == _TENSOR else None
+        else:
+            entry = None
+        if entry is None:
             return None
-        tt = tp.tensor_type
-        try:
-            kind = dtypes.from_enum(tt.elem_type)
-        except (KeyError, ValueError, OnnxTextError):  # (an unknown type: check_input words the error)
-            return None
-        if kind.kind == "string" or kind.np is None:
-            return None
-        plain.append((name, np.dtype(kind.np), len(tt.shape.dim) if tt.HasField("shape") else -1))
+        plain.append((name,) + entry)
     return tuple(plain)
 
 
