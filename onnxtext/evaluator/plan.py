@@ -4,7 +4,8 @@ A :class:`GraphPlan` is built once per graph (main graph, subgraph of If/Loop/Sc
 and run many times. Preparing a plan resolves each node's kernel for the imported opset, converts its
 attributes and fills schema defaults, decodes initializers, folds nodes that depend only on constants
 (initializers, Constant nodes and what is computed from them), rewrites the step list with the
-optimizer's rules (:mod:`.optimizer`, at the Evaluator's level, minus the disabled rules), and
+optimizer's rules (:mod:`.optimizer`, at the Evaluator's level, minus the disabled rules), replaces
+the kernels that have a prepared form (:func:`.registry.prepares`) by it, and
 computes for each value the step after which it is no longer needed, so intermediates are released
 as early as possible. Level 0 does neither folding nor rewrites: every node is its own step.
 
@@ -31,7 +32,7 @@ from ..errors import EvalError, OnnxTextError
 from .optimizer import MAX_LEVEL, optimize
 from .optimizer.graph import Constants
 from .plan_code import compile_steps
-from .registry import lookup, normalize_domain
+from .registry import lookup, normalize_domain, prepared_form
 from .steps import (CONTROL, UNUSED, KernelContext, RunControl, RunStopped, Step, StepInfo,  # noqa: F401
                     describe_node, describe_value, step_error)
 
@@ -392,6 +393,8 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
         free = {n for n in used if last_use.get(n) == i and n not in keep_set and n}
         free.update(n for n in step[2] if n not in last_use and n not in keep_set)
         fn, ins, outs, attrs, _, info, context = step
+        if prep.level > 0 and not context:
+            fn, attrs = _prepared_kernel(fn, ins, attrs, constants, const_names)
         steps.append(Step(fn, ins, outs, attrs, tuple(free), info, context, origin.get(outs[0], info)))
     needed = set(last_use) | keep_set
     for k in [k for k in constants if k not in needed and k not in input_names]:
@@ -401,6 +404,19 @@ def prepare_graph(graph, prep: Preparation, *, external=(), keep=(), outputs=Non
         if n and n not in defined and n not in free_names:
             free_names.append(n)
     return GraphPlan(graph.name, input_names, output_names, constants, tuple(free_names), steps, keep_set)
+
+
+def _prepared_kernel(fn, ins, attrs, constants, const_names):
+    """``(fn, attrs)`` of a step, or its kernel's prepared form (:func:`.registry.prepares`) with no
+    attributes left to pass: called once per step at levels above 0."""
+    prepare = prepared_form(fn)
+    if prepare is None:
+        return fn, attrs
+    try:
+        run = prepare(attrs, tuple(constants.get(n) if n in const_names else None for n in ins))
+    except Exception:  # noqa: BLE001 - attributes the kernel refuses: it says why at run time
+        run = None
+    return (fn, attrs) if run is None else (run, {})
 
 
 def _needed_nodes(nodes, wanted: set) -> list:

@@ -13,6 +13,14 @@ Calling convention of a kernel function (kept deliberately plain so kernels have
   attributes without default that are unset are not passed.
 * Return one value for a single output, a **tuple** for several outputs (a list is a sequence value).
 
+A kernel may also have a **prepared form** (:func:`prepares`): ``prepare(attrs, constants)`` is called
+once per step when a plan is prepared at an optimizer level above 0, with the step's attributes and a
+tuple holding, per input, its value when it is a constant of the plan (an initializer, or folded) and
+``None`` otherwise. It returns a function of the inputs alone (``run(*inputs)``, no attributes) that
+already holds what the kernel derives from its attributes (a forest's tables, an SVM's support
+vectors), or ``None`` to keep the plain kernel for this node. The plain kernel stays the reference:
+``optimize=0`` calls it, and tests/test_prepared_kernels.py runs every prepared form against it.
+
 Lookup picks, for a node of (domain, op) with the model importing ``version`` of that domain, the
 registered kernel with the highest ``since`` that is not above ``version``.
 """
@@ -57,6 +65,32 @@ def kernel(op: str | tuple[str, ...], since: int = 1, domain: str = "", *, conte
         return fn
 
     return register
+
+
+_PREPARED: dict[Callable, Callable] = {}
+
+
+def prepares(kernel_fn: Callable):
+    """Register the decorated ``prepare(attrs, constants) -> run | None`` as the prepared form of the
+    kernel function ``kernel_fn`` (see the module docstring)."""
+    def register(prepare):
+        if kernel_fn in _PREPARED:
+            raise ValueError(f"kernel {kernel_fn.__name__} has two prepared forms")
+        _PREPARED[kernel_fn] = prepare
+        return prepare
+
+    return register
+
+
+def prepared_form(kernel_fn: Callable) -> Callable | None:
+    """The ``prepare`` function registered for ``kernel_fn`` by :func:`prepares`, or None."""
+    return _PREPARED.get(kernel_fn)
+
+
+def prepared_forms() -> dict[Callable, Callable]:
+    """Every kernel function with a prepared form (kernel -> prepare), for tests."""
+    _ensure_loaded()
+    return _PREPARED
 
 
 def lookup(op: str, domain: str, version: int) -> Kernel | None:

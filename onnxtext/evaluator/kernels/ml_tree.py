@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..registry import kernel
+from ..registry import kernel, prepares
 from .derived_cache import derived
 from .ml import ML, argmax_rows, as_rows, class_labels, post_transform
 
@@ -349,24 +349,49 @@ def _regressor_forest(a: dict) -> Forest:
 
 @kernel("TreeEnsembleRegressor", since=1, domain=ML)
 def tree_ensemble_regressor(X, **a):
-    forest = cached_forest("target", a, _regressor_forest)
-    scores = forest.scores(X, forest.n_targets, a["aggregate_function"], forest.base_values)
-    transform = a["post_transform"]
-    return (scores if transform == "NONE" else post_transform(scores, transform)).astype(np.float32)
+    return _regressor_run(cached_forest("target", a, _regressor_forest), a)(X)
+
+
+@prepares(tree_ensemble_regressor)
+def _prepare_regressor(a: dict, constants):
+    return _regressor_run(_regressor_forest(a), a)
+
+
+def _regressor_run(forest: Forest, a: dict):
+    """``run(X)`` of a TreeEnsembleRegressor whose forest is built (the plain kernel and its prepared form)."""
+    n_targets, aggregate, base, transform = forest.n_targets, a["aggregate_function"], forest.base_values, \
+        a["post_transform"]
+
+    def run(X):
+        scores = forest.scores(X, n_targets, aggregate, base)
+        return (scores if transform == "NONE" else post_transform(scores, transform)).astype(np.float32)
+    return run
 
 
 @kernel("TreeEnsembleClassifier", since=1, domain=ML)
 def tree_ensemble_classifier(X, **a):
-    forest = cached_forest("class", a, _classifier_forest)
-    labels = forest.labels
-    transform = a["post_transform"]
+    return _classifier_run(cached_forest("class", a, _classifier_forest), a)(X)
+
+
+@prepares(tree_ensemble_classifier)
+def _prepare_classifier(a: dict, constants):
+    return _classifier_run(_classifier_forest(a), a)
+
+
+def _classifier_run(forest: Forest, a: dict):
+    """``run(X)`` of a TreeEnsembleClassifier whose forest is built."""
+    labels, transform, base = forest.labels, a["post_transform"], forest.base_values
     if forest.binary is not None:
-        return forest.binary.outputs(forest.scores(X, 1, "SUM", None)[:, 0], transform)
-    scores = forest.scores(X, labels.size, "SUM", None)
-    if forest.base_values is not None:
-        scores += forest.base_values
-    label = labels[argmax_rows(scores)]
-    return label, (scores if transform == "NONE" else post_transform(scores, transform)).astype(np.float32)
+        binary = forest.binary
+        return lambda X: binary.outputs(forest.scores(X, 1, "SUM", None)[:, 0], transform)
+
+    def run(X):
+        scores = forest.scores(X, labels.size, "SUM", None)
+        if base is not None:
+            scores += base
+        label = labels[argmax_rows(scores)]
+        return label, (scores if transform == "NONE" else post_transform(scores, transform)).astype(np.float32)
+    return run
 
 
 def _classifier_forest(a: dict) -> Forest:
@@ -431,10 +456,20 @@ _MINUS_PLUS, _PLUS_MINUS = np.array([-1.0, 1.0]), np.array([1.0, -1.0])
 
 @kernel("TreeEnsemble", since=5, domain=ML)
 def tree_ensemble(X, **a):
-    forest = cached_forest("v5", a, _v5_forest)
+    return _v5_run(cached_forest("v5", a, _v5_forest), a)(X)
+
+
+@prepares(tree_ensemble)
+def _prepare_v5(a: dict, constants):
+    return _v5_run(_v5_forest(a), a)
+
+
+def _v5_run(forest: Forest, a: dict):
+    """``run(X)`` of a TreeEnsemble (opset 5) whose forest is built."""
     aggregate = {v: k for k, v in _AGGREGATES.items()}[a["aggregate_function"]]
-    scores = forest.scores(X, a.get("n_targets") or int(forest.leaf_target.max(initial=0)) + 1, aggregate, None)
-    return post_transform(scores, _POST_TRANSFORMS[a["post_transform"]]).astype(X.dtype)
+    n_targets = a.get("n_targets") or int(forest.leaf_target.max(initial=0)) + 1
+    transform = _POST_TRANSFORMS[a["post_transform"]]
+    return lambda X: post_transform(forest.scores(X, n_targets, aggregate, None), transform).astype(X.dtype)
 
 
 def _v5_forest(a: dict) -> Forest:

@@ -1,0 +1,73 @@
+"""Every kernel's prepared form (``@prepares``, onnxtext/evaluator/registry.py) against the plain kernel.
+
+At optimizer levels above 0 a plan calls a kernel's prepared form, a function of the inputs that already
+holds the tables the kernel derives from its attributes; ``optimize=0`` calls the plain kernel. The cases
+are the one-node tables of the kernel test files (tests/test_kernels_ml.py, tests/test_kernels_text.py),
+whose default runs are compared with onnxruntime there: here each case whose operator has a prepared
+form runs on both paths, which must give identical results, and the default path must really have used
+the prepared form. A kernel given a prepared form without a case in those tables fails
+``test_every_prepared_form_has_cases``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_kernels_ml import CASES as ML_CASES
+from test_kernels_ml import F, I32, I64, S, make_model
+from test_kernels_text import TFIDF_CASES
+
+from onnxtext.evaluator import Evaluator
+from onnxtext.evaluator.registry import lookup, prepared_forms
+
+
+def _ml_case(case):
+    _, op, inputs, outputs, feeds, attrs, *opset = case
+    return op, make_model(op, inputs, outputs, attrs, ml_opset=opset[0] if opset else 3), feeds
+
+
+def _tfidf_case(case):
+    _, x, attrs = case
+    elem = S if x.dtype == object else I32 if x.dtype == np.int32 else I64
+    return "TfIdfVectorizer", make_model("TfIdfVectorizer", [("X", elem)], [("Y", F)], attrs, domain="",
+                                         onnx_opset=19), {"X": x}
+
+
+def _kernel_of(model):
+    node = model.graph.node[0]
+    opsets = {o.domain: o.version for o in model.opset_import}
+    return lookup(node.op_type, node.domain, opsets[node.domain]).fn
+
+
+ALL = [(c[0],) + _ml_case(c) for c in ML_CASES] + [("tfidf_" + c[0],) + _tfidf_case(c) for c in TFIDF_CASES]
+CASES = [c for c in ALL if _kernel_of(c[2]) in prepared_forms()]
+
+
+def assert_identical(want, got, where):
+    if isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), where
+        for i, (w, g) in enumerate(zip(want, got)):
+            assert_identical(w, g, f"{where}[{i}]")
+    elif isinstance(want, dict):
+        assert isinstance(got, dict) and list(got) == list(want), where
+        for k in want:
+            assert_identical(want[k], got[k], f"{where}[{k!r}]")
+    else:
+        want, got = np.asarray(want), np.asarray(got)
+        assert want.dtype == got.dtype and want.shape == got.shape, f"{where}: {got.dtype}{got.shape}"
+        np.testing.assert_array_equal(got, want, err_msg=where)
+
+
+@pytest.mark.parametrize("name, op, model, feeds", CASES, ids=[c[0] for c in CASES])
+def test_prepared_form_equals_the_plain_kernel(name, op, model, feeds):
+    plain, prepared = Evaluator(model, optimize=0), Evaluator(model)
+    assert plain._main.steps[0].fn is _kernel_of(model)
+    assert prepared._main.steps[0].fn is not _kernel_of(model) and not prepared._main.steps[0].attrs
+    for _ in range(4):  # the fourth run goes through the generated run function (plan_code)
+        assert_identical(plain.run(None, feeds), prepared.run(None, feeds), op)
+
+
+def test_every_prepared_form_has_cases():
+    covered = {_kernel_of(c[2]) for c in CASES}
+    missing = [fn.__name__ for fn in prepared_forms() if fn not in covered]
+    assert not missing, f"prepared forms without a case in the kernel tables: {missing}"
