@@ -10,7 +10,7 @@ domain's reference runtime, is followed; tests/test_kernels_ml.py checks each ag
 
 import numpy as np
 
-from ..registry import kernel
+from ..registry import kernel, prepares
 from .activation import row_max
 from .derived_cache import derived
 
@@ -193,12 +193,25 @@ def normalizer(X, *, norm):
 
 @kernel("Scaler", since=1, domain=ML)
 def scaler(X, *, offset=None, scale=None):
+    shift, factor = derived("scaler", (offset, scale), lambda: _scaler_tables(offset, scale))
+    return _scale(X, shift, factor)
+
+
+@prepares(scaler)
+def _prepare_scaler(a: dict, constants):
+    shift, factor = _scaler_tables(a.get("offset"), a.get("scale"))
+    return lambda X: _scale(X, shift, factor)
+
+
+def _scaler_tables(offset, scale):
     def per_feature(values, neutral):
         # One value per feature (last axis), or a single value for all features.
         v = np.asarray(values if values else [neutral], np.float32)
         return v.reshape(()) if v.size == 1 else v
+    return per_feature(offset, 0.0), per_feature(scale, 1.0)
 
-    shift, factor = derived("scaler", (offset, scale), lambda: (per_feature(offset, 0.0), per_feature(scale, 1.0)))
+
+def _scale(X, shift, factor):
     y = (X if X.dtype == np.float32 else X.astype(np.float32)) - shift  # a new float32 array either way
     y *= factor
     return y
@@ -223,17 +236,29 @@ def feature_vectorizer(*X, inputdimensions=None):
 def one_hot_encoder(X, *, cats_int64s=None, cats_strings=None, zeros):
     # row c of the table is category c's one-hot vector, its last row (for values not found) all zeros
     strings = X.dtype == object
-    cats, table, position = derived("one-hot-" + ("strings" if strings else "ints"), (cats_strings, cats_int64s),
-                                    lambda: _one_hot_tables(cats_strings if strings else cats_int64s, strings))
+    tables = derived("one-hot-" + ("strings" if strings else "ints"), (cats_strings, cats_int64s),
+                     lambda: _one_hot_tables(cats_strings if strings else cats_int64s, strings))
+    return _one_hot(X, tables, zeros)
+
+
+@prepares(one_hot_encoder)
+def _prepare_one_hot_encoder(a: dict, constants):
+    by_strings = (_one_hot_tables(a.get("cats_int64s"), False), _one_hot_tables(a.get("cats_strings"), True))
+    zeros = a["zeros"]
+    return lambda X: _one_hot(X, by_strings[X.dtype == object], zeros)
+
+
+def _one_hot(X, tables, zeros):
+    """OneHotEncoder of ``X`` with the tables of :func:`_one_hot_tables` for its kind of values."""
+    cats, table, position = tables
     n = len(cats)
-    if strings:  # one dict lookup per value; the table rows picked by the list of positions itself
+    if X.dtype == object:  # one dict lookup per value; the table rows picked by the list of positions itself
         pos = [position(v, n) for v in X.ravel().tolist()]
         if not zeros and n in pos:
             raise ValueError("OneHotEncoder: input value not among the categories (zeros=0)")
         return table[pos].reshape(X.shape + (n,))
-    else:
-        pos, found = _lookup(X.astype(np.int64), cats)
-        pos = np.where(found, pos, n)
+    pos, found = _lookup(X.astype(np.int64), cats)
+    pos = np.where(found, pos, n)
     if not zeros and (pos == n).any():
         raise ValueError("OneHotEncoder: input value not among the categories (zeros=0)")
     return table[pos]
@@ -359,9 +384,18 @@ def dict_vectorizer(X, *, int64_vocabulary=None, string_vocabulary=None):
 
 @kernel("ZipMap", since=1, domain=ML)
 def zip_map(X, *, classlabels_int64s=None, classlabels_strings=None):
+    return _zip_rows(X, classlabels_strings or classlabels_int64s)
+
+
+@prepares(zip_map)
+def _prepare_zip_map(a: dict, constants):
+    labels = a.get("classlabels_strings") or a.get("classlabels_int64s")
+    return lambda X: _zip_rows(X, labels)
+
+
+def _zip_rows(X, labels):
     # the attribute lists hold Python str / int already: they zip as they are (building the dicts is
     # the cost, as it is for onnxruntime's Python binding, which returns the same list of dicts)
-    labels = classlabels_strings or classlabels_int64s
     rows = (X.tolist() if X.ndim == 2 else as_rows(X).tolist())
     if rows and len(rows[0]) != len(labels):
         raise ValueError(f"ZipMap: {len(rows[0])} columns but {len(labels)} labels")

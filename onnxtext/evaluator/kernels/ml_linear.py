@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..registry import kernel
+from ..registry import kernel, prepares
 from .derived_cache import derived
 from .ml import ML, argmax_rows, as_rows, class_labels, post_transform, softmax_rows
 
@@ -53,8 +53,30 @@ def linear_classifier(X, *, coefficients, intercepts=None, classlabels_ints=None
     x = as_rows(X)
     if x.dtype != np.float32:
         x = x.astype(np.float32)
-    weights, bias, labels, labels_are_indexes = _classifier_tables(coefficients, intercepts, classlabels_ints,
-                                                                   classlabels_strings, x.shape[1])
+    return _linear_classify(x, _classifier_tables(coefficients, intercepts, classlabels_ints, classlabels_strings,
+                                                  x.shape[1]), post_transform)
+
+
+@prepares(linear_classifier)
+def _prepare_linear_classifier(a: dict, constants):
+    sources = (a["coefficients"], a.get("intercepts"), a.get("classlabels_ints"), a.get("classlabels_strings"))
+    transform = a["post_transform"]
+    by_width: dict = {}  # the tables per feature count (one, in a model fed consistently)
+
+    def run(X):
+        x = as_rows(X)
+        if x.dtype != np.float32:
+            x = x.astype(np.float32)
+        tables = by_width.get(x.shape[1])
+        if tables is None:
+            tables = by_width[x.shape[1]] = _classifier_tables(*sources, x.shape[1])
+        return _linear_classify(x, tables, transform)
+    return run
+
+
+def _linear_classify(x, tables, post_transform):
+    """(label, scores) of a LinearClassifier for float32 rows ``x`` with its :func:`_classifier_tables`."""
+    weights, bias, labels, labels_are_indexes = tables
     scores = x @ weights
     if bias is not None:
         scores += bias
@@ -127,11 +149,23 @@ def _svr_tables(coefficients, support_vectors, n_supports, kernel_type, kernel_p
 @kernel("SVMRegressor", since=1, domain=ML)
 def svm_regressor(X, *, coefficients=None, support_vectors=None, rho=None, kernel_type, kernel_params=None,
                   n_supports, one_class, post_transform):
-    x = as_rows(X).astype(np.float64)
     sources = (coefficients, support_vectors, n_supports, kernel_type, kernel_params)
     # keyed by the node's own coefficients and support vector lists, which name the node (see derived_cache)
     tables = derived("svm-regressor", (coefficients, support_vectors) if coefficients else sources,
                      lambda: _svr_tables(*sources))
+    return _svm_regress(X, tables, rho, kernel_type, kernel_params, one_class, post_transform)
+
+
+@prepares(svm_regressor)
+def _prepare_svm_regressor(a: dict, constants):
+    tables = _svr_tables(a.get("coefficients"), a.get("support_vectors"), a["n_supports"], a["kernel_type"],
+                         a.get("kernel_params"))
+    rest = (a.get("rho"), a["kernel_type"], a.get("kernel_params"), a["one_class"], a["post_transform"])
+    return lambda X: _svm_regress(X, tables, *rest)
+
+
+def _svm_regress(X, tables, rho, kernel_type, kernel_params, one_class, post_transform):
+    x = as_rows(X).astype(np.float64)
     score = _svm_kernel(x, tables, kernel_type, kernel_params) @ tables.coefficients
     if rho:
         score += rho[0]
@@ -348,6 +382,28 @@ def svm_classifier(X, *, coefficients=None, support_vectors=None, vectors_per_cl
     # keyed by the node's own coefficients and support vector lists, which name the node (see derived_cache)
     tables = derived(f"svm-classifier-{x.shape[1]}", (coefficients, support_vectors) if coefficients else sources,
                      lambda: _svm_tables(*sources, x.shape[1]))
+    return _svm_classify(x, tables, vectors_per_class, kernel_type, kernel_params, post_transform)
+
+
+@prepares(svm_classifier)
+def _prepare_svm_classifier(a: dict, constants):
+    sources = tuple(a.get(n) for n in ("coefficients", "support_vectors", "vectors_per_class", "rho",
+                                       "classlabels_ints", "classlabels_strings", "prob_a", "prob_b",
+                                       "kernel_type", "kernel_params"))
+    per_class, kernel_type, kernel_params, transform = sources[2], sources[8], sources[9], a["post_transform"]
+    by_width: dict = {}  # the tables per feature count (one, in a model fed consistently)
+
+    def run(X):
+        x = as_rows(X).astype(np.float64)
+        tables = by_width.get(x.shape[1])
+        if tables is None:
+            tables = by_width[x.shape[1]] = _svm_tables(*sources, x.shape[1])
+        return _svm_classify(x, tables, per_class, kernel_type, kernel_params, transform)
+    return run
+
+
+def _svm_classify(x, tables: _SVMTables, vectors_per_class, kernel_type, kernel_params, post_transform):
+    """(label, scores) of an SVMClassifier for float64 rows ``x`` with its :func:`_svm_tables`."""
     labels = tables.labels
     k = labels.size
     if not vectors_per_class:
