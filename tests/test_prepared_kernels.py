@@ -17,6 +17,8 @@ from test_kernels_ml import CASES as ML_CASES
 from test_kernels_ml import F, I32, I64, S, make_model
 from test_kernels_text import TFIDF_CASES
 
+from helpers import node_model
+
 from onnxtext.evaluator import Evaluator
 from onnxtext.evaluator.registry import lookup, prepared_forms
 
@@ -33,13 +35,41 @@ def _tfidf_case(case):
                                          onnx_opset=19), {"X": x}
 
 
+TEXTS = np.array([["Hello World  of text"], ["a-b,c d"], [""]], dtype=object)
+WORDS = np.array([["The", "cat", "AND", "the", "Dog"]], dtype=object)
+# (id, op, domain, X, attributes): string operators whose kernel tests do not use a one-node table
+STRING_CASES = [
+    ("tokenizer_tokenexp", "Tokenizer", "com.microsoft", TEXTS,
+     dict(tokenexp=r"\w+", mark=0, mincharnum=1, pad_value="#")),
+    ("tokenizer_tokenexp_marked", "Tokenizer", "com.microsoft", TEXTS[:, 0],
+     dict(tokenexp=r"\b\w\w+\b", mark=1, mincharnum=2, pad_value="")),
+    ("tokenizer_separators", "Tokenizer", "com.microsoft", TEXTS, dict(separators=[" ", "-"], mark=0, mincharnum=1,
+                                                                       pad_value="#")),
+    ("tokenizer_characters", "Tokenizer", "com.microsoft", TEXTS, dict(separators=[""], mark=0, mincharnum=1,
+                                                                       pad_value="_")),
+    ("normalizer_stopwords_lower", "StringNormalizer", "", WORDS,
+     dict(stopwords=["the", "and"], case_change_action="LOWER")),
+    ("normalizer_stopwords_case_sensitive", "StringNormalizer", "", WORDS[0],
+     dict(stopwords=["the", "AND"], is_case_sensitive=1, case_change_action="UPPER")),
+    ("normalizer_everything_dropped", "StringNormalizer", "", WORDS[:, :2], dict(stopwords=["THE", "CAT"])),
+    ("normalizer_plain", "StringNormalizer", "", WORDS, {}),
+]
+
+
+def _string_case(case):
+    name, op, domain, x, attrs = case
+    model = node_model(op, {"X": x}, attrs, domain=domain, opset=19)
+    return name, op, model, {"X": x}
+
+
 def _kernel_of(model):
     node = model.graph.node[0]
     opsets = {o.domain: o.version for o in model.opset_import}
     return lookup(node.op_type, node.domain, opsets[node.domain]).fn
 
 
-ALL = [(c[0],) + _ml_case(c) for c in ML_CASES] + [("tfidf_" + c[0],) + _tfidf_case(c) for c in TFIDF_CASES]
+ALL = [(c[0],) + _ml_case(c) for c in ML_CASES] + [("tfidf_" + c[0],) + _tfidf_case(c) for c in TFIDF_CASES] + \
+    [_string_case(c) for c in STRING_CASES]
 CASES = [c for c in ALL if _kernel_of(c[2]) in prepared_forms()]
 
 
@@ -71,3 +101,14 @@ def test_every_prepared_form_has_cases():
     covered = {_kernel_of(c[2]) for c in CASES}
     missing = [fn.__name__ for fn in prepared_forms() if fn not in covered]
     assert not missing, f"prepared forms without a case in the kernel tables: {missing}"
+
+
+def test_attributes_a_prepared_form_refuses_keep_the_plain_kernels_error():
+    from onnxtext.errors import EvalError
+
+    model = node_model("Tokenizer", {"X": TEXTS}, dict(separators=[" "], tokenexp=r"\w+", mark=0, mincharnum=1,
+                                                        pad_value="#"), domain="com.microsoft", opset=19)
+    ev = Evaluator(model)
+    assert ev._main.steps[0].fn is _kernel_of(model)
+    with pytest.raises(EvalError, match="'separators' and 'tokenexp' cannot both be set"):
+        ev.run(None, {"X": TEXTS})

@@ -19,7 +19,7 @@ import numpy as np
 
 from ...errors import EvalError
 from ..limits import check_allocation
-from ..registry import kernel
+from ..registry import kernel, prepares
 
 
 def _strings(x) -> np.ndarray:
@@ -31,14 +31,30 @@ def _strings(x) -> np.ndarray:
 
 @kernel("StringNormalizer", since=10)
 def string_normalizer(x, case_change_action="NONE", is_case_sensitive=0, locale=None, stopwords=None):
+    return _normalize(x, _stop_set(stopwords, is_case_sensitive), is_case_sensitive, case_change_action)
+
+
+@prepares(string_normalizer)
+def _prepare_string_normalizer(a: dict, constants):
+    sensitive, action = a.get("is_case_sensitive", 0), a.get("case_change_action", "NONE")
+    stop = _stop_set(a.get("stopwords"), sensitive)
+    return lambda x: _normalize(x, stop, sensitive, action)
+
+
+def _stop_set(stopwords, is_case_sensitive):
+    """The stop words as a set (case-folded unless case-sensitive), None without any."""
+    if not stopwords:
+        return None
+    return set(stopwords) if is_case_sensitive else {s.casefold() for s in stopwords}
+
+
+def _normalize(x, stop, is_case_sensitive, case_change_action):
     x = _strings(x)
     words = x.reshape(-1).tolist()
-    if stopwords:
+    if stop is not None:
         if is_case_sensitive:
-            stop = set(stopwords)
             words = [w for w in words if w not in stop]
         else:
-            stop = {s.casefold() for s in stopwords}
             words = [w for w in words if w.casefold() not in stop]
     if case_change_action == "LOWER":
         words = [w.lower() for w in words]

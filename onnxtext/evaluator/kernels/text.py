@@ -9,7 +9,7 @@ node (:mod:`.derived_cache`).
 import numpy as np
 
 from ..limits import check_allocation
-from ..registry import kernel
+from ..registry import kernel, prepares
 from .derived_cache import derived
 
 
@@ -150,6 +150,18 @@ def tfidf_vectorizer(X, *, mode, min_gram_length, max_gram_length, max_skip_coun
     # derived_cache: each node's attribute lists are its own objects)
     pool = derived("tfidf-pool", (ngram_indexes,),
                    lambda: _Pool(pool_strings, pool_int64s, ngram_counts, ngram_indexes, weights))
+    return _tfidf(X, pool, mode, min_gram_length, max_gram_length, max_skip_count)
+
+
+@prepares(tfidf_vectorizer)
+def _prepare_tfidf_vectorizer(a: dict, constants):
+    pool = _Pool(a.get("pool_strings"), a.get("pool_int64s"), a["ngram_counts"], a["ngram_indexes"], a.get("weights"))
+    rest = (a["mode"], a["min_gram_length"], a["max_gram_length"], a["max_skip_count"])
+    return lambda X: _tfidf(X, pool, *rest)
+
+
+def _tfidf(X, pool: _Pool, mode, min_gram_length, max_gram_length, max_skip_count):
+    """TfIdfVectorizer of ``X`` with the node's pool tables."""
     rows = X.reshape(1, -1) if X.ndim == 1 else X
     batch, length = rows.shape
     combinations = (max_gram_length - min_gram_length + 1) * (max_skip_count + 1)

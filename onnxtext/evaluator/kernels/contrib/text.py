@@ -15,7 +15,7 @@ import numpy as np
 
 from ....errors import EvalError
 from ...limits import check_allocation
-from ...registry import kernel
+from ...registry import kernel, prepares
 from ..string import compile_re2, find_all_re2, python_find_all, split_re2
 from . import MS
 
@@ -36,11 +36,24 @@ def _splitter(separators, tokenexp):
 
 @kernel("Tokenizer", since=1, domain=MS)
 def tokenizer(X, *, mark, mincharnum, pad_value, separators=None, tokenexp=None):
-    if X.ndim not in (1, 2):
-        raise EvalError(f"Tokenizer takes [C] or [N, C] strings, got rank {X.ndim}")
     if separators is not None and tokenexp:
         raise EvalError("Tokenizer: 'separators' and 'tokenexp' cannot both be set")
-    split = _splitter(separators, tokenexp)
+    return _tokenize(X, _splitter(separators, tokenexp), mark, mincharnum, pad_value)
+
+
+@prepares(tokenizer)
+def _prepare_tokenizer(a: dict, constants):
+    separators, tokenexp = a.get("separators"), a.get("tokenexp")
+    if separators is not None and tokenexp:
+        return None  # (the plain kernel says why at run time)
+    split, rest = _splitter(separators, tokenexp), (a["mark"], a["mincharnum"], a["pad_value"])
+    return lambda X: _tokenize(X, split, *rest)
+
+
+def _tokenize(X, split, mark, mincharnum, pad_value):
+    """Tokenizer of ``X`` with the node's ``split`` function (:func:`_splitter`)."""
+    if X.ndim not in (1, 2):
+        raise EvalError(f"Tokenizer takes [C] or [N, C] strings, got rank {X.ndim}")
     texts = X.reshape(-1).tolist()
     if any(type(t) is not str for t in texts):
         texts = [t if type(t) is str else str(t) for t in texts]
