@@ -99,6 +99,7 @@ EDGE = [
     'g (float x) => (float y) { y = Foo(x)<b = 2> }',
     'g (float x) => (float y) { y = Foo<a: float = 1, b: int = 2.5, c: floats = [1, 2]>(x) }',
     'g (float x) => (float y) { y = Foo<a = [1, "s"]>(x) }',
+    'g (float x) => (float y) { y = Foo<a = [@r]>(x) z = Foo<b = [@ "", @s]>(x) w = Foo<c = [@r, 1]>(x) }',
     'g (float x) => (float y) { y = Foo<a = ["a", "b",]>(x) }',
     'g (float x) => (float y) { y = Foo<a = 1.5e>(x) }',
     'g (float x) => (float y) { y = Foo<a = 0x>(x) }',

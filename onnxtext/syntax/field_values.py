@@ -363,6 +363,9 @@ def _set_list_attr(a: AttributeProto, values, declared, name):
     if len(kinds) != 1:
         raise _err(f"list attribute {name} mixes kinds of values", name)
     kind = kinds.pop()
+    if kind is None:  # only @refs: a reference names a whole attribute of the function, not list items
+        raise _err(f"attribute {name}: a list cannot hold @references (write {name} = @attr for the whole "
+                   "attribute)", name)
     if declared is not None:
         want = _ELEMENT_OF[declared]
         if want == AttributeProto.FLOAT and kind == AttributeProto.INT:
