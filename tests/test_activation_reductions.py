@@ -6,6 +6,7 @@ To add a case: one line in ``_ROW_MAX_CASES`` (shape, axis, dtype, what to plant
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -24,6 +25,8 @@ _ROW_MAX_CASES = [
     ((100, 3), -1, np.float32, "nan"),
     ((100, 3), -1, np.float64, "-inf"),
     ((200, 5), -1, np.int64, None),  # integers: no -inf identity
+    ((100, 7), -1, np.float16, "nan"),
+    ((100, 7), -1, ml_dtypes.bfloat16, None),  # (not numpy kind "f": no identity given)
     ((64, 6), -1, np.int8, None),
     ((50, 40), -1, np.float32, "strided"),  # every other value of rows of 40: a view of 20
     ((4, 50, 7), 1, np.float32, None),  # not the last axis
@@ -33,7 +36,7 @@ _ROW_MAX_CASES = [
 
 
 def _values(shape, dtype, planted, rng):
-    if np.dtype(dtype).kind == "f":
+    if np.dtype(dtype).kind == "f" or dtype is ml_dtypes.bfloat16:
         x = rng.standard_normal(shape).astype(dtype)
     else:
         info = np.iinfo(dtype)
