@@ -6,6 +6,8 @@ arithmetic. :class:`PreparedConv` does that work once per input shape and keeps,
 closure that only moves data and calls BLAS, and finishes the result (bias, fused Relu) itself:
 
 * 1x1, unit strides, no padding: one (batched over groups) matmul on the input itself;
+* patch convs (strides equal to the kernel, no padding: ViT's patch embedding): the columns are a
+  reshape and transpose of the input, see :mod:`.conv_patches`;
 * depthwise layers (one input channel per group): cache-blocked columns, see :mod:`.conv_depthwise`;
 * 3x3 layers with many channels (unit strides, one group, float32): Winograd F(2x2, 3x3), see
   :mod:`.conv_winograd`;
@@ -35,6 +37,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from .conv import _SHIFTED_MAX_OUTPUTS, _SHIFTED_MIN_RATIO, _conv_geometry, conv, scratch, shared_image
 from .conv_depthwise import prepare_depthwise
+from .conv_patches import is_patch_conv, prepare_patches
 from .conv_relu import relu_inplace
 from .conv_shifted import prepare_shifted
 from .conv_winograd import prepare_winograd, use_winograd
@@ -178,6 +181,8 @@ class PreparedConv:
                     relu_inplace(y)
                 return y
             return pointwise
+        if not shuffled and is_patch_conv(shape, kshape, strides, dilations, pb, pe, group):
+            return prepare_patches(w, self.b, shape, relu)
         if group == 1 and kshape == (3, 3) and dtype == np.float32 and not shuffled and not self.exact and \
                 all(s == 1 for s in strides) and all(d == 1 for d in dilations) and use_winograd(c, m, out):
             return prepare_winograd(w, self.b, shape, pb, out, relu=relu)
