@@ -150,6 +150,9 @@ QUANTIZED = [
          initial=True),
     # hidden * 255 * 127 > 2**24: the recurrent products are cut into exact float32 chunks
     Case("dq_lstm_wide_chunked_products", "DynamicQuantizeLSTM", steps=2, batch=2, hidden=520),
+    # input * 255 * 129 > 2**24: the input projection too
+    Case("dq_lstm_wide_input_chunked", "DynamicQuantizeLSTM", "bidirectional", steps=3, batch=2, inputs=600,
+         hidden=5),
 ]
 
 

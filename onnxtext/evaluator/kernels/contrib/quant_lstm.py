@@ -33,6 +33,7 @@ _TINY = np.finfo(np.float32).tiny
 _TINY_FLOAT = float(_TINY)
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _F32_PAIR = struct.Struct("2f")  # float32 rounding of two Python floats: unpack(pack(x, y))
+_F32_QUAD = struct.Struct("4f")
 
 
 @kernel("DynamicQuantizeLSTM", since=1, domain=MS)
@@ -131,59 +132,79 @@ def _shifted(w, zero_point):
 # gate columns of the fast loop, from ONNX's i, o, f, c: o, i, f, c (the sigmoid gates o, i, f first; i and
 # f next to each other, as c~ and the cell state are: see _quantized_lstm_loop)
 _GATE_ORDER = (1, 0, 2, 3)
+# float32 sums of integers (and half-integers, see _gate_columns) are exact below this
+_EXACT = float(1 << 24)
 
 
-def _gate_columns(m: np.ndarray, hidden: int) -> np.ndarray:
-    """[..., 4H] in ONNX gate order -> the loop's gate order, the sigmoid gates' columns halved (sigmoid as
-    tanh, see rnn_cells)."""
+def _gate_columns(m: np.ndarray, hidden: int, halve: bool = True) -> np.ndarray:
+    """[..., 4H] in ONNX gate order -> the loop's gate order; ``halve``: the sigmoid gates' columns halved
+    (sigmoid as tanh, see rnn_cells; a power of two: integers become exact half-integers)."""
     blocks = m.reshape(m.shape[:-1] + (4, hidden))[..., _GATE_ORDER, :]
-    return (blocks * rnn_cells.sigmoid_scale("LSTM", hidden, np.float32).reshape(4, hidden)).reshape(m.shape)
+    if halve:
+        blocks = blocks * rnn_cells.sigmoid_scale("LSTM", hidden, np.float32).reshape(4, hidden)
+    return np.ascontiguousarray(blocks).reshape(m.shape)
 
 
 class _FastWeights:
-    """The quantized weights in the fast loop's layout, as float32: shifted by their zero points, times
-    their scales (per direction or per column), gate columns in the loop's order (o, i, f, c; the sigmoid
-    gates halved). ``w_aug`` [input + 1, dirs*4H]: W of every direction side by side over the summed
-    biases (a row of ones under the input gives them); ``r_t`` [dirs, H, 4H]: R as it is (h @ R)."""
+    """The quantized weights in the fast loop's layout: shifted by their zero points as float32 (exact
+    integers, the sigmoid gates' halved), gate columns in the loop's order (o, i, f, c). ``w_all``
+    [input, dirs*4H]: W of every direction side by side, with ``w_scales`` per column; ``r_t`` [dirs, H,
+    4H]: R as it is (h @ R), with R's scale per direction (``r_direction_scales``, Python floats) or per
+    column (``r_column_scales`` [gate, dirs, 1, H]); ``bias`` [gate, dirs, 1, H]: the summed biases."""
 
     def __init__(self, W, W_scale, W_zero_point, R, R_scale, R_zero_point, B, hidden):
         dirs, inputs = W.shape[0], W.shape[1]
-        w = _shifted(W, W_zero_point) * np.asarray(W_scale, np.float32).reshape(dirs, 1, -1)
-        r = _shifted(R, R_zero_point) * np.asarray(R_scale, np.float32).reshape(dirs, 1, -1)
+        w, r = _shifted(W, W_zero_point), _shifted(R, R_zero_point)
+        self.w_exact = inputs * 255.0 * float(np.abs(w).max(initial=0)) < _EXACT
+        self.r_bound = float(np.abs(r).max(initial=0))
+        self.r_exact = hidden * 255.0 * self.r_bound < _EXACT
+        self.w_all = np.ascontiguousarray(_gate_columns(w, hidden).transpose(1, 0, 2).reshape(inputs, -1))
+        w_scales = np.broadcast_to(np.asarray(W_scale, np.float32).reshape(dirs, -1), (dirs, 4 * hidden))
+        self.w_scales = _gate_columns(w_scales, hidden, halve=False).reshape(-1)
+        self.r_t = _gate_columns(r, hidden)
+        r_scales = np.asarray(R_scale, np.float32).reshape(dirs, -1)
+        self.r_direction_scales = None
+        self.r_column_scales = None
+        if r_scales.shape[1] == 1:
+            self.r_direction_scales = [float(v) for v in r_scales[:, 0]] + [1.0] * (2 - dirs)
+        else:
+            self.r_column_scales = np.ascontiguousarray(
+                _gate_columns(r_scales, hidden, halve=False).reshape(dirs, 1, 4, hidden).transpose(2, 0, 1, 3))
         if B is None:
-            bias = np.zeros((dirs, 1, 4 * hidden), np.float32)
+            bias = np.zeros((dirs, 4 * hidden), np.float32)
         else:
             B = np.asarray(B, np.float32)
-            bias = (B[:, : 4 * hidden] + B[:, 4 * hidden:])[:, None, :]
-        w = _gate_columns(np.concatenate([w, bias], axis=1), hidden)  # [dirs, input + 1, 4H]
-        self.w_aug = np.ascontiguousarray(w.transpose(1, 0, 2).reshape(inputs + 1, dirs * 4 * hidden))
-        self.r_t = np.ascontiguousarray(_gate_columns(r, hidden))
+            bias = B[:, : 4 * hidden] + B[:, 4 * hidden:]
+        self.bias = np.ascontiguousarray(_gate_columns(bias, hidden).reshape(dirs, 1, 4, hidden).transpose(2, 0, 1, 3))
         self.hidden, self.dirs = hidden, dirs
-        self.nbytes = self.w_aug.nbytes + self.r_t.nbytes
+        self.nbytes = self.w_all.nbytes + self.r_t.nbytes
 
     def run(self, X, initial_states, reverse):
         steps, batch, inputs = X.shape
         ws = rnn_cells.kept_for_thread(("DynamicQuantizeLSTM", steps, batch, inputs, self.dirs, self.hidden),
                                        lambda: _Workspace(steps, batch, inputs, self.dirs, self.hidden))
-        # the input projection of every step and direction, biases included: X quantized with the range
-        # of the whole input (as onnxruntime does) times its scale, with a column of ones, times w_aug
-        x = X.reshape(steps * batch, inputs)
-        codes, scale = quantized_input(x, ws.x_codes)
-        np.multiply(codes, np.array(scale), ws.x_aug[:, :inputs])
-        np.matmul(ws.x_aug, self.w_aug, ws.projected)
+        # the input projection of every step and direction: X quantized with the range of the whole input
+        # (as onnxruntime does), the exact integer product with W, times x's scale * W's (as onnxruntime
+        # rounds them), plus the biases on the way into step order
+        codes, scale = quantized_input(X.reshape(steps * batch, inputs), ws.x_codes)
+        if self.w_exact:
+            np.matmul(codes, self.w_all, ws.projected)
+        else:
+            ws.projected[...] = integer_product(codes, self.w_all, 255.0)
+        np.multiply(ws.projected, np.multiply(self.w_scales, scale), ws.projected)
         # into step order: at step k a forward direction reads time k, a reverse one time T-1-k
         p5 = ws.projected.reshape(steps, batch, self.dirs, 4, self.hidden).transpose(0, 3, 2, 1, 4)
         if not any(reverse):
-            np.copyto(ws.x_steps, p5)
+            np.add(p5, self.bias, ws.x_steps)
         else:
             for d, backwards in enumerate(reverse):
-                np.copyto(ws.x_steps[:, :, d], p5[::-1, :, d] if backwards else p5[:, :, d])
+                np.add(p5[::-1, :, d] if backwards else p5[:, :, d], self.bias[:, d], ws.x_steps[:, :, d])
         for state, initial in zip((ws.h_states[0], ws.cell), initial_states):
             if initial is None:
                 state.fill(0)
             else:
                 np.copyto(state, initial)
-        _quantized_lstm_loop(ws, self.r_t, steps)
+        _quantized_lstm_loop(ws, self, steps)
         hs = ws.hs[:, 0]
         # Y [T, dirs, B, H] over batch-major memory (see rnn_cells.finish)
         y = np.empty((steps, batch, self.dirs, self.hidden), np.float32).transpose(0, 2, 1, 3)
@@ -199,7 +220,6 @@ class _Workspace:
 
     def __init__(self, steps, batch, inputs, dirs, hidden):
         self.x_codes = np.empty((steps * batch, inputs), np.float32)
-        self.x_aug = np.ones((steps * batch, inputs + 1), np.float32)  # (the last column stays 1)
         self.projected = np.empty((steps * batch, dirs * 4 * hidden), np.float32)
         self.x_steps = np.empty((steps, 4, dirs, batch, hidden), np.float32)
         # the states h, each beside -h (for the range: one reduction finds max(h) and -min(h))
@@ -215,9 +235,12 @@ class _Workspace:
         # when codes are clamped, for two directions; one direction uses the first column (the second's
         # range, 0 to 1, takes the loop's common path and its scale goes unread)
         self.ranges = np.array([[1, 1], [0, 0]], np.float32)
-        scales = np.empty(2, np.float32)
+        # the scales of h, then the products' multipliers (scale of h * R's scale, per direction)
+        scales = np.empty(4, np.float32)
         self.scale_bytes = memoryview(scales).cast("B")
         self.scale = scales[:dirs].reshape(dirs, 1, 1)
+        self.multiplier = scales[2:2 + dirs].reshape(1, dirs, 1, 1)
+        self.column_multipliers = np.empty((4, dirs, 1, hidden), np.float32)  # (R's scales per column)
         self.top = np.empty((dirs, 1, 1), np.float32)
         self.tmp = np.empty((dirs, batch, hidden), np.float32)
 
@@ -281,33 +304,41 @@ def _exact_scales(ranges: np.ndarray, scale: np.ndarray, top: np.ndarray) -> boo
     return clamp
 
 
-def _quantized_lstm_loop(ws: _Workspace, r_t: np.ndarray, steps: int):
+def _quantized_lstm_loop(ws: _Workspace, weights: _FastWeights, steps: int):
     """The LSTM steps with the recurrent product R h taken as onnxruntime takes it: each direction's state
-    h [B, H] quantized to uint8 with the range of that state (including 0), multiplied by R and scaled back.
+    h [B, H] quantized to uint8 with the range of that state (including 0), multiplied exactly by R and
+    scaled by (h's scale * R's scale) rounded to float32, then added to the step's input projection.
 
     The codes minus the zero point are rint(h / scale) (the zero point is round(-low / scale), so the
     lowest value's code is exactly 0 and no lower clamp is needed); they can exceed 255 - zero point by
     one only when both ends of the range round outwards, i.e. when high / scale is within 1e-4 of a
-    half-integer (the range is 255 scales to a float32 rounding). The scales are computed in Python floats,
-    both directions at once (one direction has a constant second range): the widths high - low rounded to
-    float32 through ``struct``, / 255 in double, rounded to float32 as they are written (a float32
-    operation computed in double and rounded is the float32 result). When a width is not finite or a
-    high / scale is within 1e-3 of a half-integer, every direction takes the float32 scalar operations of
-    :func:`_exact_parameters` and the clamp where needed.
+    half-integer (the range is 255 scales to a float32 rounding). The scales and multipliers are computed
+    in Python floats, both directions at once (one direction has a constant second range), rounded to
+    float32 through ``struct`` (a float32 operation computed in double and rounded is the float32
+    result). When a width is not finite or a high / scale is within 1e-3 of a half-integer, every
+    direction takes the float32 scalar operations of :func:`_exact_parameters` and the clamp where needed.
 
-    The product runs in float32 BLAS on the codes with R shifted and scaled (float rounding where the
-    integer product and its scaling round once: differences of order 1e-7, as between onnxruntime's and
-    numpy's tanh); the scaling by each direction's scale writes the gate-major gates, then the input
-    projection is added. The cell is sigmoid-as-tanh (rnn_cells) over the o, i, f, c~ blocks; i * c~ and
-    f * c are one call over two adjacent blocks each (i, f and c~, c). The range is one reduction over h
-    and -h side by side (the negation and one reduction: 1.07 against 1.28 us for two reductions at
-    2x3x48). 14 array calls a step: 2 for the range, 2 for the codes, the product, 2 for scaling and
-    the inputs, the cell's 7."""
+    The product of the codes with the shifted R is exact in float32 BLAS while hidden * 255 * max|R| <
+    2**24 (else :func:`..linalg.integer_product`): the same integers as onnxruntime's, scaled by the same
+    float32 multiplier, so that the quantization of the next step sees the same values (float
+    differences of 1e-7 flip a code now and then, and one flip moves a long sequence's outputs by 1e-3).
+    The scaling writes the gate-major gates, then the input projection is added. The cell is
+    sigmoid-as-tanh (rnn_cells) over the o, i, f, c~ blocks; i * c~ and f * c are one call over two
+    adjacent blocks each (i, f and c~, c). The range is one reduction over h and -h side by side (the
+    negation and one reduction: 1.07 against 1.28 us for two reductions at 2x3x48). 14 array calls a
+    step: 2 for the range, 2 for the codes, the product, 2 for scaling and the inputs, the cell's 7 (one
+    more when R's scales are per column)."""
     hs, negated, signed, xs, g = ws.h_states, ws.negated_states, ws.signed_states, ws.x_steps, ws.gates
     codes, product, ranges, scale, top, tmp = ws.codes, ws.product, ws.ranges, ws.scale, ws.top, ws.tmp
     dirs, batch, hidden = codes.shape
+    r_t, r_bound, r_exact = weights.r_t, weights.r_bound, weights.r_exact
     extremes = ranges[:, :dirs]
     product_gates = product.reshape(dirs, batch, 4, hidden).transpose(2, 0, 1, 3)
+    column_scales = weights.r_column_scales
+    if column_scales is None:
+        multiplier, (r0, r1) = ws.multiplier, weights.r_direction_scales
+    else:
+        multiplier, r0, r1 = ws.column_multipliers, 1.0, 1.0
     scale_gates = scale.reshape(1, dirs, 1, 1)
     gates, sig, pairs, partners, gi, gf, c, go = g[:4], g[:3], g[1:3], g[3:5], g[1], g[2], g[4], g[0]
     scale_bytes, tiny_width, largest = ws.scale_bytes, _TINY_FLOAT * 255.0, _FLOAT32_MAX
@@ -315,7 +346,7 @@ def _quantized_lstm_loop(ws: _Workspace, r_t: np.ndarray, steps: int):
     add, multiply, divide, tanh, rint, matmul, minimum = (
         np.add, np.multiply, np.divide, np.tanh, np.rint, np.matmul, np.minimum)
     negative, high_reduce, pack, unpack, pack_into = (
-        np.negative, np.maximum.reduce, _F32_PAIR.pack, _F32_PAIR.unpack, _F32_PAIR.pack_into)
+        np.negative, np.maximum.reduce, _F32_PAIR.pack, _F32_PAIR.unpack, _F32_QUAD.pack_into)
     for k in range(steps):
         h = hs[k]
         negative(h, negated[k])
@@ -329,16 +360,24 @@ def _quantized_lstm_loop(ws: _Workspace, r_t: np.ndarray, steps: int):
         s1 = w1 / 255.0 if w1 >= tiny_width else _TINY_FLOAT
         if (w0 <= largest and w1 <= largest and abs(u0 / s0 % 1.0 - 0.5) > 1e-3
                 and abs(u1 / s1 % 1.0 - 0.5) > 1e-3):  # the top codes are within 255 - zero point
-            pack_into(scale_bytes, 0, s0, s1)
+            s0, s1 = unpack(pack(s0, s1))
+            pack_into(scale_bytes, 0, s0, s1, s0 * r0, s1 * r1)
             clamp = False
         else:
             clamp = _exact_scales(ranges, scale, top)
+            if column_scales is None:
+                multiplier.reshape(-1)[:] = scale.reshape(-1) * np.array(weights.r_direction_scales[:dirs], np.float32)
+        if column_scales is not None:
+            multiply(column_scales, scale_gates, multiplier)
         divide(h, scale, codes)
         rint(codes, codes)
         if clamp:
             minimum(codes, top, out=codes)
-        matmul(codes, r_t, product)
-        multiply(product_gates, scale_gates, gates)
+        if r_exact:
+            matmul(codes, r_t, product)
+        else:
+            product[...] = integer_product(codes, r_t, 255.0, r_bound)
+        multiply(product_gates, multiplier, gates)
         add(gates, xs[k], gates)
         tanh(gates, gates)
         multiply(sig, half, sig)
