@@ -500,6 +500,8 @@ def _diff_node(ctx: Recorder, path: str, sa: _Side, sb: _Side, i: int, j: int, r
             continue
         if va is not None and va == vb and va != _WILD:
             continue
+        if va is None and vb is None and xa == xb and xa not in sa.producer and xb not in sb.producer:
+            continue  # one undefined name on both sides (the checker reports it): nothing changed here
         old, new = _name(xa) if xa else None, _name(xb) if xb else None
         if xa == xb and xa:  # same spelling, different value: say where each comes from
             old, new = f"{old} (from {_source(sa, xa)})", f"{new} (from {_source(sb, xb)})"

@@ -294,8 +294,8 @@ COMMANDS = [
     (_everywhere, ["check", "T"], 1),
     (_everywhere, ["info", "B"], 0),
     (_everywhere, ["info", "--format", "json", "B"], 0),
-    (_everywhere, ["diff", "B", "T", "-q"], 1),  # the renamed input x: the differ reports an undefined value as
-    (_everywhere, ["diff", "B", "T", "--html", "O.html", "-q"], 1),  # changed even against itself (its own issue)
+    (_everywhere, ["diff", "B", "T", "-q"], 0),  # (the renamed input x leaves x undefined on both sides)
+    (_everywhere, ["diff", "B", "T", "--html", "O.html", "-q"], 0),
     (_runnable, ["diff", "B", "T"], 0),
     (_runnable, ["diff", "B", "T", "--html", "O.html"], 0),
     (_everywhere, ["view", "B", "-o", "O.html"], 0),
