@@ -252,3 +252,44 @@ def test_hostile_value_names_run_compiled_as_in_the_loop(name):
         (y,) = ev.run(None, x)
     assert ev._plan_for(None, ())._compiled
     np.testing.assert_array_equal(y, np.array([1, 2], F))
+
+
+# Values one step produces and only later steps read live in the generated function's locals
+# (plan_code._local_values): multi-output steps, values freed early, graph outputs also read by later
+# steps, and a failure after them (its message lists the inputs, locals included).
+LOCALS_MODELS = [
+    """<ir_version: 9, opset_import: ["": 18]>
+    g (float[4] x, int64[1] k) => (float[2] y, float[2] z) {
+      a, b = Split <num_outputs = 2> (x)
+      y = Add(a, b)
+      v, i = TopK <axis = 0> (x, k)
+      z = Mul(y, v)
+    }""",
+    """<ir_version: 9, opset_import: ["": 18]>
+    g (float[4] x) => (float[4] y, float[4] z) {
+      a = Neg(x)
+      y = Abs(a)
+      z = Add(y, a)
+    }""",
+]
+
+
+@pytest.mark.parametrize("optimize", [0, 2])
+@pytest.mark.parametrize("text", LOCALS_MODELS, ids=["multi_output", "output_read_later"])
+def test_compiled_locals_give_the_loops_values_and_errors(text, optimize):
+    from onnxtext.evaluator.plan import COMPILE_AFTER
+
+    model = text_model(text)
+    good = {"x": np.array([1, -2, 3, 5], F)}
+    if "TopK" in text:
+        good["k"] = np.array([2], np.int64)
+    ev = Evaluator(model, optimize=optimize)
+    loop_results = ev.run(None, good)
+    for _ in range(COMPILE_AFTER):
+        ev.run(None, good)
+    assert ev._plan_for(None, ())._compiled
+    for got, want in zip(ev.run(None, good), loop_results):
+        np.testing.assert_array_equal(got, want)
+    if "TopK" in text:  # TopK's k of 3 gives z's Mul a [3] operand: the message lists y (a local's sum) too
+        with pytest.raises(EvalError, match=r"Mul.*y: float32\[2\], v: float32\[3\]"):
+            ev.run(None, {**good, "k": np.array([3], np.int64)})

@@ -205,7 +205,7 @@ class GraphPlan:
         if run is None:
             self._runs += 1
             if self._runs >= COMPILE_AFTER:
-                self._compiled = compile_steps(self.steps) or False
+                self._compiled = compile_steps(self.steps, self.keep) or False
         st = None
         try:
             for fn, get, kind, outs, attrs, free, info, context, st in self._loop or self._loop_records():
