@@ -75,6 +75,9 @@ def compile_steps(steps, keep=None) -> object | None:
                 lines.append(f"        else: e[{outs[0]!r}] = o")
             else:
                 lines.append(f"        _store(e, {outs!r}, o)")
+        elif len(outs) == 1:  # as _store does: a tuple gives its first value (none when empty)
+            lines.append(f"        if type(o) is not tuple: {local[outs[0]]} = o")
+            lines.append(f"        elif o: {local[outs[0]]} = o[0]")
         else:  # as _store does: a tuple fills the outputs in order (as far as it goes), anything else the first
             targets = [local.get(n) or f"e[{n!r}]" for n in outs]
             lines.append("        if type(o) is not tuple: o = (o,)")
