@@ -2,8 +2,8 @@
 :class:`ConvFakeQuantize` (rule ``fake_quantize_into_conv``), :class:`PreparedQLinearConv` and
 :class:`QuantizedInputConv` (rule ``qlinear_conv``), :class:`IntegerMatMulToFloat` (rule
 ``integer_matmul_to_float``), :class:`DynamicQuantizeCodes` and :class:`CodesMatMulToFloat` (rule
-``dynamic_quantized_matmul``), :class:`DequantizedMatMul` (rule ``prepared_matmul_nbits``),
-:class:`PreparedQGemm` (rule ``qgemm_constant``). Each computes exactly the values of the nodes it
+``dynamic_quantized_matmul``), :class:`DequantizedGather` (rule ``dequantized_gather``),
+:class:`DequantizedMatMul` (rule ``prepared_matmul_nbits``), :class:`PreparedQGemm` (rule ``qgemm_constant``). Each computes exactly the values of the nodes it
 replaces, but for :class:`ConvFakeQuantize` (level 2).
 
 A QuantizeLinear whose only reader is a DequantizeLinear with the same per-tensor parameters is
@@ -276,3 +276,25 @@ class PreparedQGemm:
         acc += np.float32(0)
         acc *= self.dequantize_scale
         return acc
+
+
+class DequantizedGather:
+    """``DequantizeLinear(Gather(table, ids, axis), scale, zero_point)`` with per-tensor parameters (rule
+    ``dequantized_gather``): without ``lookup``, ``table`` is the quantized table dequantized once and a
+    run is one ``take``; with it, ``table`` holds the codes and ``lookup`` the dequantized value of every
+    code (indexed by the code itself, negative codes from the end), a run is two ``take`` calls. The same
+    values as the two nodes, out-of-range ids refused as Gather refuses them; ``fallback`` (the original
+    steps) for ids that are not an integer array."""
+
+    __slots__ = ("table", "axis", "lookup", "fallback")
+
+    def __init__(self, table: np.ndarray, axis: int, lookup, fallback):
+        self.table, self.axis, self.lookup, self.fallback = table, axis, lookup, fallback
+
+    def __call__(self, ids):
+        if type(ids) is not np.ndarray or ids.dtype.kind not in "iu":
+            return self.fallback(ids)
+        rows = self.table.take(ids, axis=self.axis)
+        if self.lookup is None:
+            return rows
+        return self.lookup.take(rows)

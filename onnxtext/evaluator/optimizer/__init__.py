@@ -51,6 +51,7 @@ def _rules() -> tuple[Rule, ...]:
     from . import redundant_fake_quantize
     from . import layout_views, norm_casts, residual_add, shaped_views, shared_input_products, silu
     from . import repeated_heads
+    from . import dequantized_gather
 
     def module_rule(m):
         return Rule(m.NAME, m.LEVEL, m.apply, m.__doc__)
@@ -62,7 +63,7 @@ def _rules() -> tuple[Rule, ...]:
         module_rule(shape_arithmetic),
         module_rule(float16_in_float32),
         *(pattern_rule(m) for m in (gelu, hard_swish, layer_norm, rms_norm, attention, matmul_add, gemm_constant,
-                                    qdq_pair, integer_matmul_to_float)),
+                                    qdq_pair, integer_matmul_to_float, dequantized_gather)),
         pattern_rule(silu),
         module_rule(redundant_fake_quantize),
         module_rule(dynamic_quantized_matmul),
