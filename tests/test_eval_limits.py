@@ -349,7 +349,7 @@ PROBES = [
     Probe("initializer-raw-not-multiple", "", 'evaluate(initializer_model(dims=[3], raw_data=bytes(7)))',
           ("initializer 'W'", "multiple of element size")),
     Probe("initializer-huge-dims-raw", "", 'evaluate(initializer_model(dims=[10 ** 11], raw_data=bytes(4)))',
-          ("initializer 'W'",)),
+          ("initializer 'W'", "(400000000000 bytes)")),  # float: 4 bytes per element
     Probe("sparse-dims-1e22", "", 'evaluate(sparse_model([10 ** 18, 10 ** 4], [5]))', ("MAX_ALLOCATION_BYTES",)),
     Probe("sparse-index-out-of-range", "", 'evaluate(sparse_model([10], [5, 10 ** 6]))', ("index lies outside",)),
     Probe("sparse-negative-index", "", 'evaluate(sparse_model([10], [-1]))', ("index lies outside",)),

@@ -170,7 +170,7 @@ class Evaluator:
             try:
                 from .limits import check_tensor_dims
 
-                check_tensor_dims(init.dims, 1, f"initializer {init.name!r}")  # before decoding allocates
+                check_tensor_dims(init.dims, _element_bytes(init.data_type), f"initializer {init.name!r}")
                 value = tensors.to_array(init, self.base_dir)
                 value.flags.writeable = False  # shared by every plan; kernels' derived data trusts read-only arrays
                 entry = self._decoded[id(init)] = (init, value)
@@ -400,6 +400,19 @@ def _plain_feed_types(names, types: dict):
             return None
         plain.append((name,) + entry)
     return tuple(plain)
+
+
+def _element_bytes(data_type: int) -> int:
+    """Bytes per element of a stored tensor's type once decoded (at least 1: sub-byte types decode to
+    one byte per element; 8 for strings and unknown types, as object pointers), for the limit checked
+    before decoding allocates."""
+    try:
+        kind = dtypes.from_enum(data_type)
+    except (KeyError, ValueError, OnnxTextError):
+        return 1
+    if kind.np is None or kind.kind == "string":
+        return 8
+    return max(1, np.dtype(kind.np).itemsize)
 
 
 try:  # numpy >= 2 keeps the float error state in a context variable: set it without building it per run
