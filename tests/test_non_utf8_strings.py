@@ -363,3 +363,16 @@ def test_the_printers_fast_path_prints_them_as_the_reference_does(monkeypatch, s
     monkeypatch.setattr(fastprint, "ENABLED", False)
     assert onnxtext.to_text(m) == fast
     assert onnxtext.parse_model(fast).SerializeToString() == m.SerializeToString()
+
+
+@pytest.mark.parametrize("optimize", [0, 2])
+def test_the_evaluator_names_an_attribute_name_that_is_not_utf8(optimize):
+    import numpy as np
+
+    node = h.make_node("LeakyRelu", ["x"], ["y"], alpha=0.5)
+    set_raw(node.attribute[0], "name")
+    g = h.make_graph([node], "g", [h.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                     [h.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)])
+    with pytest.raises(onnxtext.EvalError, match="LeakyRelu.*attribute name .* is not UTF-8"):
+        onnxtext.Evaluator(m, optimize=optimize).run(None, {"x": np.ones(2, np.float32)})

@@ -489,6 +489,8 @@ def prepare_node(node, index: int, prep: Preparation, graph=None, path: str | No
     attrs = dict(schema_defaults(node.op_type, domain, version))
     try:
         for a in attributes:
+            if type(a.name) is not str:  # (protobuf hands over a name that is not UTF-8 as bytes)
+                raise EvalError(f"{info.describe()}: attribute name {a.name!r} is not UTF-8: no operator has it")
             attrs[a.name] = attribute_value(a, base_dir)
     except OnnxTextError as e:
         raise EvalError(f"{info.describe()}: {e}") from None
