@@ -11,6 +11,7 @@ Per-tensor float32 scales with 8/16-bit zero points (what quantizers write) take
 
 from __future__ import annotations
 
+import struct
 from collections import OrderedDict
 
 import ml_dtypes
@@ -233,10 +234,12 @@ def dynamic_quantize_codes(x):
     """DynamicQuantizeLinear of a NaN-free float32 ``x`` as ``(codes - zero point as float32, scale,
     zero point)``: ``clip(rint(x / scale), -zp, 255 - zp)``, every step exact; None for other inputs
     (NaN or infinities, other types: the general path). The reductions propagate NaN, so finding one
-    costs nothing."""
+    costs nothing. The clip is skipped when it changes nothing: ``x / scale`` and ``rint`` are
+    monotonic, so the codes lie between those of the minimum and the maximum, computed as scalars; only
+    when one of those falls outside the range (the zero point's rounding) does the clip run."""
     if type(x) is not np.ndarray or x.dtype != _F32 or not x.size:
         return None
-    lo, hi = float(np.minimum.reduce(x, axis=None)), float(np.maximum.reduce(x, axis=None))
+    lo, hi = float(_min_all(x, axis=None)), float(_max_all(x, axis=None))
     if not (-_INF < lo and hi < _INF):  # (NaN compares false)
         return None
     scale, zero_point = uint8_scale_zero_point(min(0.0, lo), max(0.0, hi))
@@ -244,8 +247,23 @@ def dynamic_quantize_codes(x):
         return np.zeros(x.shape, np.float32), np.float32(1), 0.0
     q = np.divide(x, scale)
     np.rint(q, out=q)
-    clip_ufunc(q, np.float32(-zero_point), np.float32(255.0 - zero_point), out=q)
+    s = float(scale)
+    if not (round(_round_float32(lo / s)) >= -zero_point and round(_round_float32(hi / s)) <= 255.0 - zero_point):
+        clip_ufunc(q, np.float32(-zero_point), np.float32(255.0 - zero_point), out=q)
     return q, scale, zero_point
+
+
+_min_all, _max_all = np.minimum.reduce, np.maximum.reduce
+_FLOAT32_STRUCT = struct.Struct("f")
+
+
+def _round_float32(value: float) -> float:
+    """A Python float rounded to the nearest float32 (half to even), as a Python float: about 5x cheaper
+    than ``float(np.float32(value))``; beyond float32's range, infinity (as numpy's conversion)."""
+    try:
+        return _FLOAT32_STRUCT.unpack(_FLOAT32_STRUCT.pack(value))[0]
+    except OverflowError:
+        return float(np.float32(value))
 
 
 def _range(x: np.ndarray) -> tuple[float, float]:
@@ -264,10 +282,10 @@ def uint8_scale_zero_point(low: float, high: float) -> tuple[np.float32, float]:
     (three numpy scalar operations instead of eight): a float32 difference or quotient of two float32
     values computed in float64 first and then rounded to float32 is the correctly rounded float32 result
     (the float64 value can only fall on a float32 rounding boundary if the exact value is on it)."""
-    scale = np.float32(float(np.float32(high - low)) / 255.0)
+    scale = _round_float32(_round_float32(high - low) / 255.0)
     if not scale:
-        return scale, 0.0
-    return scale, _clamped_zero_point(-float(np.float32(low / float(scale))))
+        return np.float32(scale), 0.0
+    return np.float32(scale), _clamped_zero_point(-_round_float32(low / scale))
 
 
 def _zero_point(low: float, scale: np.float32) -> float:
