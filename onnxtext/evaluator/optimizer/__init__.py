@@ -50,7 +50,7 @@ def _rules() -> tuple[Rule, ...]:
     from . import dynamic_quantized_matmul, fake_quantize_into_conv, prepared_matmul_nbits, qgemm_constant
     from . import redundant_fake_quantize
     from . import layout_views, norm_casts, residual_add, shaped_views, shared_input_products, silu
-    from . import repeated_heads
+    from . import common_steps, repeated_heads
     from . import dequantized_gather
 
     def module_rule(m):
@@ -95,6 +95,7 @@ def _rules() -> tuple[Rule, ...]:
         module_rule(shaped_views),
         module_rule(repeated_heads),
         module_rule(layout_views),
+        module_rule(common_steps),
     )
 
 
