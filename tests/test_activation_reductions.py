@@ -67,3 +67,39 @@ _SOFTMAX_SHAPES = [(1000, 10), (128, 16), (1, 12, 31, 31), (1, 12, 32, 32), (8, 
 def test_softmax_family_on_short_rows_matches_onnxruntime(op, shape):
     x = (np.random.default_rng(1).standard_normal(shape) * 4).astype(np.float32)
     assert_matches_onnxruntime(node_model(op, {"x": x}, {"axis": -1}, opset=13), {"x": x}, rtol=1e-5, atol=1e-6)
+
+
+# Softmax and LogSoftmax with and without the per-row shift (kernels/activation.py, _UNSHIFTED_*): values
+# either side of the bounds, NaN and infinities, float64, the legacy 2-D form, a 1-D row, sizes either side
+# of LogSoftmax's size limit. (shape, scale of the normal values, planted, dtype, opset, axis)
+_NORMALIZER_CASES = [
+    ((3, 12, 5), 4.0, None, np.float32, 13, -1),  # an LSTM tagger's scores: the shift-free form
+    ((3, 12, 5), 4.0, None, np.float64, 13, 2),
+    ((8, 10), 12.0, None, np.float32, 13, -1),  # some |x| > 40: LogSoftmax shifts, Softmax does not
+    ((8, 10), 30.0, None, np.float32, 13, -1),  # some |x| > 80: both shift
+    ((8, 10), 1.0, "big", np.float32, 13, -1),  # one row far from 0 (all values ~ -100 or +100)
+    ((8, 10), 1.0, "nan", np.float32, 13, -1),
+    ((8, 10), 1.0, "inf", np.float32, 13, -1),
+    ((8, 10), 1.0, "-inf", np.float32, 13, -1),
+    ((6, 7), 3.0, None, np.float32, 11, 1),  # the legacy 2-D form
+    ((2, 3, 4), 3.0, None, np.float32, 11, 1),  # legacy, coerced to 2 x 12
+    ((9,), 3.0, None, np.float32, 13, -1),  # one row
+    ((10, 1000), 3.0, None, np.float32, 13, -1),  # beyond LogSoftmax's size limit (8k values)
+    ((4, 2000), 3.0, None, np.float32, 13, -1),  # rows longer than 1024: both shift
+    ((4, 6, 5), 3.0, None, np.float32, 13, 1),  # not the last axis
+]
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("shape, scale, planted, dtype, opset, axis", _NORMALIZER_CASES)
+def test_normalizers_with_and_without_the_shift_match_onnxruntime(op, shape, scale, planted, dtype, opset, axis):
+    x = np.random.default_rng(2).standard_normal(shape) * scale
+    if planted == "big":
+        x[3] -= 100.0
+        x[5] += 100.0
+    elif planted in ("nan", "inf", "-inf"):
+        x[2, 4] = float(planted)
+    x = x.astype(dtype)
+    with np.errstate(all="ignore"):
+        assert_matches_onnxruntime(node_model(op, {"x": x}, {"axis": axis}, opset=opset), {"x": x},
+                                   rtol=1e-5, atol=1e-6)
