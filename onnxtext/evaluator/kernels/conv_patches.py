@@ -36,6 +36,9 @@ from .conv_relu import relu_inplace
 # 1.5-3x for 2x2 and 4x4 kernels whatever the size (runs of 2 or 4 elements)
 PATCH_MAJOR_MIN_WIDTH = 8
 PATCH_MAJOR_MAX_RESULT = 1 << 12
+# layers whose work arrays hold at most this many elements own them (written by the preparing thread
+# only: PreparedConv runs other threads' calls through the general kernel); larger ones use scratch
+OWNED_LIMIT = 1 << 18
 
 
 def is_patch_conv(shape, kshape, strides, dilations, pads_begin, pads_end, group) -> bool:
@@ -74,16 +77,23 @@ def prepare_patches(w, b, shape, relu, rows_layout=None):
 
     if rows_layout:
         order = (0,) + outer + (1,) + inner
-        rows_shape = (n, p_size, taps + ones)
         gathered = (n,) + out + (c,) + kshape
         wt = np.ascontiguousarray(wm.T)
+        # small layers own their rows (the column of ones written once) and product: no scratch lookups
+        owned = n * p_size * (taps + ones + m) <= OWNED_LIMIT
+        rows_buffer = np.empty((n, p_size, taps + ones), dtype) if owned else None
+        t_buffer = np.empty((n, p_size, m), dtype) if owned else None
+        if owned and ones:
+            rows_buffer[:, :, taps] = 1
 
         def patch_rows_conv(x, dest):
-            rows = scratch(rows_shape, dtype, slot="patches")
+            rows = rows_buffer
+            if rows is None:
+                rows = scratch((n, p_size, taps + ones), dtype, slot="patches")
+                if ones:
+                    rows[:, :, taps] = 1
             rows[:, :, :taps].reshape(gathered, copy=False)[...] = x.reshape(split).transpose(order)
-            if ones:
-                rows[:, :, taps] = 1
-            t = scratch((n, p_size, m), dtype, slot="patch_result")
+            t = t_buffer if t_buffer is not None else scratch((n, p_size, m), dtype, slot="patch_result")
             np.matmul(rows, wt, out=t)
             y = np.empty(full_shape, dtype) if dest is None else dest
             src = t.transpose(0, 2, 1).reshape(full_shape, copy=False)
@@ -95,14 +105,19 @@ def prepare_patches(w, b, shape, relu, rows_layout=None):
         return patch_rows_conv
 
     order = (0, 1) + inner + outer
-    cols_shape = (n, taps + ones, p_size)
     gathered = (n, c) + kshape + out
+    owned = n * (taps + ones) * p_size <= OWNED_LIMIT
+    cols_buffer = np.empty((n, taps + ones, p_size), dtype) if owned else None
+    if owned and ones:
+        cols_buffer[:, taps] = 1
 
     def patch_columns_conv(x, dest):
-        cols = scratch(cols_shape, dtype, slot="patches")
+        cols = cols_buffer
+        if cols is None:
+            cols = scratch((n, taps + ones, p_size), dtype, slot="patches")
+            if ones:
+                cols[:, taps] = 1
         cols[:, :taps].reshape(gathered, copy=False)[...] = x.reshape(split).transpose(order)
-        if ones:
-            cols[:, taps] = 1
         y = np.empty(full_shape, dtype) if dest is None else dest
         np.matmul(wm, cols, out=y.reshape((n, m, p_size), copy=False))
         if relu:
