@@ -79,12 +79,16 @@ def test_near_misses_take_other_paths(xs, ws, extra, taken):
     assert taken == []
 
 
+@pytest.mark.parametrize("owned", [True, False])
 @pytest.mark.parametrize("rows_layout", [False, True])
 @pytest.mark.parametrize("relu", [False, True])
 @pytest.mark.parametrize("xs, ws", PATCHES, ids=str)
-def test_both_layouts_match_onnxruntime(xs, ws, relu, rows_layout):
+def test_both_layouts_match_onnxruntime(xs, ws, relu, rows_layout, owned, monkeypatch):
     """Each layout on every geometry, whatever the size rule picks; with a fused Relu, and writing
-    into a channel slice of a bigger buffer (as a Concat does)."""
+    into a channel slice of a bigger buffer (as a Concat does); with the layer's own work arrays
+    (small layers) and with the shared scratch buffers (large ones)."""
+    if not owned:
+        monkeypatch.setattr(conv_patches, "OWNED_LIMIT", 0)
     model, x = _model(xs, ws, True)
     expected = run_onnxruntime(model, {"x": x})[0]
     if relu:
@@ -94,6 +98,7 @@ def test_both_layouts_match_onnxruntime(xs, ws, relu, rows_layout):
     np.testing.assert_allclose(run(x, None), expected, rtol=1e-4, atol=1e-4)
     m = ws[0]
     buffer = np.full((xs[0], m + 3) + expected.shape[2:], 7.0, np.float32)
+    conv_patches.scratch((1 << 16,), np.float32, slot="patches")[...] = np.nan  # (stale scratch)
     result = run(x, buffer[:, 1:1 + m])
     assert np.shares_memory(result, buffer)
     np.testing.assert_allclose(buffer[:, 1:1 + m], expected, rtol=1e-4, atol=1e-4)
