@@ -1,9 +1,10 @@
 """Run-time objects of the quantization rules: :class:`FakeQuantize` (rule ``qdq_pair``),
 :class:`ConvFakeQuantize` (rule ``fake_quantize_into_conv``), :class:`PreparedQLinearConv` and
 :class:`QuantizedInputConv` (rule ``qlinear_conv``), :class:`IntegerMatMulToFloat` (rule
-``integer_matmul_to_float``), :class:`DynamicQuantizeCodes` and :class:`CodesMatMulToFloat` (rule
-``dynamic_quantized_matmul``), :class:`DequantizedGather` (rule ``dequantized_gather``),
-:class:`DequantizedMatMul` (rule ``prepared_matmul_nbits``), :class:`PreparedQGemm` (rule ``qgemm_constant``). Each computes exactly the values of the nodes it
+``integer_matmul_to_float``), :class:`DynamicQuantizeCodes`, :class:`CodesMatMulToFloat` and
+:class:`QuantizedInputMatMul` (rule ``dynamic_quantized_matmul``), :class:`DequantizedGather` (rule
+``dequantized_gather``), :class:`DequantizedMatMul` (rule ``prepared_matmul_nbits``),
+:class:`PreparedQGemm` (rule ``qgemm_constant``). Each computes exactly the values of the nodes it
 replaces, but for :class:`ConvFakeQuantize` (level 2).
 
 A QuantizeLinear whose only reader is a DequantizeLinear with the same per-tensor parameters is
@@ -18,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels.quantize import (clip_ufunc, dynamic_quantize_codes, dynamic_quantize_linear, integer_range,
+                                round_float32,
                                 requantize_finite, saturate_float32, shifted_codes)
 
 _F32 = np.dtype(np.float32)
@@ -198,23 +200,46 @@ class DynamicQuantizeCodes:
 class CodesMatMulToFloat:
     """An :class:`IntegerMatMulToFloat` reading :class:`DynamicQuantizeCodes`' shifted codes (float32
     integers of magnitude at most 255, the values it would have made from the uint8 tensor and its
-    zero point) and scale: one product, then the scale and the bias in place."""
+    zero point) and scale: one product, then the scale and the bias in place. A one-element scale
+    times a one-element constant factor is multiplied in Python floats and rounded once to float32:
+    the product of two float32 values is exact in float64, so this is the Mul node's float32 product
+    (without two numpy scalar operations)."""
 
-    __slots__ = ("w", "scale_factor", "bias")
+    __slots__ = ("w", "scale_factor", "bias", "factor_value")
 
     def __init__(self, product: IntegerMatMulToFloat):
         self.w, self.scale_factor, self.bias = product.w, product.scale_factor, product.bias
+        f = self.scale_factor
+        self.factor_value = float(f) if f is not None and f.ndim == 0 and f.dtype == _F32 else None
 
     def __call__(self, codes, scale):
         y = np.matmul(codes, self.w)
-        factor = scale if self.scale_factor is None else np.multiply(scale, self.scale_factor)
-        if factor.ndim > y.ndim or (factor.size != 1 and factor.shape != y.shape[-1:]):
-            y = y * factor  # (a factor that broadcasts y to a larger shape, as the Mul node does)
+        if self.factor_value is not None and type(scale) is np.ndarray and scale.ndim == 0 and scale.dtype == _F32:
+            y *= round_float32(float(scale) * self.factor_value)
         else:
-            y *= factor
+            factor = scale if self.scale_factor is None else np.multiply(scale, self.scale_factor)
+            if factor.ndim > y.ndim or (factor.size != 1 and factor.shape != y.shape[-1:]):
+                y = y * factor  # (a factor that broadcasts y to a larger shape, as the Mul node does)
+            else:
+                y *= factor
         if self.bias is not None:
             y = y + self.bias if self.bias.ndim > y.ndim else np.add(y, self.bias, out=y)
         return y
+
+
+class QuantizedInputMatMul:
+    """A :class:`DynamicQuantizeCodes` whose codes and scale only one :class:`CodesMatMulToFloat` reads
+    (rule ``dynamic_quantized_matmul``: a classifier's head after onnxruntime's dynamic quantizer), as
+    one step ``x -> y``: the same two computations without a step between them."""
+
+    __slots__ = ("quantize", "product")
+
+    def __init__(self, quantize: DynamicQuantizeCodes, product: CodesMatMulToFloat):
+        self.quantize, self.product = quantize, product
+
+    def __call__(self, x):
+        codes, scale = self.quantize(x)
+        return self.product(codes, scale)
 
 
 class DequantizedMatMul:

@@ -248,7 +248,7 @@ def dynamic_quantize_codes(x):
     q = np.divide(x, scale)
     np.rint(q, out=q)
     s = float(scale)
-    if not (round(_round_float32(lo / s)) >= -zero_point and round(_round_float32(hi / s)) <= 255.0 - zero_point):
+    if not (round(round_float32(lo / s)) >= -zero_point and round(round_float32(hi / s)) <= 255.0 - zero_point):
         clip_ufunc(q, np.float32(-zero_point), np.float32(255.0 - zero_point), out=q)
     return q, scale, zero_point
 
@@ -257,7 +257,7 @@ _min_all, _max_all = np.minimum.reduce, np.maximum.reduce
 _FLOAT32_STRUCT = struct.Struct("f")
 
 
-def _round_float32(value: float) -> float:
+def round_float32(value: float) -> float:
     """A Python float rounded to the nearest float32 (half to even), as a Python float: about 5x cheaper
     than ``float(np.float32(value))``; beyond float32's range, infinity (as numpy's conversion)."""
     try:
@@ -282,10 +282,10 @@ def uint8_scale_zero_point(low: float, high: float) -> tuple[np.float32, float]:
     (three numpy scalar operations instead of eight): a float32 difference or quotient of two float32
     values computed in float64 first and then rounded to float32 is the correctly rounded float32 result
     (the float64 value can only fall on a float32 rounding boundary if the exact value is on it)."""
-    scale = _round_float32(_round_float32(high - low) / 255.0)
+    scale = round_float32(round_float32(high - low) / 255.0)
     if not scale:
         return np.float32(scale), 0.0
-    return np.float32(scale), _clamped_zero_point(-_round_float32(low / scale))
+    return np.float32(scale), _clamped_zero_point(-round_float32(low / scale))
 
 
 def _zero_point(low: float, scale: np.float32) -> float:

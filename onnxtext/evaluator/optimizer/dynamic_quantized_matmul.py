@@ -11,12 +11,13 @@ float32 and subtracting the zero point once per product.
 Condition: the DynamicQuantizeLinear runs its own kernel; its first and third outputs are not graph
 outputs (nor read by subgraphs) and every step reading them is an IntegerMatMulToFloat reading them
 as its activation and zero point. The scale stays a value (the products, and anything else, read
-it). The same values as the nodes (level 1).
+it). When one product reads them and nothing else reads the scale (a classifier's head), the two are
+one :class:`~..fused.quantization.QuantizedInputMatMul` step. The same values as the nodes (level 1).
 """
 
 from __future__ import annotations
 
-from ..fused.quantization import CodesMatMulToFloat, DynamicQuantizeCodes, IntegerMatMulToFloat
+from ..fused.quantization import CodesMatMulToFloat, DynamicQuantizeCodes, IntegerMatMulToFloat, QuantizedInputMatMul
 from ..registry import lookup
 
 NAME = "dynamic_quantized_matmul"
@@ -56,6 +57,14 @@ def apply(steps: list, keep: set, known) -> list:
         if not products or not all(_reads_codes(steps[j][0], q, zero_point) for j in products):
             continue
         fn, ins, outs, attrs, free, info, context = st[:7]
+        if len(products) == 1 and scale and scale not in keep and readers.get(scale) == products:
+            j = products[0]
+            p = steps[j][0]
+            if p[1][2] == scale:  # (the product reads the scale itself, not a value computed from it)
+                fused = QuantizedInputMatMul(DynamicQuantizeCodes(), CodesMatMulToFloat(p[0]))
+                replaced[i] = None
+                replaced[j] = ((fused, ins[:1], p[2], {}, p[4], info, False), [ins[0]])
+                continue
         codes = q + SUFFIX
         replaced[i] = ((DynamicQuantizeCodes(), ins[:1], (codes, scale), {}, free, info, False), [ins[0]])
         for j in products:
@@ -64,4 +73,5 @@ def apply(steps: list, keep: set, known) -> list:
                            [codes, p[1][2]])
     if not replaced:
         return steps
-    return [replaced.get(i, entry) for i, entry in enumerate(steps)]
+    out = [replaced.get(i, entry) for i, entry in enumerate(steps)]
+    return [entry for entry in out if entry is not None]
