@@ -322,7 +322,8 @@ def _register_normalizer(op, fn):
         return np.asarray(_coerced_2d(fn, x, axis), dtype=x.dtype)
 
     def per_axis(x, axis=-1):
-        return np.asarray(fn(x, axis), dtype=x.dtype)
+        y = fn(x, axis)
+        return y if type(y) is np.ndarray and y.dtype == x.dtype else np.asarray(y, dtype=x.dtype)
 
     legacy.__name__ = f"{fn.__name__.strip('_')}_coerced_2d"
     per_axis.__name__ = fn.__name__.strip("_")
