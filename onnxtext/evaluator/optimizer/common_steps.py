@@ -56,7 +56,7 @@ def _key(view: GraphView, i: int, st):
         return None
     node = st[5].node
     if "Random" in node.op_type or node.op_type in ("Multinomial", "Bernoulli", "Dropout") or \
-            any(not n or n.startswith("\x00") for n in st[2]):
+            any(type(n) is not str or not n or n.startswith("\x00") for n in st[2]):  # (bytes: not UTF-8)
         return None
     attrs = _frozen(st[3])
     if attrs is None:
