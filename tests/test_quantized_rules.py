@@ -504,3 +504,34 @@ def test_filled_bound_arrays_stay_within_their_memory_limit(monkeypatch):
         x[0] = np.nan
         want = np.minimum(np.fmax(x, np.float32(-128)), np.float32(127))
         assert quantize.saturate_float32(x.copy(), np.float32(-128), np.float32(127)).tobytes() == want.tobytes()
+
+
+# inputs of a head's single product (QuantizedInputMatMul) beyond the fast path: NaN, infinities, all zeros
+_HEAD_INPUTS = [
+    ("nan", [[0.5, np.nan, -1.25, 3.0]]),
+    ("inf", [[0.5, np.inf, -1.25, 3.0]]),
+    ("minus_inf", [[-np.inf, 0.25, 2.0, -1.0]]),
+    ("zeros", [[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]),
+    ("clipped_extremes", [[-29.461267471313477, 78.63402557373047, 3.25, 0.0]]),
+]
+
+
+@pytest.mark.parametrize("values", [v for _, v in _HEAD_INPUTS], ids=[n for n, _ in _HEAD_INPUTS])
+def test_quantized_input_matmul_equals_the_nodes_on_special_values(values):
+    x = np.array(values, np.float32)
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["a", "xs", "az"]),
+             helper.make_node("Mul", ["xs", "ws"], ["s"]),
+             helper.make_node("MatMulInteger", ["a", "w", "az", "wz"], ["p"]),
+             helper.make_node("Cast", ["p"], ["c"], to=1),
+             helper.make_node("Mul", ["c", "s"], ["m"]),
+             helper.make_node("Add", ["b", "m"], ["y"])]
+    consts = {"w": _ints(np.int8, (4, 3), -127, 127), "wz": np.array(0, np.int8), "ws": np.array(0.0125, np.float32),
+              "b": np.array([0.5, -1.0, 0.25], np.float32)}
+    model = graph_model(nodes, {"x": x}, ["y"], consts, opset=13)
+    optimized = Evaluator(model)
+    assert "QuantizedInputMatMul" in _fused_names(optimized)
+    with np.errstate(all="ignore"):
+        got = optimized.run(None, {"x": x})[0]
+        want = Evaluator(model, optimize=0).run(None, {"x": x})[0]
+        assert got.tobytes() == want.tobytes()
+        np.testing.assert_array_equal(got, run_onnxruntime(model, {"x": x})[0])
