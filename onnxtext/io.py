@@ -321,6 +321,18 @@ class AtomicFiles:
             stream.write(view[pos:pos + _CHUNK])
             stage.advance(len(view[pos:pos + _CHUNK]))
 
+    def write_pieces(self, path, pieces, progress=None) -> None:
+        """Write a printed text's pieces (:class:`onnxtext.printing.layout.TextPieces`) to ``path`` one after
+        the other, each encoded as UTF-8: the whole text never exists in memory."""
+        stream = self.open(path)
+        stage = progress.stage("writing " + os.path.basename(os.fspath(path)), pieces.nbytes()) \
+            if progress is not None else None
+        for piece in pieces:
+            data = piece.encode("utf-8")
+            stream.write(data)
+            if stage is not None:
+                stage.advance(len(data))
+
     def commit(self) -> None:
         try:
             for dest, tmp, stream in self._pending:
@@ -434,11 +446,11 @@ def save(model, path, *, external_data: str | None = None, threshold: int | None
 
 def _write_model(files, model, path, progress, print_options):
     if path.endswith(TEXT_EXTENSIONS):
-        from .printing.printer import to_text
+        from .printing.printer import to_text_pieces
 
         if progress is not None:
             progress.stage("printing", None)
-        files.write(path, to_text(model, **print_options), progress)
+        files.write_pieces(path, to_text_pieces(model, **print_options), progress)  # no whole-text string
         return
     from google.protobuf.message import EncodeError
 

@@ -60,7 +60,7 @@ def add_progress_arguments(p) -> None:
 def run(args) -> int:
     from ..external import externalize, relocate
     from ..io import AtomicFiles, load, model_dir
-    from ..printing.printer import to_text
+    from ..printing.printer import to_text_pieces
     from ..progress import from_args
 
     options = dict(width=args.width, elide=args.elide, brief=args.brief, max_inline=None if args.max_inline < 0 else args.max_inline)
@@ -80,10 +80,11 @@ def run(args) -> int:
                 relocate(model, files, model_dir(args.input), text_dir, mode=args.external_files,
                          reserved=[args.output], source=args.input)
             progress.stage("printing", None)
-            text = to_text(model, **options)
+            text = to_text_pieces(model, **options)  # laid out (errors raised); blocks encoded while written
             if args.output:
-                files.write(args.output, text, progress)
+                files.write_pieces(args.output, text, progress)
     if not args.output:  # after the side files are in place
-        sys.stdout.write(text)
+        for piece in text:
+            sys.stdout.write(piece)
         sys.stdout.flush()
     return 0

@@ -10,7 +10,8 @@ level deeper than the line they belong to (``pad``). Three ways to break:
   lists): compact, used where items are not compared element by element;
 * :func:`fixed_rows`: a fixed number of elements per line, whole rows of the tensor's last dimension when a
   row fits (tensor literals): changing one element changes one line of a diff;
-* :func:`block_lines`: a base64/hex block as a multi-line string of fixed-size lines.
+* :func:`block_lines`: a base64/hex block as a multi-line string of fixed-size lines; :class:`TextPieces`:
+  the final text with big blocks encoded a piece at a time (written to a file without the whole text).
 """
 
 from __future__ import annotations
@@ -72,20 +73,22 @@ def block_chars(inner: str, width: int) -> int:
     return max(16, (width - len(inner) - 1) // 16 * 16)
 
 
-def block_lines(encoded: bytes, inner: str, per_line: int) -> bytes:
+def block_lines(encoded: bytes, inner: str, per_line: int) -> str:
     """A block's encoded bytes broken into lines of ``per_line`` characters, each starting on a new line
-    at ``inner`` (the string opens with a line break), in one numpy pass."""
-    sep = ("\n" + inner).encode("ascii")
+    at ``inner`` (the string opens with a line break): one buffer of the final size, filled in one numpy
+    pass and decoded once."""
+    sep = np.frombuffer(("\n" + inner).encode("ascii"), np.uint8)
     n = len(encoded)
-    rows = -(-n // per_line)
-    if rows <= 1:
-        return sep + encoded
     full = n // per_line
-    grid = np.empty((full, len(sep) + per_line), np.uint8)
-    grid[:, :len(sep)] = np.frombuffer(sep, np.uint8)
+    step = len(sep) + per_line
+    out = np.empty(block_size(n, inner, per_line), np.uint8)
+    grid = out[:full * step].reshape(full, step)
+    grid[:, :len(sep)] = sep
     grid[:, len(sep):] = np.frombuffer(encoded, np.uint8, count=full * per_line).reshape(full, per_line)
-    tail = encoded[full * per_line:]
-    return grid.tobytes() + (sep + tail if tail else b"")
+    if len(out) > full * step:  # the last, shorter line (or the empty block's line break)
+        out[full * step:full * step + len(sep)] = sep
+        out[full * step + len(sep):] = np.frombuffer(encoded, np.uint8, offset=full * per_line)
+    return str(out, "ascii")
 
 
 def block_size(n_encoded: int, inner: str, per_line: int) -> int:
@@ -93,25 +96,44 @@ def block_size(n_encoded: int, inner: str, per_line: int) -> int:
     return n_encoded + max(1, -(-n_encoded // per_line)) * (1 + len(inner))
 
 
-def fill_blocks(parts: list[str], blobs: list[tuple]) -> str:
-    """The final text from the layout split at its placeholders (odd ``parts``: indices into ``blobs``).
+#: characters of base64 per piece of a deferred block (whole lines): the memory a block costs beyond the text
+#: is its tensor's raw_data (read once) plus a piece or two of this size
+CHUNK_CHARS = 1 << 20
 
-    Each block is base64-encoded straight into one buffer of the final size, which is decoded once: at
-    most two copies of the text exist (buffer and result), plus one tensor's bytes at a time.
+
+class TextPieces:
+    """A printed text as consecutive ``str`` pieces: the layout split at its block placeholders (odd
+    ``parts``: indices into ``blobs``, each ``(tensor, length of its raw_data, line indentation, characters per
+    line)``), each placeholder replaced by its tensor's base64 lines, encoded from ``raw_data`` about
+    :data:`CHUNK_CHARS` characters at a time while the pieces are iterated.
+
+    The whole text never has to exist at once: ``save`` and ``onnxtext print`` write the pieces to the file
+    one by one (peak memory: the layout plus one tensor's bytes), ``to_text`` joins them once (the pieces
+    plus the result). Iterating again encodes the blocks again.
     """
-    chunks = [p.encode("utf-8", "surrogatepass") for p in parts[0::2]]
-    sources = [blobs[int(p)] for p in parts[1::2]]
-    del parts
-    buf = bytearray(sum(map(len, chunks)) + sum(block_size(4 * -(-n // 3), inner, per_line)
-                                                for _, n, inner, per_line in sources))
-    pos = 0
-    for i, chunk in enumerate(chunks):
-        buf[pos:pos + len(chunk)] = chunk
-        pos += len(chunk)
-        if i < len(sources):
-            tensor, _, inner, per_line = sources[i]
-            block = block_lines(binascii.b2a_base64(tensor.raw_data, newline=False), inner, per_line)
-            buf[pos:pos + len(block)] = block
-            pos += len(block)
-            del block
-    return buf.decode("utf-8", "surrogatepass")
+
+    def __init__(self, parts: list[str], blobs: list[tuple]):
+        self.parts = parts
+        self.blobs = [blobs[int(p)] for p in parts[1::2]]  # in text order
+
+    def __iter__(self):
+        parts = self.parts
+        for i, (tensor, _, inner, per_line) in enumerate(self.blobs):
+            if parts[2 * i]:
+                yield parts[2 * i]
+            yield from _block_pieces(tensor.raw_data, inner, per_line)
+        if parts[-1]:
+            yield parts[-1]
+
+    def nbytes(self) -> int:
+        """Size of the text in UTF-8 (non-UTF-8 names are kept as surrogates: counted as their bytes)."""
+        return sum(len(p) if p.isascii() else len(p.encode("utf-8", "surrogatepass")) for p in self.parts[0::2]) \
+            + sum(block_size(4 * -(-n // 3), inner, per_line) for _, n, inner, per_line in self.blobs)
+
+
+def _block_pieces(raw: bytes, inner: str, per_line: int):
+    """:func:`block_lines` of ``raw``'s base64 in pieces of whole lines (one piece for an empty block)."""
+    step = max(1, CHUNK_CHARS // per_line) * per_line // 4 * 3  # raw bytes of whole lines (16 characters: 12 bytes)
+    view = memoryview(raw)
+    for start in range(0, max(len(raw), 1), step):
+        yield block_lines(binascii.b2a_base64(view[start:start + step], newline=False), inner, per_line)

@@ -24,9 +24,10 @@ width, how it breaks) in :mod:`.layout`, generic records and pairs in :mod:`.rec
 Speed and memory: a big graph's plain nodes and small float initializers print straight from its
 serialized bytes (:mod:`onnxtext.fastprint`, byte-identical; ``fastprint.ENABLED = False`` turns it off);
 names are classified once per printer, float texts come from a per-type cache, proto fields are read once
-each (every read is a C call). ``to_text`` lays big blocks out as placeholders and base64-encodes each
-tensor straight into the final buffer, so a weight-heavy model costs about twice its text in memory while
-printing, not a copy per nesting level.
+each (every read is a C call). Big base64 blocks are laid out as placeholders and encoded from the tensors
+a piece at a time once the layout is done (:func:`to_text_pieces`): ``to_text`` joins the pieces once (a
+weight-heavy model costs about twice its text in memory while printing, not a copy per nesting level), and
+``save`` / ``onnxtext print`` write them to the file one by one without the whole text.
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ class Printer(TensorPrinter, RecordPrinter):
         self._ids = _IdCache()  # names in node statements: keyword-like names need no quotes there
         self._ops: dict[tuple, str] = {}  # (domain, op_type, overload) -> printed operator
         # Block deferral (set by to_text): big base64 blocks are replaced by a placeholder until the whole
-        # text is laid out, then encoded straight into the final buffer (see _fill_blocks): the megabytes
-        # are not copied at every nesting level, and no second copy of all weights is held at any time.
+        # text is laid out, then encoded a piece at a time (layout.TextPieces): the megabytes are not copied
+        # at every nesting level, and no second copy of all weights is held at any time.
         self._blobs: list[tuple] | None = None  # (tensor, length of its raw_data, line indentation, chars per line)
 
     # ------------------------------------------------------------------ layout helpers
@@ -554,24 +555,32 @@ _PRINTERS = {
 def to_text(proto, **options) -> str:
     """Print a ModelProto, GraphProto, FunctionProto, NodeProto, TensorProto, SparseTensorProto, TypeProto,
     ValueInfoProto or AttributeProto as onnxtext. See the module docstring for ``options``."""
+    return "".join(to_text_pieces(proto, **options))
+
+
+def to_text_pieces(proto, **options) -> layout.TextPieces:
+    """The text of :func:`to_text` as consecutive pieces, for writing it out without holding all of it.
+
+    The layout is made here (every error is raised before the first piece); big base64 blocks are encoded
+    from their tensors' raw_data a piece at a time while the result is iterated (:class:`.layout.TextPieces`).
+    """
     method = _PRINTERS.get(type(proto))
     if method is None:
         raise TypeError(f"to_text cannot print {type(proto).__name__}")
     printer = Printer(**options)
     printer._blobs = []
     text = getattr(printer, method)(proto)
-    if not text.endswith("\n"):
-        text += "\n"
-    if printer.hidden["metadata"] or printer.hidden["doc"]:
-        text = (f"# brief: {printer.hidden['metadata']} metadata entries and {printer.hidden['doc']} doc strings "
-                "hidden (marked elided: this text does not parse; print without --brief for all of it)\n" + text)
     blobs, printer._blobs = printer._blobs, None
-    if blobs:
-        parts = text.split("\x00")
-        if len(parts) != 2 * len(blobs) + 1:  # a NUL of its own in the text (a doc comment): no deferral
-            del parts, blobs
-            text = getattr(printer, method)(proto)
-            return text if text.endswith("\n") else text + "\n"
-        del text
-        return layout.fill_blocks(parts, blobs)
-    return text
+    parts = text.split("\x00") if blobs else [text]
+    del text
+    if len(parts) != 2 * len(blobs) + 1:  # a NUL of its own in the text (a doc comment): no deferral
+        del parts
+        blobs, printer.hidden = [], {"metadata": 0, "doc": 0}
+        parts = [getattr(printer, method)(proto)]
+    if not parts[-1].endswith("\n"):
+        parts[-1] += "\n"
+    if printer.hidden["metadata"] or printer.hidden["doc"]:
+        parts[0] = (f"# brief: {printer.hidden['metadata']} metadata entries and {printer.hidden['doc']} doc "
+                    "strings hidden (marked elided: this text does not parse; print without --brief for all of "
+                    "it)\n" + parts[0])
+    return layout.TextPieces(parts, blobs)

@@ -229,7 +229,7 @@ class TensorPrinter:
             self._blobs.append((source, len(raw), inner, per_line))
             return 'base64 "\x00\n' + str(len(self._blobs) - 1).rjust(self.width + 1) + '\x00"'
         encoded = binascii.b2a_base64(raw, newline=False)
-        return 'base64 "' + layout.block_lines(encoded, inner, per_line).decode("ascii") + '"'
+        return 'base64 "' + layout.block_lines(encoded, inner, per_line) + '"'
 
     def print_elided(self, t: TensorProto, dt) -> str:
         digest = hashlib.sha256(t.SerializeToString()).hexdigest()[:12]
