@@ -24,7 +24,7 @@ from ..vocabulary import FUNCTION_HEADER, MODEL_HEADER
 from .field_values import (ATTR_TYPE_NAMES, Pair, Pairs, RawRef, Record, Ref, _ATTR_TYPES,  # noqa: F401
                            _as_float, _kind_of, _element_type_to_int, _is_type_name, _set_list_attr, _set_single_attr,
                            _type_named_attributes, apply_annotations, assign, build_unchecked)
-from .literal_data import (Bits, TensorData, _err, _pos, _text, build_sparse, build_tensor,  # noqa: F401
+from .literal_data import (Bits, int_literal, TensorData, _err, _pos, _text, build_sparse, build_tensor,  # noqa: F401
                            decode_base64, decode_hex, literals_to_array, unescape)
 from .raw_strings import RawText, append_text, extend_texts, join_raw, set_text, text_or_raw
 from .type_rules import MAX_TYPE_NESTING, TypeRules, _opt  # noqa: F401
@@ -71,7 +71,7 @@ class Builder(TypeRules):
         return n
 
     def int_value(self, c):
-        return int(c[0])
+        return int_literal(c[0])
 
     def float_value(self, c):
         return float(c[0])

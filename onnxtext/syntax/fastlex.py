@@ -219,7 +219,7 @@ def _number(tok: str):
         raise Fallback
     kind = m.lastgroup
     if kind == "i":
-        return int(tok)
+        return _b.int_literal(tok)
     if kind == "h":
         return _b.Bits(int(tok, 16))
     return float(tok)

@@ -457,7 +457,7 @@ class ValueScanner:
             if _ALL_FLOATS.fullmatch(data):
                 return list(map(float, pieces))
             if _ALL_INTS.fullmatch(data):
-                return list(map(int, pieces))
+                return list(map(_b.int_literal, pieces)) if "-0" in data else list(map(int, pieces))
             return [(x == "true") if x in ("true", "false") else _number(x) for x in pieces]
         cache = self._literals  # short lists repeat: the same few literals over and over
         out = []

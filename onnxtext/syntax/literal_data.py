@@ -35,6 +35,23 @@ class Bits(int):
     """A hexadecimal literal: the bit pattern of an element, not its value."""
 
 
+class NegativeZero(int):
+    """The integer literal ``-0``: 0 as an integer, -0.0 as a float (onnx's parser reads ``float {-0}``,
+    which onnx's printer writes for -0.0, as -0.0)."""
+
+    def __float__(self) -> float:
+        return -0.0
+
+
+NEGATIVE_ZERO = NegativeZero(0)
+
+
+def int_literal(tok: str) -> int:
+    """The value of an INT token (``-?[0-9]+``), keeping the sign of ``-0`` for float tensors."""
+    v = int(tok)
+    return NEGATIVE_ZERO if not v and tok[0] == "-" else v
+
+
 class TensorData:
     """The right-hand side of a tensor constant, before the element type is applied."""
 
