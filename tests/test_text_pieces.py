@@ -110,3 +110,34 @@ def test_brief_header_once_with_deferred_blocks():
     text = onnxtext.to_text(m, brief=True, max_inline=0)
     assert text.startswith("# brief: 1 metadata entries") and text.count("# brief") == 1
     assert 'base64 "\n' in text and "\x00" not in text
+
+
+@pytest.mark.parametrize("n, width, indent, chunk", CASES)
+def test_one_allocation_join_equals_the_reference_join(monkeypatch, n, width, indent, chunk):
+    m = _model(n)
+    monkeypatch.setattr(layout, "CHUNK_CHARS", chunk)
+    monkeypatch.setattr(layout, "ONE_ALLOCATION_CHARS", 0)  # every text with a block takes the fast path
+    pieces = to_text_pieces(m, width=width, indent=indent, max_inline=0)
+    reference = "".join(pieces)
+    filled = pieces.join()
+    assert filled == reference and hash(filled) == hash(reference) and filled is not reference
+    assert filled.encode("ascii") == reference.encode("ascii") and filled.isascii()
+    monkeypatch.setattr(layout, "ONE_ALLOCATION", False)
+    assert onnxtext.to_text(m, width=width, indent=indent, max_inline=0) == filled
+
+
+def test_one_allocation_is_taken_on_cpython():
+    import sys
+
+    if sys.implementation.name == "cpython":
+        assert layout._str_data_offset() == sys.getsizeof("") - 1
+    else:
+        assert layout._str_data_offset() is None
+
+
+def test_non_ascii_text_with_blocks_takes_the_reference_join(monkeypatch):
+    m = _model(3000, name="wé")
+    monkeypatch.setattr(layout, "ONE_ALLOCATION_CHARS", 0)
+    monkeypatch.setattr(layout, "_filled_str", None)  # would fail if called
+    pieces = to_text_pieces(m, max_inline=0)
+    assert pieces.join() == "".join(pieces) and '"wé"' in pieces.join()

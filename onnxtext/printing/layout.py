@@ -17,6 +17,9 @@ level deeper than the line they belong to (``pad``). Three ways to break:
 from __future__ import annotations
 
 import binascii
+import functools
+import os
+import sys
 
 import numpy as np
 
@@ -77,6 +80,11 @@ def block_lines(encoded: bytes, inner: str, per_line: int) -> str:
     """A block's encoded bytes broken into lines of ``per_line`` characters, each starting on a new line
     at ``inner`` (the string opens with a line break): one buffer of the final size, filled in one numpy
     pass and decoded once."""
+    return str(_block_array(encoded, inner, per_line), "ascii")
+
+
+def _block_array(encoded: bytes, inner: str, per_line: int) -> np.ndarray:
+    """:func:`block_lines` as a uint8 array."""
     sep = np.frombuffer(("\n" + inner).encode("ascii"), np.uint8)
     n = len(encoded)
     full = n // per_line
@@ -88,7 +96,7 @@ def block_lines(encoded: bytes, inner: str, per_line: int) -> str:
     if len(out) > full * step:  # the last, shorter line (or the empty block's line break)
         out[full * step:full * step + len(sep)] = sep
         out[full * step + len(sep):] = np.frombuffer(encoded, np.uint8, offset=full * per_line)
-    return str(out, "ascii")
+    return out
 
 
 def block_size(n_encoded: int, inner: str, per_line: int) -> int:
@@ -117,6 +125,10 @@ class TextPieces:
         self.blobs = [blobs[int(p)] for p in parts[1::2]]  # in text order
 
     def __iter__(self):
+        return (p if isinstance(p, str) else str(p, "ascii") for p in self._pieces())
+
+    def _pieces(self):
+        """The layout's parts (str) and the blocks' pieces (uint8 arrays of ASCII), in text order."""
         parts = self.parts
         for i, (tensor, _, inner, per_line) in enumerate(self.blobs):
             if parts[2 * i]:
@@ -125,6 +137,20 @@ class TextPieces:
         if parts[-1]:
             yield parts[-1]
 
+    def join(self) -> str:
+        """The whole text as one str. On CPython, an ASCII text of at least :data:`ONE_ALLOCATION_CHARS`
+        is written piece by piece straight into one string allocated at its final size (``PyUnicode_New``
+        and writes before the string is handed out, as C code builds a str; here through ctypes), so
+        printing holds the text once instead of the pieces plus their join. Else (or with
+        :data:`ONE_ALLOCATION` off) ``"".join``, the reference this is tested against."""
+        if not self.blobs:
+            return "".join(self.parts)  # one part: that string itself
+        if ONE_ALLOCATION and all(p.isascii() for p in self.parts[0::2]):
+            size = self.nbytes()
+            if size >= ONE_ALLOCATION_CHARS and _str_data_offset() is not None:
+                return _filled_str(self._pieces(), size)
+        return "".join(self)
+
     def nbytes(self) -> int:
         """Size of the text in UTF-8 (non-UTF-8 names are kept as surrogates: counted as their bytes)."""
         return sum(len(p) if p.isascii() else len(p.encode("utf-8", "surrogatepass")) for p in self.parts[0::2]) \
@@ -132,8 +158,52 @@ class TextPieces:
 
 
 def _block_pieces(raw: bytes, inner: str, per_line: int):
-    """:func:`block_lines` of ``raw``'s base64 in pieces of whole lines (one piece for an empty block)."""
+    """:func:`_block_array` of ``raw``'s base64 in pieces of whole lines (one piece for an empty block)."""
     step = max(1, CHUNK_CHARS // per_line) * per_line // 4 * 3  # raw bytes of whole lines (16 characters: 12 bytes)
     view = memoryview(raw)
     for start in range(0, max(len(raw), 1), step):
-        yield block_lines(binascii.b2a_base64(view[start:start + step], newline=False), inner, per_line)
+        yield _block_array(binascii.b2a_base64(view[start:start + step], newline=False), inner, per_line)
+
+
+#: write big ASCII texts into one string allocated at its final size (see :meth:`TextPieces.join`)
+ONE_ALLOCATION = True
+ONE_ALLOCATION_CHARS = 1 << 20
+
+
+@functools.cache
+def _str_data_offset() -> int | None:
+    """Where a compact ASCII str's characters start, from the object's address (CPython: right after the
+    PyASCIIObject header, ``sys.getsizeof("") - 1`` bytes), or None when this interpreter is not such a
+    CPython (checked on a fresh string: the characters must be found there)."""
+    if sys.implementation.name != "cpython":
+        return None
+    offset = sys.getsizeof("") - 1
+    probe = "".join(["onnxtext", str(os.getpid())])  # a fresh object, not a constant
+    try:
+        import ctypes
+
+        return offset if ctypes.string_at(id(probe) + offset, len(probe)) == probe.encode("ascii") else None
+    except Exception:  # noqa: BLE001 - no ctypes on this build: the reference join
+        return None
+
+
+def _filled_str(pieces, size: int) -> str:
+    """One str of ``size`` ASCII characters holding ``pieces`` (str or uint8 arrays), written in place."""
+    import ctypes
+
+    new = ctypes.pythonapi.PyUnicode_New
+    new.argtypes, new.restype = (ctypes.c_ssize_t, ctypes.c_uint32), ctypes.py_object
+    text = new(size, 127)
+    address = id(text) + _str_data_offset()
+    pos = 0
+    for piece in pieces:
+        data = piece.encode("ascii") if isinstance(piece, str) else piece
+        n = len(data)
+        if pos + n > size:
+            raise AssertionError("printed text longer than its computed size")  # never write past the end
+        ctypes.memmove(address + pos, data if isinstance(data, bytes) else data.ctypes.data, n)
+        pos += n
+    if pos != size:
+        raise AssertionError("printed text shorter than its computed size")
+    return text
+

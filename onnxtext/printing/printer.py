@@ -555,7 +555,7 @@ _PRINTERS = {
 def to_text(proto, **options) -> str:
     """Print a ModelProto, GraphProto, FunctionProto, NodeProto, TensorProto, SparseTensorProto, TypeProto,
     ValueInfoProto or AttributeProto as onnxtext. See the module docstring for ``options``."""
-    return "".join(to_text_pieces(proto, **options))
+    return to_text_pieces(proto, **options).join()
 
 
 def to_text_pieces(proto, **options) -> layout.TextPieces:
