@@ -12,7 +12,8 @@ Five workloads (issues 7, 17 and 23), each measured against its peer in the same
 * ``weight``: resnet50 built from ``light_resnet50.onnx`` with its ConstantOfShape-generated weights
   replaced by seeded random float32 initializers (about 100 MB). Rows: print, parse and print+parse
   round trip vs onnx's printer+parser; peak RSS of the onnxtext round trip in a fresh process vs the
-  model size. The script asserts that the onnxtext round trip is exact.
+  model size, and of ``onnxtext.save`` to a .onnxtext file (streamed) in another. The script asserts that the
+  onnxtext round trip is exact.
 * ``startup``: wall time of ``python -c "import onnxtext"`` and ``onnxtext --help`` (the console script
   beside the interpreter, else ``python -m onnxtext``),
   next to ``python -c pass`` as the interpreter's own floor.
@@ -155,6 +156,20 @@ def weight_child(path: str) -> None:
                       "parse_peak": parse_peak}))
 
 
+def weight_save_child(path: str) -> None:
+    """In a fresh process: ``onnxtext.save`` of the model at ``path`` to a .onnxtext file (the text streamed
+    to the file a piece at a time); print RSS numbers (MiB): the RSS before and the peak while saving."""
+    import tempfile
+
+    m = onnx.load(path)
+    before = _status_mib("VmRSS")
+    _reset_peak()
+    with tempfile.TemporaryDirectory() as d:
+        onnxtext.save(m, os.path.join(d, "m.onnxtext"))
+        peak = _status_mib("VmHWM")
+    print(json.dumps({"size": m.ByteSize() / 2**20, "before": before, "peak": peak}))
+
+
 def _reset_peak() -> None:
     try:
         with open("/proc/self/clear_refs", "w") as f:
@@ -207,6 +222,17 @@ def bench_weight(args, table):
                           (r["peak"] - r["before"]) / r["size"], "MiB", BARS["weight peak RSS / size"]))
         except (IndexError, ValueError, KeyError):
             print("memory child failed:\n" + proc.stderr[-2000:], file=sys.stderr)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "resnet50_random.onnx")
+            onnx.save(m, path)
+            proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--weight-save-child", path],
+                                  capture_output=True, text=True, timeout=1800)
+        try:
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            table.append(("weight save (.onnxtext, streamed) peak RSS (MiB)", r["peak"] - r["before"], r["size"],
+                          (r["peak"] - r["before"]) / r["size"], "MiB", None))
+        except (IndexError, ValueError, KeyError):
+            print("save memory child failed:\n" + proc.stderr[-2000:], file=sys.stderr)
 
 
 def bench_startup(args, table):
@@ -329,9 +355,13 @@ def main(argv=None) -> int:
     ap.add_argument("--cpu", action="store_true",
                     help="time in-process work by CPU time (time.process_time), steadier on a loaded machine")
     ap.add_argument("--weight-child", help=argparse.SUPPRESS)
+    ap.add_argument("--weight-save-child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.weight_child:
         weight_child(args.weight_child)
+        return 0
+    if args.weight_save_child:
+        weight_save_child(args.weight_save_child)
         return 0
     global CLOCK
     if args.cpu:
