@@ -25,9 +25,10 @@ Speed and memory: a big graph's plain nodes and small float initializers print s
 serialized bytes (:mod:`onnxtext.fastprint`, byte-identical; ``fastprint.ENABLED = False`` turns it off);
 names are classified once per printer, float texts come from a per-type cache, proto fields are read once
 each (every read is a C call). Big base64 blocks are laid out as placeholders and encoded from the tensors
-a piece at a time once the layout is done (:func:`to_text_pieces`): ``to_text`` joins the pieces once (a
-weight-heavy model costs about twice its text in memory while printing, not a copy per nesting level), and
-``save`` / ``onnxtext print`` write them to the file one by one without the whole text.
+a piece at a time once the layout is done (:func:`to_text_pieces`): ``to_text`` writes them into one string
+of the text's final size (:meth:`.layout.TextPieces.join`: a weight-heavy model costs about its text in
+memory while printing, not a copy per nesting level), and ``save`` / ``onnxtext print`` write them to the
+file one by one without the whole text.
 """
 
 from __future__ import annotations
