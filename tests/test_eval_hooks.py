@@ -173,6 +173,20 @@ def test_a_failing_fused_step_names_the_node_the_rewrite_started_from():
 
 
 # ------------------------------------------------------------------ the compiled run (plan_code)
+def _compiled_runs_match_the_loop(model, feeds: dict, optimize: int) -> Evaluator:
+    """An Evaluator whose plan ran ``feeds`` by the loop, then compiled, giving the loop's values."""
+    from onnxtext.evaluator.plan import COMPILE_AFTER
+
+    ev = Evaluator(model, optimize=optimize)
+    loop_results = ev.run(None, feeds)
+    for _ in range(COMPILE_AFTER):
+        ev.run(None, feeds)
+    assert ev._plan_for(None, ())._compiled, "the plan was not compiled"
+    for got, want in zip(ev.run(None, feeds), loop_results):
+        np.testing.assert_array_equal(got, want)
+    return ev
+
+
 # After COMPILE_AFTER plain runs a plan runs as one generated function: the same values, the same
 # errors (node, inputs, path), subgraph bodies (entered many times) compiled too.
 def _runs_then(model, good: dict, bad: dict):
@@ -197,15 +211,7 @@ def test_a_compiled_run_reports_the_failing_node_as_the_loop_does(optimize):
       w = Abs(a)
     }""")
     good = {"x": np.array([1, -2], F), "y": np.array([3, 4], F)}
-    from onnxtext.evaluator.plan import COMPILE_AFTER
-
-    ev = Evaluator(model, optimize=optimize)
-    loop_results = ev.run(None, good)
-    for _ in range(COMPILE_AFTER):
-        ev.run(None, good)
-    assert ev._plan_for(None, ())._compiled
-    for got, want in zip(ev.run(None, good), loop_results):
-        np.testing.assert_array_equal(got, want)
+    ev = _compiled_runs_match_the_loop(model, good, optimize)
     with pytest.raises(EvalError, match=r"ai\.onnx::Add.*float32\[2\].*float32\[3\]") as info:
         ev.run(None, {"x": np.ones(2, F), "y": np.ones(3, F)})
     assert info.value.path == "graph.node[1]"
@@ -237,8 +243,6 @@ def test_a_compiled_loop_body_runs_every_iteration():
     "d}{e[0]}",
 ])
 def test_hostile_value_names_run_compiled_as_in_the_loop(name):
-    from onnxtext.evaluator.plan import COMPILE_AFTER
-
     quoted = '"' + name.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
     model = text_model(f"""<ir_version: 9, opset_import: ["": 18]>
     g (float[N] x) => (float[N] y) {{
@@ -246,11 +250,8 @@ def test_hostile_value_names_run_compiled_as_in_the_loop(name):
       y = Abs({quoted})
     }}""")
     assert model.graph.node[0].output[0] == name
-    ev = Evaluator(model, optimize=0)
     x = {"x": np.array([1, -2], F)}
-    for _ in range(COMPILE_AFTER + 1):
-        (y,) = ev.run(None, x)
-    assert ev._plan_for(None, ())._compiled
+    (y,) = _compiled_runs_match_the_loop(model, x, 0).run(None, x)
     np.testing.assert_array_equal(y, np.array([1, 2], F))
 
 
@@ -284,19 +285,11 @@ LOCALS_MODELS = [
 @pytest.mark.parametrize("text", LOCALS_MODELS, ids=["multi_output", "output_read_later",
                                                                     "tuple_for_one_output"])
 def test_compiled_locals_give_the_loops_values_and_errors(text, optimize):
-    from onnxtext.evaluator.plan import COMPILE_AFTER
-
     model = text_model(text)
     good = {"x": np.array([1, -2, 3, 5], F)}
     if "TopK" in text:
         good["k"] = np.array([2], np.int64)
-    ev = Evaluator(model, optimize=optimize)
-    loop_results = ev.run(None, good)
-    for _ in range(COMPILE_AFTER):
-        ev.run(None, good)
-    assert ev._plan_for(None, ())._compiled
-    for got, want in zip(ev.run(None, good), loop_results):
-        np.testing.assert_array_equal(got, want)
+    ev = _compiled_runs_match_the_loop(model, good, optimize)
     if "Split" in text:  # TopK's k of 3 gives z's Mul a [3] operand: the message lists y (a local's sum) too
         with pytest.raises(EvalError, match=r"Mul.*y: float32\[2\], v: float32\[3\]"):
             ev.run(None, {**good, "k": np.array([3], np.int64)})
