@@ -293,3 +293,23 @@ def test_compiled_locals_give_the_loops_values_and_errors(text, optimize):
     if "Split" in text:  # TopK's k of 3 gives z's Mul a [3] operand: the message lists y (a local's sum) too
         with pytest.raises(EvalError, match=r"Mul.*y: float32\[2\], v: float32\[3\]"):
             ev.run(None, {**good, "k": np.array([3], np.int64)})
+
+
+def test_a_loop_bodys_hoisted_steps_feed_its_compiled_iterations():
+    """The body's loop-invariant steps run once before the iterations (control_flow._invariant_split); their
+    results must stay values the iterations read, also once both plans are compiled."""
+    model = text_model("""<ir_version: 9, opset_import: ["": 18]>
+    g (float[N, 3] x) => (float[3] y) {
+      n = Constant <value = int64 {3}> ()
+      s0 = Constant <value = float[3] {0, 0, 0}> ()
+      y = Loop <body = b (int64 i, bool c, float[3] acc) => (bool co, float[3] out) {
+        two = Constant <value = float {2.0}> ()
+        scaled = Mul(x, two)
+        row = Gather <axis = 0> (scaled, i)
+        out = Add(acc, row)
+        co = Identity(c)
+      }> (n, "", s0)
+    }""")
+    x = {"x": np.arange(12, dtype=F).reshape(4, 3)}
+    (y,) = _compiled_runs_match_the_loop(model, x, 2).run(None, x)
+    np.testing.assert_array_equal(y, 2 * x["x"][:3].sum(axis=0))

@@ -3,7 +3,8 @@
 The corpus (tests/realmodels.py, built by tools/build_corpus.py) holds models nobody here wrote:
 shipped in pip packages, exported by torch's two exporters and transformers, converted by skl2onnx,
 quantized or optimized by onnxruntime's tools. Each model's own feeds go to onnxruntime (one thread,
-the oracle) and to the Evaluator (default optimization); every output is compared with
+the oracle) and to the Evaluator (default optimization; its first run and, after COMPILE_AFTER runs, its
+compiled plan); every output is compared with
 ``debugging.compare_values``: float32 within rtol 1e-3 / atol 1e-4, float16 within 1e-2 / 1e-2,
 integers, strings and ZipMap's maps exactly. Wider per-model tolerances are listed with their reason in
 tests/data/realmodels_eval_tolerances.txt, models that do not match in
@@ -19,6 +20,7 @@ import realmodels
 from reason_tables import read_table
 from onnxtext.evaluator import Evaluator
 from onnxtext.evaluator.debugging import compare_values
+from onnxtext.evaluator.plan import COMPILE_AFTER
 
 DEFAULT = {np.dtype(np.float16): (1e-2, 1e-2)}
 FLOAT32 = (1e-3, 1e-4)
@@ -35,15 +37,17 @@ def mismatches(model, tolerances=None) -> list[str]:
     feeds = model.feeds()
     expected = realmodels.run_onnxruntime(model, feeds)
     ev = Evaluator(str(model.path))
-    actual = dict(zip(ev.output_names, ev.run(None, feeds)))
+    # the first run goes through the plan's loop, the last through its compiled form (plan_code)
+    runs = [ev.run(None, feeds) for _ in range(COMPILE_AFTER + 1)]
     bad = []
-    for name, theirs in expected.items():
-        ours = actual[name]
-        rtol, atol = tolerances or DEFAULT.get(getattr(np.asarray(theirs) if not isinstance(theirs, list) else
-                                                       np.zeros(0), "dtype", None), FLOAT32)
-        d = compare_values(name, ours, theirs, rtol, atol)
-        if not d.matches:
-            bad.append(d.text())
+    for label, outputs in (("first run", runs[0]), ("compiled run", runs[-1])):
+        actual = dict(zip(ev.output_names, outputs))
+        for name, theirs in expected.items():
+            rtol, atol = tolerances or DEFAULT.get(getattr(np.asarray(theirs) if not isinstance(theirs, list) else
+                                                           np.zeros(0), "dtype", None), FLOAT32)
+            d = compare_values(name, actual[name], theirs, rtol, atol)
+            if not d.matches:
+                bad.append(f"{label}: {d.text()}")
     return bad
 
 

@@ -88,7 +88,8 @@ def _invariant_split(plan):
                 hoisted.append(st._replace(free=()))  # run on the shared values: nothing is dropped
         if not hoisted:
             return None
-        return (GraphPlan(plan.name, [], [], {}, (), hoisted, plan.keep),
+        shared = set(plan.keep).union(*(st.outputs for st in hoisted))  # the iterations read them all
+        return (GraphPlan(plan.name, [], [], {}, (), hoisted, shared),
                 GraphPlan(plan.name, plan.input_names, plan.output_names, plan.constants, plan.free, kept, plan.keep))
     return derived("loop-invariant", (plan,), split)
 
