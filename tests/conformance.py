@@ -174,18 +174,24 @@ def _decoded(value):
 
 
 def run_case(model, data_sets, rtol, atol):
-    """Run every data set of a case through the evaluator; raises AssertionError/OnnxTextError on failure."""
-    from onnxtext.evaluator import Evaluator
+    """Run every data set of a case through the evaluator twice, the second time through the plan's
+    compiled form (plan_code, here after one run); raises AssertionError/OnnxTextError on failure."""
+    from onnxtext.evaluator import Evaluator, plan
 
-    ev = Evaluator(model, seed=0)
-    for inputs, expected in data_sets:
-        inputs = [_decoded(v) for v in inputs]
-        expected = [_decoded(v) for v in expected]
-        feeds = dict(zip(ev.input_names, inputs))
-        got = ev.run(None, feeds)
-        assert len(got) >= len(expected), f"{len(got)} outputs, {len(expected)} expected"
-        for i, (e, a) in enumerate(zip(expected, got)):
-            assert_close(e, a, rtol, atol, f"output {i} ({ev.output_names[i]})")
+    saved, plan.COMPILE_AFTER = plan.COMPILE_AFTER, 1
+    try:
+        ev = Evaluator(model, seed=0)
+        for inputs, expected in data_sets:
+            inputs = [_decoded(v) for v in inputs]
+            expected = [_decoded(v) for v in expected]
+            feeds = dict(zip(ev.input_names, inputs))
+            for run in ("first run", "compiled run"):
+                got = ev.run(None, feeds)
+                assert len(got) >= len(expected), f"{len(got)} outputs, {len(expected)} expected"
+                for i, (e, a) in enumerate(zip(expected, got)):
+                    assert_close(e, a, rtol, atol, f"{run}: output {i} ({ev.output_names[i]})")
+    finally:
+        plan.COMPILE_AFTER = saved
 
 
 def known_failures() -> dict[str, str]:

@@ -313,3 +313,17 @@ def test_a_loop_bodys_hoisted_steps_feed_its_compiled_iterations():
     x = {"x": np.arange(12, dtype=F).reshape(4, 3)}
     (y,) = _compiled_runs_match_the_loop(model, x, 2).run(None, x)
     np.testing.assert_array_equal(y, 2 * x["x"][:3].sum(axis=0))
+
+
+@pytest.mark.parametrize("body", [
+    "y = Constant <value = float[2] {1, 2}> ()",  # folded: the plan has no step
+    "y = Identity(x)",
+])
+def test_plans_without_steps_compile(body):
+    model = text_model(f"""<ir_version: 9, opset_import: ["": 18]>
+    g (float[2] x) => (float[2] y) {{
+      {body}
+    }}""")
+    x = {"x": np.array([1, 2], F)}
+    (y,) = _compiled_runs_match_the_loop(model, x, 2).run(None, x)
+    np.testing.assert_array_equal(y, np.array([1, 2], F))

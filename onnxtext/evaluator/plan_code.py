@@ -85,6 +85,8 @@ def compile_steps(steps, keep=None) -> object | None:
         done.update(outs)
         for n in free:
             lines.append(f"        {local[n]} = None" if n in local and n in done else f"        e.pop({n!r}, None)")
+    if not steps:
+        lines.append("        pass")  # (a plan of constants and outer values only)
     lines.append("    except (Exception, KeyboardInterrupt) as exc:")
     lines.append("        if _locals:  # the values computed so far, for the message")
     lines.append("            values = locals()")
