@@ -203,12 +203,18 @@ SHARED_FORMS = [
 
 @pytest.mark.parametrize("form", SHARED_FORMS, ids=[f[0] for f in SHARED_FORMS])
 @pytest.mark.parametrize("x", [c[1] for c in SHARED_INPUTS], ids=[c[0] for c in SHARED_INPUTS])
-def test_dynamic_quantized_matmul_is_exactly_the_nodes(x, form):
+@pytest.mark.parametrize("shared", [False, True], ids=["separate", "shared_codes_products"])
+def test_dynamic_quantized_matmul_is_exactly_the_nodes(x, form, shared):
+    """Both products as their own CodesMatMulToFloat steps, or (rule shared_codes_products, when both or
+    neither has a bias) one SharedCodesProducts step: bit for bit the nodes' values either way."""
     _, biases, weight_scales = form
     model = _shared_dynamic_quantization(False, biases, weight_scales)
-    optimized = Evaluator(model)
+    optimized = Evaluator(model) if shared else Evaluator(model, disable=("shared_codes_products",))
     names = _fused_names(optimized)
-    assert "DynamicQuantizeCodes" in names and names.count("CodesMatMulToFloat") == 2
+    merged = shared and biases[0] == biases[1]
+    assert "DynamicQuantizeCodes" in names
+    assert names.count("CodesMatMulToFloat") == (0 if merged else 2)
+    assert names.count("SharedCodesProducts") == (1 if merged else 0)
     with np.errstate(all="ignore"):
         got = optimized.run(None, {"x": x})
         want = Evaluator(model, optimize=0).run(None, {"x": x})

@@ -2,7 +2,8 @@
 :class:`ConvFakeQuantize` (rule ``fake_quantize_into_conv``), :class:`PreparedQLinearConv` and
 :class:`QuantizedInputConv` (rule ``qlinear_conv``), :class:`IntegerMatMulToFloat` (rule
 ``integer_matmul_to_float``), :class:`DynamicQuantizeCodes`, :class:`CodesMatMulToFloat` and
-:class:`QuantizedInputMatMul` (rule ``dynamic_quantized_matmul``), :class:`DequantizedGather` (rule
+:class:`QuantizedInputMatMul` (rule ``dynamic_quantized_matmul``), :class:`SharedCodesProducts` (rule
+``shared_codes_products``), :class:`DequantizedGather` (rule
 ``dequantized_gather``), :class:`DequantizedMatMul` (rule ``prepared_matmul_nbits``),
 :class:`PreparedQGemm` (rule ``qgemm_constant``). Each computes exactly the values of the nodes it
 replaces, but for :class:`ConvFakeQuantize` (level 2).
@@ -225,6 +226,33 @@ class CodesMatMulToFloat:
         if self.bias is not None:
             y = y + self.bias if self.bias.ndim > y.ndim else np.add(y, self.bias, out=y)
         return y
+
+
+class SharedCodesProducts:
+    """Several :class:`CodesMatMulToFloat` steps reading the same codes and scale (the query, key and
+    value projections after onnxruntime's dynamic quantizer) as ONE product with the weights side by
+    side (rule ``shared_codes_products``), each result a view of its columns. The same values as the
+    separate steps: the codes times each weight column are exact integer sums in float32 whatever the
+    width of the product (the condition of rule ``integer_matmul_to_float``, unchanged by adding
+    columns); ``factors`` holds each column's constant factor (1 for a product scaled by the scale
+    itself), and ``factors * scale`` is the float32 product the separate steps compute per column
+    (correctly rounded either way); the biases are concatenated. ``fallback`` (the original steps) for
+    a scale that is not a float32 scalar or codes that are not float32."""
+
+    __slots__ = ("w", "factors", "bias", "bounds", "fallback")
+
+    def __init__(self, w, factors, bias, bounds, fallback):
+        self.w, self.factors, self.bias, self.bounds, self.fallback = w, factors, bias, bounds, fallback
+
+    def __call__(self, codes, scale):
+        if type(codes) is not np.ndarray or codes.dtype != _F32 or codes.ndim < 1 or \
+                type(scale) is not np.ndarray or scale.dtype != _F32 or scale.ndim:
+            return self.fallback(codes, scale)
+        y = np.matmul(codes, self.w)
+        y *= np.multiply(self.factors, scale)
+        if self.bias is not None:
+            y += self.bias
+        return tuple(y[..., start:stop] for start, stop in self.bounds)
 
 
 class QuantizedInputMatMul:

@@ -52,6 +52,7 @@ def _rules() -> tuple[Rule, ...]:
     from . import layout_views, norm_casts, residual_add, shaped_views, shared_input_products, silu
     from . import common_steps, repeated_heads
     from . import dequantized_gather
+    from . import shared_codes_products
 
     def module_rule(m):
         return Rule(m.NAME, m.LEVEL, m.apply, m.__doc__)
@@ -67,6 +68,7 @@ def _rules() -> tuple[Rule, ...]:
         pattern_rule(silu),
         module_rule(redundant_fake_quantize),
         module_rule(dynamic_quantized_matmul),
+        module_rule(shared_codes_products),
         *(Rule(r.name, r.level, r.apply, r.doc) for r in (layout_chains.TRANSPOSE_RULE, layout_chains.RESHAPE_RULE)),
         module_rule(norm_casts),
         module_rule(shared_input_products),
