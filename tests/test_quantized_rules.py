@@ -289,6 +289,53 @@ def test_uint8_scale_zero_point_equals_float32_arithmetic():
                 assert got_zero_point == want, (low, high)
 
 
+# (id, x dtype, per-channel weight scales, the y scale's sign, MaxPool attributes, with a QuantizeLinear
+# before the conv): QLinearConv -> MaxPool, pooled before the requantization when every multiplier >= 0
+POOLED_QLINEAR_CONV = [
+    ("uint8_tiles", np.uint8, False, 1, dict(kernel_shape=[2, 2], strides=[2, 2]), False),
+    ("int8_per_channel_tiles", np.int8, True, 1, dict(kernel_shape=[2, 2], strides=[2, 2]), False),
+    ("overlapping_padded", np.uint8, True, 1, dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), False),
+    ("ceil_mode_dilated", np.int8, False, 1, dict(kernel_shape=[2, 2], strides=[2, 1], dilations=[2, 1],
+                                                  ceil_mode=1), False),
+    ("quantized_input", np.uint8, False, 1, dict(kernel_shape=[2, 2], strides=[2, 2]), True),
+    ("negative_scale_kept", np.uint8, False, -1, dict(kernel_shape=[2, 2], strides=[2, 2]), False),
+]
+
+
+@pytest.mark.parametrize("case", POOLED_QLINEAR_CONV, ids=[c[0] for c in POOLED_QLINEAR_CONV])
+def test_qlinear_conv_then_max_pool_is_exactly_the_nodes(case):
+    _, x_dtype, per_channel, sign, pool_attrs, quantize_first = case
+    m = 5
+    consts = {"xs": np.array(0.02, np.float32), "xz": np.array(17 if x_dtype == np.uint8 else -5, x_dtype),
+              "w": _ints(np.int8, (m, 3, 3, 3), -127, 127),
+              "ws": (RNG.random(m) * 0.01 + 0.001).astype(np.float32) if per_channel else np.array(0.004, np.float32),
+              "wz": np.zeros(m, np.int8) if per_channel else np.array(0, np.int8),
+              "ys": np.array(0.11 * sign, np.float32), "yz": np.array(100 if x_dtype == np.uint8 else 10, x_dtype),
+              "b": _ints(np.int32, (m,), -3000, 3000)}
+    nodes = [helper.make_node("QLinearConv", ["q" if quantize_first else "x", "xs", "xz", "w", "ws", "wz", "ys", "yz",
+                                              "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("MaxPool", ["c"], ["y"], **pool_attrs)]
+    if quantize_first:
+        nodes.insert(0, helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]))
+        x = (RNG.standard_normal((2, 3, 9, 8)) * 3).astype(np.float32)
+    else:
+        x = _ints(x_dtype, (2, 3, 9, 8))
+    model = graph_model(nodes, {"x": x}, [("y", 2 if x_dtype == np.uint8 else 3)], consts, opset=13)
+    model.graph.input[0].type.tensor_type.ClearField("shape")  # any shape: a second one is fed below
+    optimized = Evaluator(model)
+    names = _fused_names(optimized)
+    fused = sign > 0
+    conv = "QuantizedInputConv" if quantize_first else "PreparedQLinearConv"
+    assert names == ([conv] if fused else [conv, "function"]), names  # (a kernel function: the MaxPool's own)
+    got = optimized.run(None, {"x": x})[0]
+    want = Evaluator(model, optimize=0).run(None, {"x": x})[0]
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    np.testing.assert_array_equal(got, run_onnxruntime(model, {"x": x})[0])
+    # a second shape: the pooled conv prepares per input shape
+    x2 = x[:1, :, :7, :6].copy()
+    assert optimized.run(None, {"x": x2})[0].tobytes() == Evaluator(model, optimize=0).run(None, {"x": x2})[0].tobytes()
+
+
 def _quantized_input_conv(x_dtype, extra_reader: bool):
     """QuantizeLinear(x) -> QLinearConv with the same input scale and zero point (and, with
     ``extra_reader``, the quantized tensor as an output too)."""

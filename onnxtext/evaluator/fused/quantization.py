@@ -17,6 +17,8 @@ last multiply is exact, so the result equals the two nodes' bit for bit (NaN inc
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from ..kernels.quantize import (clip_ufunc, dynamic_quantize_codes, dynamic_quantize_linear, integer_range,
@@ -82,10 +84,16 @@ class PreparedQLinearConv:
     partial sum is an integer of magnitude at most ``taps * max|x - x_zp| * max|w - w_zp| + max|B|``:
     below 2**24 float32 holds them all exactly, else the prepared conv runs in float64. The result is
     requantized as the QLinearConv kernel does (float32 multiplier, round half to even, zero point,
-    saturation), so it equals the kernel's bit for bit."""
+    saturation), so it equals the kernel's bit for bit.
+
+    With ``pool`` (see :meth:`with_pool`), a MaxPool reading the result is part of the step and pools
+    the float32 sums before the requantization, on a quarter of the values for a 2x2 pool: the
+    requantization is non-decreasing (a multiplier >= 0, rounding, saturation, an exact zero point),
+    so the largest requantized value of a window is the requantized largest sum, and the sums are
+    never NaN."""
 
     __slots__ = ("conv", "dtype", "work", "x_scale", "x_zero_point", "multiplier", "low", "high", "y_zero_point",
-                 "target", "fallback")
+                 "target", "fallback", "pool")
 
     def __init__(self, conv, x_dtype, work, x_scale, x_zero_point, multiplier, y_zero_point, target, fallback):
         info = np.iinfo(target)
@@ -96,6 +104,14 @@ class PreparedQLinearConv:
         self.low, self.high = np.float32(info.min - y_zero_point), np.float32(info.max - y_zero_point)
         self.y_zero_point, self.target = np.float32(y_zero_point), np.dtype(target)
         self.fallback = fallback
+        self.pool = None
+
+    def with_pool(self, pool, fallback) -> PreparedQLinearConv:
+        """This conv followed by ``pool`` (float32 sums -> pooled sums: a MaxPool) in one step;
+        ``fallback``: the original steps of both. Only for a multiplier >= 0 (the caller checks)."""
+        run = copy.copy(self)
+        run.pool, run.fallback = pool, fallback
+        return run
 
     def __call__(self, x):
         if type(x) is not np.ndarray or x.dtype != self.dtype:
@@ -110,6 +126,10 @@ class PreparedQLinearConv:
         acc = self.conv(xf)
         if acc.dtype != _F32:
             acc = acc.astype(_F32)  # (the float64 path: the kernel converts its int32 sums the same way)
+        if self.pool is not None:
+            acc = self.pool(acc)
+            if not acc.flags.writeable:
+                acc = acc.copy()
         acc *= self.multiplier
         np.rint(acc, out=acc)
         clip_ufunc(acc, self.low, self.high, out=acc)  # (integer sums times a multiplier: never NaN)

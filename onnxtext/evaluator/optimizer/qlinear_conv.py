@@ -7,15 +7,23 @@ When its input comes from a QuantizeLinear of a float32 value with the conv's ow
 constant) input scale and zero point, read by nothing else (a QOperator model's entry), both become
 one :class:`~..fused.quantization.QuantizedInputConv`: the conv's shifted input computed from the
 float value directly, without the 8-bit tensor.
+
+When its result is read only by a MaxPool (one output, its own kernel) and every requantization
+multiplier is >= 0, the MaxPool is part of the step and pools the float32 sums before they are
+requantized (a requantization that never decreases commutes with taking a maximum; see
+:class:`~..fused.quantization.PreparedQLinearConv`): a 2x2 pool requantizes a quarter of the values.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
 from ..fused.original import OriginalSteps
 from ..fused.quantization import PreparedQLinearConv, QuantizedInputConv
 from ..kernels.quantize import per_tensor_float32
+from ..steps import KernelContext
 
 _EXACT_FLOAT32 = 1 << 24
 
@@ -112,6 +120,42 @@ def _with_quantized_input(steps: list, keep: set, known) -> list:
     return [entry for entry in out if entry is not None]
 
 
+def _with_pool(steps: list, keep: set) -> list:
+    """PreparedQLinearConv steps followed by the MaxPool that alone reads their result, as one step."""
+    readers: dict[str, list[int]] = {}
+    for i, (_, used) in enumerate(steps):
+        for n in set(used):
+            readers.setdefault(n, []).append(i)
+    out = list(steps)
+    for j, (st, _) in enumerate(steps):
+        run = st[0]
+        if type(run) is not PreparedQLinearConv or run.pool is not None or \
+                not bool(np.all(np.asarray(run.multiplier) >= 0)):
+            continue
+        y = st[2][0]
+        pools = readers.get(y)
+        if y in keep or pools is None or len(pools) != 1 or out[pools[0]] is None:
+            continue
+        k = pools[0]
+        pst = steps[k][0]
+        info = pst[5]
+        if info.node.op_type != "MaxPool" or info.domain or pst[1] != (y,) or pst[0] is not _max_pool() or \
+                len(pst[2]) != 1 or len([o for o in info.node.output if o]) != 1:
+            continue
+        pool = functools.partial(pst[0], KernelContext(info, {}), **pst[3]) if pst[6] else \
+            functools.partial(pst[0], **pst[3])
+        fallback = OriginalSteps(run.fallback.steps + [pst], run.fallback.inputs, pst[2], run.fallback.constants)
+        out[j] = ((run.with_pool(pool, fallback), st[1], pst[2], {}, st[4], st[5], False), list(steps[j][1]))
+        out[k] = None
+    return [entry for entry in out if entry is not None]
+
+
+def _max_pool():
+    from ..kernels.pool import max_pool
+
+    return max_pool
+
+
 def _kernel():
     from ..kernels.conv import qlinear_conv
 
@@ -123,4 +167,4 @@ LEVEL = 1
 
 
 def apply(steps: list, keep: set, known) -> list:
-    return _with_quantized_input([_prepared(entry, known) for entry in steps], keep, known)
+    return _with_quantized_input(_with_pool([_prepared(entry, known) for entry in steps], keep), keep, known)
