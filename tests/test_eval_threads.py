@@ -3,12 +3,16 @@ on the faster count, notices when the machine changes, and sets the library only
 
 from __future__ import annotations
 
+import hashlib
+import os
+import threading
+
 import numpy as np
 import pytest
 from helpers import text_model
 
 from onnxtext import Evaluator
-from onnxtext.evaluator import runtime
+from onnxtext.evaluator import runtime, threads
 from onnxtext.evaluator.threads import FIRST_GAP, GAIN, QUIET_BELOW, QUIET_RUNS, STALL, WINDOW, ThreadChooser
 
 
@@ -132,13 +136,68 @@ def test_the_load_average_decides_only_the_tries():
     assert chooser.best == 2 and used.count(2) > 90
 
 
-def test_cores_busy_compares_the_load_average_with_the_cores(monkeypatch):
-    from onnxtext.evaluator import threads
+# (cores, threads tried, one-minute load average, other processes' threads runnable now or None, busy)
+NO_CORE_FREE_CASES = [
+    (2, 2, 0.2, 0, False),
+    (2, 2, 1.2, 0, False),
+    (2, 2, 1.6, 0, True),  # the load average alone: this process and a busy one for the last minute
+    (2, 2, 3.0, None, True),
+    (2, 2, 0.2, 1, True),  # a CPU-bound process started a second ago: the load average has not moved
+    (2, 2, 0.2, None, False),  # no runnable count (not Linux): the load average alone decides
+    (8, 2, 3.0, 0, False),
+    (8, 2, 0.5, 6, False),  # two threads fit beside six busy ones
+    (8, 2, 0.5, 7, True),
+    (8, 8, 3.0, 0, True),
+    (8, 8, 0.5, 1, True),
+]
 
+
+@pytest.mark.parametrize("cores, most, load, others, busy", NO_CORE_FREE_CASES)
+def test_no_core_free(cores, most, load, others, busy):
+    assert threads.no_core_free(most, cores, load, others) is busy
+
+
+@pytest.mark.parametrize("running, own, busy", [
+    (1, 1, False),  # only the calling thread
+    (2, 1, True),  # one more, of another process
+    (2, 2, False),  # one more, this process's OpenBLAS worker still busy-waiting after a call
+    (4, 2, True),
+])
+def test_cores_busy_does_not_count_its_own_threads(monkeypatch, running, own, busy):
     monkeypatch.setattr(threads.os, "cpu_count", lambda: 2)
-    for load, busy in ((0.2, False), (1.2, False), (1.6, True), (3.0, True)):
-        monkeypatch.setattr(threads.os, "getloadavg", lambda load=load: (load, load, load))
-        assert threads.cores_busy(2) is busy, load
-    monkeypatch.setattr(threads.os, "cpu_count", lambda: 8)
-    monkeypatch.setattr(threads.os, "getloadavg", lambda: (3.0, 3.0, 3.0))
-    assert threads.cores_busy(2) is False and threads.cores_busy(8) is True
+    monkeypatch.setattr(threads, "machine_load", lambda: (0.1, running))
+    monkeypatch.setattr(threads, "own_running_threads", lambda: own)
+    assert threads.cores_busy(2) is busy
+
+
+def test_cores_busy_without_a_load_average(monkeypatch):
+    monkeypatch.setattr(threads, "machine_load", lambda: (None, None))
+    assert threads.cores_busy(2) is False
+
+
+def test_machine_load_reads_the_runnable_threads():
+    if not os.path.exists("/proc/loadavg"):
+        pytest.skip("no /proc/loadavg (not Linux): the load average alone is used")
+    load, running = threads.machine_load()
+    assert load >= 0 and running >= 1  # (this thread is running while it reads)
+
+
+def test_own_running_threads_counts_a_thread_working_outside_the_gil():
+    if not os.path.isdir("/proc/self/task"):
+        pytest.skip("no /proc/self/task (not Linux)")
+    stop = threading.Event()
+    data = b"x" * (1 << 24)
+
+    def work():  # hashing a large buffer releases the GIL: the thread stays runnable while the main one reads
+        while not stop.is_set():
+            hashlib.sha256(data).digest()
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    try:
+        counts = [threads.own_running_threads() for _ in range(20)]
+    finally:
+        stop.set()
+        worker.join()
+    assert max(counts) >= 2, counts
+    assert threads.own_running_threads() >= 1

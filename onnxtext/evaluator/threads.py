@@ -16,9 +16,14 @@ changes under a long-lived process, so :class:`ThreadChooser` measures, preferri
   (the machine became busy) switches back to one thread at once, without waiting for a probe;
 * the other count is tried again once after ``gap`` runs (16, doubling up to 1024 while it keeps
   losing, back to 16 when it wins), so a machine that became idle is noticed;
-* no run tries more threads while the machine's load average leaves no core free for them
-  (:func:`cores_busy`): such a try would stall (one SqueezeNet run took 1.6 s instead of 20 ms with
-  two threads beside a busy process), and the try counts as lost.
+* no run tries more threads while the machine leaves no core free for them (:func:`cores_busy`: the
+  one-minute load average, or the threads of other processes runnable right now), and the try counts
+  as lost. Such a try stalls (one SqueezeNet run took 1.6 s instead of 20 ms with two threads beside a
+  busy process) and leaves a cost behind it: OpenBLAS's worker keeps busy-waiting for about 0.1 s
+  after the call whatever the count is set to, so the one-thread runs in that window share their core
+  with it (magika, a 19 ms run whose one Conv takes 11 ms: the next 3-4 runs took 28-43 ms beside a
+  CPU-bound process, against 19 ms otherwise). The load average alone takes a minute to notice a
+  process that just started; the count of runnable threads sees it at once.
 
 A run's time is what the chooser sees, so the decision is per model (a model without large matmuls
 stays on one thread). A model whose one-thread runs take under ``QUIET_BELOW`` seconds has no matmul
@@ -45,13 +50,61 @@ QUIET_BELOW, QUIET_RUNS = 2e-4, 63
 
 
 def cores_busy(most: int) -> bool:
-    """Whether the machine's load average over the last minute leaves fewer than ``most - 1`` cores
-    free besides the evaluator's own thread (False where the load average is not available)."""
-    try:
-        load = os.getloadavg()[0]
-    except (OSError, AttributeError):
+    """Whether the machine leaves fewer than ``most - 1`` cores free besides the evaluator's own thread:
+    by its load average over the last minute, or by the threads of other processes runnable right now
+    (Linux ``/proc/loadavg``; elsewhere the load average alone, and False where there is none)."""
+    cores = os.cpu_count() or 1
+    load, running = machine_load()
+    if load is None:
         return False
-    return load > (os.cpu_count() or 1) - most + 1.5
+    others = None if running is None else running - 1  # (this thread is one of them)
+    if others is not None and others > cores - most:  # (is it another process, or our own workers?)
+        others = running - own_running_threads()
+    return no_core_free(most, cores, load, others)
+
+
+def no_core_free(most: int, cores: int, load: float, others_running: int | None) -> bool:
+    """The decision of :func:`cores_busy`: the one-minute ``load`` (this process included) leaves fewer
+    than ``most - 1`` cores free, or ``others_running`` threads of other processes (None: unknown)
+    take more than the ``cores - most`` cores more threads would leave."""
+    if load > cores - most + 1.5:
+        return True
+    return others_running is not None and others_running > cores - most
+
+
+def machine_load() -> tuple[float | None, int | None]:
+    """(one-minute load average, threads runnable now on the whole machine) from ``/proc/loadavg``;
+    where it cannot be read, (``os.getloadavg()``'s, None), or (None, None) without a load average."""
+    try:
+        with open("/proc/loadavg") as f:
+            fields = f.read().split()
+        return float(fields[0]), int(fields[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.getloadavg()[0], None
+    except (OSError, AttributeError):
+        return None, None
+
+
+def own_running_threads() -> int:
+    """How many threads of this process are runnable now (state R in ``/proc/self/task/*/stat``: the
+    calling thread, and OpenBLAS or onnxruntime workers still busy-waiting after a call); 1 where
+    the threads cannot be listed."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return 1
+    count = 0
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:  # (a thread that ended meanwhile)
+            continue
+        end = stat.rfind(b")")  # (the state follows the command name, which may hold spaces and parentheses)
+        count += stat[end + 2:end + 3] == b"R"
+    return max(count, 1)
 
 
 class ThreadChooser:
