@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-import math
+from functools import partial
 
 import numpy as np
 
 from ..kernels.activation import row_max
+from ..kernels.attention import softmax_product
 
 _sum = np.add.reduce  # (without np.sum's argument handling: ~2 us a call)
 
@@ -29,12 +30,13 @@ class DotProductAttention:
             return self.fallback(*((q, k, v) + ((mask,) if self.has_mask else ())))
         return y
 
-    def attend(self, q, k, v, mask=None, scale=False, k_groups=None, v_groups=None):
+    def attend(self, q, k, v, mask=None, scale=False, k_groups=None, v_groups=None, out_perm=None):
         """The attention of these operands, or None when they are not what the step was built for
         (``scale``: the score factor of this call instead of :attr:`scale`, None for none).
         ``k_groups``/``v_groups``: ``(axis, g)`` when each head of k/v along ``axis`` stands for ``g``
         consecutive heads of q (grouped-query attention's repeated key/value heads), read as a
-        broadcast instead of copies (see :func:`grouped_matmul`)."""
+        broadcast instead of copies (see :func:`grouped_matmul`). ``out_perm``: the result is
+        returned transposed by it, contiguous (the normalization writes straight into that layout)."""
         if scale is False:
             scale = self.scale
         if type(q) is not np.ndarray or type(k) is not np.ndarray or type(v) is not np.ndarray or \
@@ -57,9 +59,14 @@ class DotProductAttention:
                                      s.shape[v_groups[0]] != v.shape[v_groups[0]] * v_groups[1]):
             return None
         if s.dtype == np.float32 or s.dtype == np.float64:
-            y = _normalized_product(s, v, v_groups)
+            out = None
+            if out_perm is not None and len(out_perm) == s.ndim:
+                shape = s.shape[:-1] + v.shape[-1:]
+                out = np.empty([shape[p] for p in out_perm], s.dtype).transpose(np.argsort(out_perm))
+            y = softmax_product(s, v, None if v_groups is None else partial(grouped_matmul, axis=v_groups[0],
+                                                                             groups=v_groups[1]), out)
             if y is not None:
-                return y
+                return y if out is None else y.base
             # (rows that need their own maximum: computed again, the usual way)
             s = np.matmul(q, k) if k_groups is None else grouped_matmul(q, k, *k_groups)
             if scale is not None:
@@ -71,7 +78,10 @@ class DotProductAttention:
         s /= _sum(s, axis=-1, keepdims=True)
         if self.nan_to_zero:
             np.copyto(s, 0, where=s != s)  # (NaN is the only value unequal to itself)
-        return np.matmul(s, v) if v_groups is None else grouped_matmul(s, v, *v_groups)
+        y = np.matmul(s, v) if v_groups is None else grouped_matmul(s, v, *v_groups)
+        if out_perm is not None and y is not None and y.ndim == len(out_perm):
+            return np.ascontiguousarray(y.transpose(out_perm))
+        return y
 
 
 def grouped_matmul(a, b, axis: int, groups: int):
@@ -94,46 +104,6 @@ def grouped_matmul(a, b, axis: int, groups: int):
     split = a.reshape(a.shape[:axis] + (b.shape[axis], groups) + a.shape[axis + 1:])
     y = np.matmul(split, np.expand_dims(b, axis + 1))
     return y.reshape(y.shape[:axis] + (-1,) + y.shape[axis + 2:])
-
-
-#: the largest score exponentiated without subtracting a maximum: exp(60) ~ 1e26, so rows of up to
-#: 1e12 keys sum without overflow in float32
-_SAFE_TOP = 60.0
-#: the smallest row sum accepted without a per-row maximum: every row then holds a term of at least
-#: ~exp(-57), a normal float32, beside which the terms that underflow weigh less than 1e-13
-_SAFE_SUM = 1e-25
-_ONES: dict = {}
-
-
-def _normalized_product(s, v, v_groups=None):
-    """``softmax(s) @ v`` over the last axis of the float32/float64 scores ``s`` (a fresh contiguous
-    array, overwritten), or None when a row needs its own maximum subtracted.
-
-    Softmax is invariant under subtracting any constant per row; subtracting nothing is exact in
-    float arithmetic as long as no exponential overflows (the largest score at most 60) and every row
-    keeps a normal-sized term (each row sum at least 1e-25): then one whole-array maximum replaces
-    the per-row maximum and its broadcast subtraction (slow on short rows), the row sums are one
-    matrix-vector product, and the division is applied to the product. A row fully masked (all
-    -inf, or all the mask's large negative value) fails the second test: the caller then runs the
-    per-row form, which gives such rows what the nodes give them. ``v_groups``: see
-    :meth:`DotProductAttention.attend`."""
-    n = s.shape[-1]
-    flat = s.reshape(-1, n)
-    top = np.maximum.reduce(flat, axis=None)
-    if not top <= _SAFE_TOP:  # (NaN fails too)
-        return None
-    np.exp(s, out=s)
-    ones = _ONES.get((n, s.dtype))
-    if ones is None:
-        ones = _ONES[(n, s.dtype)] = np.ones(n, s.dtype)
-    sums = np.matmul(flat, ones)
-    if not np.minimum.reduce(sums, axis=None) >= _SAFE_SUM:
-        return None
-    y = np.matmul(s, v) if v_groups is None else grouped_matmul(s, v, *v_groups)
-    if type(y) is not np.ndarray or y.shape[:-1] != s.shape[:-1]:
-        return None
-    y /= sums.reshape(s.shape[:-1] + (1,))
-    return y
 
 
 class HeadsAttention:
@@ -196,12 +166,9 @@ class HeadsAttention:
                 args = [a if p is None else a.transpose(p) for a, p in zip((q, k, v), self.perms)]
             except (AttributeError, ValueError):  # (not arrays, or ranks the perms do not fit)
                 args = None
-            y = None if args is None else core.attend(*args, mask, scale, *groups)
-            if y is not None:
-                if self.out_perm is None:
-                    return y
-                if y.ndim == len(self.out_perm):  # (contiguous, as the Transpose kernel returns it)
-                    return np.ascontiguousarray(y.transpose(self.out_perm))
+            y = None if args is None else core.attend(*args, mask, scale, *groups, self.out_perm)
+            if y is not None and (self.out_perm is None or y.ndim == len(self.out_perm)):
+                return y  # (contiguous, as the Transpose kernel returns it)
         return self.fallback(q, k, v, *rest)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.normalization import row_means, row_moments, row_moments_ready
+from ..kernels.normalization import RowNorm, row_moments_ready
 
 _sum = np.add.reduce
 
@@ -25,26 +25,24 @@ def _last_axis_mean(x):
 
 class LastAxisLayerNorm:
     """``(x - mean) / sqrt(var + eps) * scale + bias`` over the last axis (scale, bias optional);
-    ``fallback`` (the original steps) runs for inputs that are not float arrays."""
+    ``fallback`` (the original steps) runs for inputs that are not float arrays. Scale and bias are
+    applied as tiles of the input's shape (:class:`~..kernels.normalization.RowNorm`)."""
 
-    __slots__ = ("eps", "scale", "bias", "fallback")
+    __slots__ = ("eps", "scale", "bias", "fallback", "norm")
 
     def __init__(self, eps, scale, bias, fallback):
         self.eps, self.scale, self.bias, self.fallback = eps, scale, bias, fallback
+        self.norm = RowNorm(eps, scale, bias)
 
     def __call__(self, x):
+        if type(x) is np.ndarray and self.norm.prepared(x):  # (a shape and type that passed the tests below)
+            return self.norm(x)
         if type(x) is not np.ndarray or x.dtype.kind != "f" or x.ndim == 0 or \
                 (self.scale is not None and self.scale.dtype != x.dtype) or \
                 (self.bias is not None and self.bias.dtype != x.dtype):
             return self.fallback(x)
         if row_moments_ready(x):
-            d, _, std = row_moments(x, self.eps)
-            d /= std[..., None]
-            if self.scale is not None:
-                d *= self.scale
-            if self.bias is not None:
-                d += self.bias
-            return d
+            return self.norm(x)
         d = x - _last_axis_mean(x)
         var = _last_axis_mean(np.square(d))
         var += x.dtype.type(self.eps)
@@ -60,23 +58,20 @@ class LastAxisLayerNorm:
 class LastAxisRmsNorm:
     """``x / sqrt(mean(x^2) + eps) (* scale)`` over the last axis."""
 
-    __slots__ = ("eps", "scale", "fallback")
+    __slots__ = ("eps", "scale", "fallback", "norm")
 
     def __init__(self, eps, scale, fallback):
         self.eps, self.scale, self.fallback = eps, scale, fallback
+        self.norm = RowNorm(eps, scale, simplified=True)
 
     def __call__(self, x):
+        if type(x) is np.ndarray and self.norm.prepared(x):  # (a shape and type that passed the tests below)
+            return self.norm(x)
         if type(x) is not np.ndarray or x.dtype.kind != "f" or x.ndim == 0 or \
                 (self.scale is not None and self.scale.dtype != x.dtype):
             return self.fallback(x)
         if row_moments_ready(x):
-            ms = row_means(np.square(x))
-            ms += x.dtype.type(self.eps)
-            np.sqrt(ms, out=ms)
-            y = x / ms[..., None]
-            if self.scale is not None:
-                y *= self.scale
-            return y
+            return self.norm(x)
         ms = _last_axis_mean(np.square(x))
         ms += x.dtype.type(self.eps)
         np.sqrt(ms, out=ms)

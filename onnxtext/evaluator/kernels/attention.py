@@ -59,6 +59,54 @@ def masked_softmax(scores):
         return np.where(total > 0, e / np.where(total > 0, total, 1), 0).astype(scores.dtype)
 
 
+#: the largest score exponentiated without subtracting a maximum: exp(60) ~ 1e26, so rows of up to
+#: 1e12 keys sum without overflow in float32
+SAFE_TOP = 60.0
+#: the smallest row sum accepted without a per-row maximum: every row then holds a term of at least
+#: ~exp(-57), a normal float32, beside which the terms that underflow weigh less than 1e-13
+SAFE_SUM = 1e-25
+_ONES: dict = {}
+
+
+def softmax_product(s, v, product=None, out=None):
+    """``softmax(s) @ v`` over the last axis of the float32/float64 scores ``s`` (a fresh contiguous
+    array, overwritten), or None when a row needs its own maximum subtracted (``s`` is then spoiled:
+    the caller computes it again and takes the per-row form).
+
+    Softmax is invariant under subtracting any constant per row; subtracting nothing is exact in
+    float arithmetic as long as no exponential overflows (the largest score at most 60) and every row
+    keeps a normal-sized term (each row sum at least 1e-25): then one whole-array maximum replaces
+    the per-row maximum and its broadcast subtraction (slow on short rows), the row sums are one
+    matrix-vector product, and the division is applied to the product. A row fully masked (all
+    -inf, or all the mask's large negative value) fails the second test. Future keys set to -inf
+    (a causal frontier) are fine: each row keeps its own key.
+
+    ``product(p, v)`` replaces ``np.matmul`` (grouped heads); ``out``: an array of the result's shape
+    (typically a transposed view of the merged heads' buffer) that receives it, which saves the
+    copy of a separate merge."""
+    n = s.shape[-1]
+    flat = s.reshape(-1, n)
+    top = np.maximum.reduce(flat, axis=None)
+    if not top <= SAFE_TOP:  # (NaN fails too)
+        return None
+    np.exp(s, out=s)
+    ones = _ONES.get((n, s.dtype))
+    if ones is None:
+        ones = _ONES[(n, s.dtype)] = np.ones(n, s.dtype)
+    sums = np.matmul(flat, ones)
+    if not np.minimum.reduce(sums, axis=None) >= SAFE_SUM:
+        return None
+    y = np.matmul(s, v) if product is None else product(s, v)
+    if type(y) is not np.ndarray or y.shape[:-1] != s.shape[:-1]:
+        return None
+    sums = sums.reshape(s.shape[:-1] + (1,))
+    if out is None:
+        y /= sums
+        return y
+    np.divide(y, sums, out=out)
+    return out
+
+
 def _attention_bias(attn_mask, batch, q_len, total_len, past_len, nonpad_kv_seqlen, is_causal,
                     left_window, right_window, dtype):
     """The additive (B or 1, H or 1, Sq, T) bias, or None when nothing is masked."""

@@ -19,6 +19,7 @@ from ....errors import EvalError
 from ...registry import kernel
 from ..activation import row_max
 from ..attention import rotary_embedding as _rotary_onnx
+from ..attention import softmax_product
 from ..linalg import integer_product, shifted_operand
 from . import MS
 
@@ -37,24 +38,36 @@ def _merge(x):
     return x.transpose(0, 2, 1, 3).reshape(b, s, n * h)
 
 
+def _merged_buffer(q, v):
+    """An empty (B, S, N, H) array for the heads of ``q @ k^T @ v`` and its (B, N, S, H) view, which
+    the attention writes (the merge then is a reshape, not a copy)."""
+    b, n, s = q.shape[:3]
+    buffer = np.empty((b, s, n, v.shape[3]), np.float32)
+    return buffer, buffer.transpose(0, 2, 1, 3)
+
+
 _MASKS: dict = {}  # (mask bytes, shape, type, geometry) -> additive mask: the same mask comes every run
 _MASKS_KEPT = 64
 
 
 def _padding_mask(mask, batch, seq, total, mask_filter_value):
     """The additive (B, 1, S, T) float32 mask of an onnxruntime ``mask_index`` / key padding mask
-    (read-only: kept per mask value, as a run's mask is usually the previous run's)."""
+    (read-only: kept per mask value, as a run's mask is usually the previous run's); None when it
+    masks nothing (every key valid: adding zeros changes no probability)."""
     if mask is None:
         return None
     mask = np.asarray(mask)
     key = (mask.tobytes(), mask.shape, mask.dtype.str, batch, seq, total, mask_filter_value)
-    out = _MASKS.get(key)
-    if out is None:
+    out = _MASKS.get(key, _MASKS)
+    if out is _MASKS:
         if len(_MASKS) >= _MASKS_KEPT:
             _MASKS.clear()
-        out = _MASKS[key] = _additive_mask(mask, batch, seq, total, mask_filter_value)
+        out = _additive_mask(mask, batch, seq, total, mask_filter_value)
+        if out is not None:
+            out = None if not out.any() else out
         if out is not None:
             out.flags.writeable = False
+        _MASKS[key] = out
     return out
 
 
@@ -83,9 +96,8 @@ def _causal(seq, total, past):
     return np.arange(total)[None, :] > past + np.arange(seq)[:, None]
 
 
-def _attend(q, k, v, scale, mask=None, bias=None, causal=None, keep_scores=False):
-    """softmax(scale Q K^T + mask + bias, future keys removed) V over (B, N, S, H) float32 arrays, and
-    the scores before the softmax when ``keep_scores`` (else None). One buffer, updated in place."""
+def _scores(q, k, scale, mask, bias, causal):
+    """``scale Q K^T + mask + bias`` with future keys at -inf, a fresh float32 array."""
     scores = np.matmul(q, k.swapaxes(-1, -2))
     scores *= np.float32(scale)
     if mask is not None:
@@ -98,10 +110,29 @@ def _attend(q, k, v, scale, mask=None, bias=None, causal=None, keep_scores=False
             scores = scores + bias
     if causal is not None:
         np.copyto(scores, np.float32(-np.inf), where=causal)
-    kept = scores.copy() if keep_scores else None
+    return scores
+
+
+def _attend(q, k, v, scale, mask=None, bias=None, causal=None, keep_scores=False, out=None):
+    """softmax(scale Q K^T + mask + bias, future keys removed) V over (B, N, S, H) float32 arrays, and
+    the scores before the softmax when ``keep_scores`` (else None). One buffer, updated in place;
+    the result written into ``out`` (an array of its shape) when given. Without a per-row maximum
+    when the scores allow it (:func:`~..attention.softmax_product`)."""
+    scores = _scores(q, k, scale, mask, bias, causal)
+    if keep_scores:
+        kept = scores.copy()
+    else:
+        kept = None
+        if out is None or out.shape == scores.shape[:-1] + v.shape[-1:]:
+            y = softmax_product(scores, v, out=out)
+            if y is not None:
+                return y, None
+            scores = _scores(q, k, scale, mask, bias, causal)
     scores -= row_max(scores)
     np.exp(scores, out=scores)
     scores /= _row_sums(scores)
+    if out is not None and out.shape == scores.shape[:-1] + v.shape[-1:]:
+        return np.matmul(scores, v, out=out), kept
     return np.matmul(scores, v), kept
 
 
@@ -182,9 +213,11 @@ def _attention_of_qkv(qkv, dtype, width, mask_index, past, attention_bias, num_h
     total = k.shape[2]
     mask = _padding_mask(mask_index, batch, seq, total, mask_filter_value)
     causal = _causal(seq, total, past_len) if unidirectional else None
-    out, _ = _attend(q, k, v, _scale(scale, head_size), mask, attention_bias, causal)
+    merged, heads = _merged_buffer(q, v)
+    y, _ = _attend(q, k, v, _scale(scale, head_size), mask, attention_bias, causal, out=heads)
+    y = merged.reshape(merged.shape[:2] + (-1,)) if y is heads else _merge(y)  # (else: a broadcasting bias)
     present = np.stack([k, v]).astype(dtype) if want_present and k.shape == v.shape else None
-    return _merge(out).astype(dtype, copy=False), present
+    return y.astype(dtype, copy=False), present
 
 
 @kernel("MultiHeadAttention", since=1, domain=MS)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...registry import kernel
-from ..normalization import layer_normalization
+from ..normalization import layer_normalization, normalize_rows
 from . import MS
 
 _DEFAULT_EPSILON = 1e-12  # the transformer optimizer always sets it; onnxruntime's default
@@ -54,48 +54,17 @@ def _wide(x):
     return x if x.dtype in (np.float32, np.float64) else x.astype(np.float32)
 
 
-_MEAN_WEIGHTS: dict = {}
-
-
-def _row_means(x: np.ndarray) -> np.ndarray:
-    """Means over the last axis (kept as 1) of float32 ``x`` as one matrix-vector product with a column
-    of 1/n (one BLAS call instead of a reduction and a division)."""
-    n = x.shape[-1]
-    w = _MEAN_WEIGHTS.get(n)
-    if w is None:
-        w = _MEAN_WEIGHTS[n] = np.full((n, 1), 1 / n, np.float32)
-    return np.matmul(x, w)
-
-
-def _normalized(total: np.ndarray, gamma, beta, epsilon, simplified, in_place: bool = True) -> np.ndarray:
-    """The layer (or RMS) normalization of float32 ``total`` over its last axis, in ``total``'s buffer
-    when ``in_place`` (else ``total`` is left as it is): 9 numpy calls (the general :func:`_layer_norm`
-    makes 15 and keeps the statistics)."""
-    if simplified:
-        d = total
-    else:
-        d = np.subtract(total, _row_means(total), out=total if in_place else None)
-    var = _row_means(np.square(d))
-    var += np.float32(epsilon)
-    np.sqrt(var, out=var)
-    y = np.divide(d, var, out=None if simplified and not in_place else d)
-    y *= gamma
-    if beta is not None:
-        y += beta
-    return y
-
-
 def _skip_norm(ctx, input, skip, gamma, beta, bias, epsilon, simplified):
     total = _wide(input) + _wide(skip)
     if bias is not None:
         total += _wide(bias)
     outputs = ctx.node.output
     want_statistics = any(outputs[1:3])
-    if not want_statistics and total.dtype == np.float32 and total.ndim and total.shape[-1] and \
+    if not want_statistics and total.dtype == np.float32 and total.ndim >= 2 and total.shape[-1] and \
             gamma.dtype == input.dtype and (beta is None or beta.dtype == input.dtype):
         want_sum = len(outputs) > 3 and bool(outputs[3])  # (GPT-2's residual stream)
-        y = _normalized(total, _wide(gamma), None if beta is None else _wide(beta), epsilon, simplified,
-                        in_place=not want_sum).astype(input.dtype, copy=False)
+        y = normalize_rows(total, epsilon, _wide(gamma), None if beta is None else _wide(beta), simplified,
+                           in_place=not want_sum).astype(input.dtype, copy=False)
         if len(outputs) == 1:
             return y
         return (y, None, None) + ((total.astype(input.dtype, copy=False),) if len(outputs) > 3 else ())
@@ -147,7 +116,7 @@ def embed_layer_normalization(ctx, input_ids, segment_ids, word_embedding, posit
     want_sum = ctx.num_outputs > 2 and bool(ctx.node.output[2])
     if not want_sum and total.dtype == np.float32 and total.shape[-1] and gamma is not None and \
             gamma.dtype == word_embedding.dtype and (beta is None or beta.dtype == word_embedding.dtype):
-        y = _normalized(total, _wide(gamma), None if beta is None else _wide(beta), epsilon, False)
+        y = normalize_rows(total, epsilon, _wide(gamma), None if beta is None else _wide(beta), in_place=True)
     else:
         y, _, _ = _layer_norm(total, gamma, beta, epsilon, simplified=False)
     y = y.astype(word_embedding.dtype, copy=False)
