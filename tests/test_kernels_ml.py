@@ -105,17 +105,25 @@ V5_TREE = dict(  # TreeEnsemble (opset 5): one tree with a BRANCH_MEMBER root an
 )
 X_MEMBER = np.array([[1.0, 0, 0.7], [3.0, 0, 0.1], [2.0, 0, 0.9], [-1.0, 0, 0.2], [0.5, 0, 0.4]], np.float32)
 
-def random_forest(n_trees, depth, n_features, seed, mode="BRANCH_LEQ", n_targets=2, missing_tracks=0.5):
-    """Complete binary regression trees of ``depth`` (legacy encoding), every interior node one ``mode``;
-    a node sends missing values to its true branch with probability ``missing_tracks``."""
+def random_forest(n_trees, depth, n_features, seed, mode="BRANCH_LEQ", n_targets=2, missing_tracks=0.5,
+                  early_leaves=0.0):
+    """Binary regression trees of ``depth`` (legacy encoding), every interior node one ``mode``; a node sends
+    missing values to its true branch with probability ``missing_tracks``. With ``early_leaves``, a node
+    above the last level is a leaf with that probability (unbalanced trees, as sklearn grows them; the
+    roots stay interior and node ids keep their heap numbers)."""
     rng = np.random.default_rng(seed)
     attrs = {k: [] for k in ("nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_values", "nodes_modes",
                              "nodes_truenodeids", "nodes_falsenodeids", "nodes_missing_value_tracks_true",
                              "target_treeids", "target_nodeids", "target_ids", "target_weights")}
     interior = 2 ** depth - 1
     for t in range(n_trees):
+        present = {0}
         for n in range(2 * interior + 1):
-            leaf = n >= interior
+            if n not in present:
+                continue
+            leaf = n >= interior or (n > 0 and rng.random() < early_leaves)
+            if not leaf:
+                present.update((2 * n + 1, 2 * n + 2))
             for k, v in (("nodes_treeids", t), ("nodes_nodeids", n),
                          ("nodes_featureids", 0 if leaf else int(rng.integers(n_features))),
                          ("nodes_values", 0.0 if leaf else float(rng.normal())),
@@ -317,6 +325,12 @@ CASES = [
      dict(random_forest(12, 5, 5, seed=4, missing_tracks=0), aggregate_function="AVERAGE", base_values=[0.5, -1])),
     ("forest_depth2_one_target_sum", "TreeEnsembleRegressor", XF, [("Y", F)], {"X": X_WIDE[:7]},
      random_forest(30, 2, 5, seed=5, n_targets=1, missing_tracks=0)),
+    ("forest_unbalanced_depth4", "TreeEnsembleRegressor", XF, [("Y", F)], {"X": X_WIDE[:9]},
+     random_forest(15, 4, 5, seed=14, n_targets=1, missing_tracks=0, early_leaves=0.3)),
+    ("forest_unbalanced_depth7_two_targets", "TreeEnsembleRegressor", XF, [("Y", F)], {"X": X_WIDE[:5]},
+     random_forest(6, 7, 5, seed=15, missing_tracks=0, early_leaves=0.25)),
+    ("forest_classifier_unbalanced_depth3", "TreeEnsembleClassifier", XF, LABEL_SCORE, {"X": X_WIDE[:6]},
+     random_forest_classifier(9, 3, 5, seed=16, labels=[0, 1, 2], missing_tracks=0, early_leaves=0.4)),
     ("forest_tracks_without_nan_input", "TreeEnsembleRegressor", XF, [("Y", F)], {"X": np.nan_to_num(X_WIDE)},
      random_forest(6, 4, 5, seed=6)),
     ("forest_double_input", "TreeEnsembleRegressor", [("X", D)], [("Y", F)], {"X": X_WIDE.astype(np.float64)},
@@ -549,6 +563,9 @@ BATCH_WALK = [
     ("forest_depth5_no_tracks_nan", False),  # 40 rows: 2.4 MB of tables, above BATCH_TABLE_BYTES
     ("forest_depth5_no_tracks_nan_12_rows", True),
     ("forest_depth2_one_target_sum", True),
+    ("forest_unbalanced_depth4", True),
+    ("forest_unbalanced_depth7_two_targets", True),
+    ("forest_classifier_unbalanced_depth3", True),
     ("forest_tracks_without_nan_input", True),
     ("forest_double_input", True),
     ("forest_classifier_three_classes", True),
@@ -571,10 +588,12 @@ def test_batch_walk_equals_the_per_walker_walk(name, batch_walk, monkeypatch):
     sums = ml_tree._BatchWalk.sums
     monkeypatch.setattr(ml_tree._BatchWalk, "sums", lambda self, x: calls.append(self.matrix) or sums(self, x))
     fast = []
-    for matrix_slots in (0, 10 ** 9):  # each level's comparisons, or all slots compared at once
-        monkeypatch.setattr(ml_tree, "MATRIX_SLOTS_PER_LEVEL", matrix_slots)
-        fast.append(Evaluator(model).run(None, feeds))
-    assert calls == ([False, True] if batch_walk else [])
+    for block_levels in (0, 1, 2, 3):  # the first levels as one block step (0: none)
+        monkeypatch.setattr(ml_tree, "FIRST_BLOCK_LEVELS", block_levels)
+        for matrix_slots in (0, 10 ** 9):  # each level's comparisons, or all slots compared at once
+            monkeypatch.setattr(ml_tree, "MATRIX_SLOTS_PER_LEVEL", matrix_slots)
+            fast.append(Evaluator(model).run(None, feeds))
+    assert calls == ([False, True] * 4 if batch_walk else [])
     monkeypatch.setattr(ml_tree, "BATCH_TABLE_BYTES", 0)
     calls.clear()
     reference = Evaluator(model).run(None, feeds)
