@@ -9,6 +9,8 @@ import numpy as np
 
 from ..kernels.activation import row_max
 from ..kernels.attention import softmax_product
+from ..kernels.contrib.attention import attention_of_qkv
+from ..kernels.normalization import row_tile
 
 _sum = np.add.reduce  # (without np.sum's argument handling: ~2 us a call)
 
@@ -223,3 +225,38 @@ class RepeatedHeads:
                     merged == shape[:axis - 1] + (shape[axis - 1] * g,) + shape[axis:]:
                 return axis - 1, g
         return None
+
+
+class PackedQkvAttention:
+    """com.microsoft Attention (onnxruntime's BERT fusion: one input times packed Q, K and V weights)
+    with constant weights and bias, without past, attention bias or ``present`` (rule
+    ``contrib_transformer``): the projection with float32 weights converted once and the bias added
+    as a tile, then the kernel's own attention
+    (:func:`~..kernels.contrib.attention.attention_of_qkv`); the same values as the kernel.
+    ``fallback`` (the original step) runs for inputs that are not float32/float16 arrays of rank 3
+    of the weights' width."""
+
+    __slots__ = ("weights", "bias", "attrs", "fallback", "bias_tiles")
+
+    def __init__(self, weights, bias, attrs, fallback):
+        self.weights = weights.astype(np.float32)
+        self.bias = None if bias is None else bias.astype(np.float32)
+        self.attrs, self.fallback = attrs, fallback
+        self.bias_tiles: dict = {}
+
+    def __call__(self, x, mask_index=None):
+        if type(x) is not np.ndarray or (x.dtype != np.float32 and x.dtype != np.float16) or x.ndim != 3 or \
+                x.shape[2] != self.weights.shape[0]:
+            return self.fallback(x) if mask_index is None else self.fallback(x, mask_index)
+        qkv = np.matmul(x if x.dtype == np.float32 else x.astype(np.float32), self.weights)
+        if self.bias is not None:
+            tile = self.bias_tiles.get(qkv.shape)
+            if tile is None:
+                if len(self.bias_tiles) >= 16:
+                    self.bias_tiles.clear()
+                tile = self.bias_tiles[qkv.shape] = row_tile(self.bias, qkv.shape)
+            qkv += tile
+        a = self.attrs
+        return attention_of_qkv(qkv, x.dtype, self.weights.shape[1], mask_index, None, None, a["num_heads"],
+                                a.get("qkv_hidden_sizes"), a.get("unidirectional", 0),
+                                a.get("mask_filter_value", -10000.0), a.get("scale", 0.0), False)[0]

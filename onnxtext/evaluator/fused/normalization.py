@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.normalization import RowNorm, row_moments_ready
+from ..kernels.normalization import RowNorm, row_moments_ready, row_tile
 
 _sum = np.add.reduce
 
@@ -103,3 +103,45 @@ class CastNorm:
             if type(y) is np.ndarray and (self.out_dtype is None or y.dtype == self.out_dtype):
                 return y
         return self.fallback(x)
+
+
+class PreparedSkipNorm:
+    """com.microsoft SkipLayerNormalization / SkipSimplifiedLayerNormalization with constant gamma,
+    beta and bias (rule ``contrib_transformer``): ``input + skip (+ bias)`` normalized over the last
+    axis by a :class:`~..kernels.normalization.RowNorm` holding gamma and beta, the bias added as a
+    tile of the input's shape; float16 inputs (``dtype``) are summed and normalized in float32 and
+    rounded once, as the kernel does. Returns the normalized value, and the sum too when
+    ``with_sum`` (GPT-2's residual stream). The same values as the kernel; ``fallback`` (the
+    original step) runs for inputs of another type or shape."""
+
+    __slots__ = ("norm", "bias", "dtype", "with_sum", "fallback", "bias_tiles")
+
+    def __init__(self, epsilon, gamma, beta, bias, simplified, dtype, with_sum, fallback):
+        wide = (lambda v: None if v is None else v.astype(np.float32))
+        self.norm = RowNorm(epsilon, wide(gamma), wide(beta), simplified)
+        self.bias, self.dtype, self.with_sum, self.fallback = wide(bias), np.dtype(dtype), with_sum, fallback
+        self.bias_tiles: dict = {}
+
+    def __call__(self, input, skip):
+        dtype = self.dtype
+        if type(input) is not np.ndarray or type(skip) is not np.ndarray or input.dtype != dtype or \
+                skip.dtype != dtype or input.shape != skip.shape or input.ndim < 2 or not input.shape[-1]:
+            return self.fallback(input, skip)
+        if dtype == np.float32:
+            total = np.add(input, skip)
+        else:
+            total = input.astype(np.float32)
+            total += skip
+        if self.bias is not None:
+            tile = self.bias_tiles.get(total.shape)
+            if tile is None:
+                if len(self.bias_tiles) >= 16:
+                    self.bias_tiles.clear()
+                tile = self.bias_tiles[total.shape] = row_tile(self.bias, total.shape)
+            total += tile
+        y = self.norm(total, in_place=not self.with_sum)
+        if dtype != np.float32:
+            y = y.astype(dtype)
+            if self.with_sum:
+                total = total.astype(dtype)
+        return (y, total) if self.with_sum else y

@@ -233,6 +233,17 @@ def _normalized(x, w, eps, scale, bias, simplified, in_place):
 TILED_MAX_SIZE = 1 << 16
 
 
+def row_tile(vector, shape):
+    """``vector`` (a per-column constant) repeated to ``shape``, read-only, when that holds at most
+    :data:`TILED_MAX_SIZE` values, else ``vector`` itself (ValueError when it does not broadcast)."""
+    if int(np.prod(shape)) > TILED_MAX_SIZE:
+        np.broadcast_shapes(np.shape(vector), shape)
+        return vector
+    tile = np.ascontiguousarray(np.broadcast_to(vector, shape))
+    tile.flags.writeable = False
+    return tile
+
+
 class RowNorm:
     """:func:`normalize_rows` with a constant scale and bias (optional, 1-D or one value, of the
     inputs' type), prepared once per input shape: the vector of ``1/n``, epsilon in the input's type,
@@ -260,13 +271,8 @@ class RowNorm:
         return p is not None and p[0] == x.dtype
 
     def _prepare(self, x):
-        shape, size = x.shape, x.size
-        tiles = []
-        for v in (self.scale, self.bias):
-            if v is not None and size <= TILED_MAX_SIZE:
-                v = np.ascontiguousarray(np.broadcast_to(v, shape))
-                v.flags.writeable = False
-            tiles.append(v)
+        shape = x.shape
+        tiles = [None if v is None else row_tile(v, shape) for v in (self.scale, self.bias)]
         if len(self.shapes) >= 16:
             self.shapes.clear()
         p = self.shapes[shape] = (x.dtype, _mean_weights(x), x.dtype.type(self.epsilon), *tiles)

@@ -50,7 +50,7 @@ def _rules() -> tuple[Rule, ...]:
     from . import dynamic_quantized_matmul, fake_quantize_into_conv, prepared_matmul_nbits, qgemm_constant
     from . import redundant_fake_quantize
     from . import layout_views, norm_casts, residual_add, shaped_views, shared_input_products, silu
-    from . import common_steps, repeated_heads
+    from . import common_steps, contrib_transformer, repeated_heads
     from . import dequantized_gather
     from . import shared_codes_products
 
@@ -80,6 +80,7 @@ def _rules() -> tuple[Rule, ...]:
         module_rule(conv_activation),
         module_rule(prepared_recurrent),
         module_rule(qlinear_conv),
+        module_rule(contrib_transformer),
         module_rule(prepared_matmul_nbits),
         module_rule(qgemm_constant),
         module_rule(fake_quantize_into_conv),

@@ -171,7 +171,7 @@ def attention(ctx, input, weights, bias=None, mask_index=None, past=None, attent
     qkv = np.matmul(input.astype(np.float32, copy=False), weights.astype(np.float32, copy=False))
     if bias is not None:
         qkv += bias.astype(np.float32, copy=False)
-    return _attention_of_qkv(qkv, input.dtype, weights.shape[1], mask_index, past, attention_bias,
+    return attention_of_qkv(qkv, input.dtype, weights.shape[1], mask_index, past, attention_bias,
                              num_heads, qkv_hidden_sizes, unidirectional, mask_filter_value, scale,
                              _wants_present(ctx))
 
@@ -190,14 +190,14 @@ def qattention(ctx, input, weight, bias, input_scale, weight_scale, mask_index=N
     acc = integer_product(x, w, x_bound, w_bound).astype(np.float32)
     qkv = acc * (np.float32(np.asarray(input_scale).reshape(-1)[0]) * np.asarray(weight_scale, np.float32))
     qkv = qkv + bias.astype(np.float32)
-    return _attention_of_qkv(qkv, np.dtype(np.float32), weight.shape[1], mask_index, past, None, num_heads, None,
+    return attention_of_qkv(qkv, np.dtype(np.float32), weight.shape[1], mask_index, past, None, num_heads, None,
                              unidirectional, mask_filter_value, scale, _wants_present(ctx))
 
 
-def _attention_of_qkv(qkv, dtype, width, mask_index, past, attention_bias, num_heads, qkv_hidden_sizes,
+def attention_of_qkv(qkv, dtype, width, mask_index, past, attention_bias, num_heads, qkv_hidden_sizes,
                       unidirectional, mask_filter_value, scale, want_present=True):
     """Attention's computation from the projected (B, S, Dq + Dk + Dv) float32 QKV (``present`` None
-    when not wanted)."""
+    when not wanted); also the prepared step's (:class:`~...fused.attention.PackedQkvAttention`)."""
     hidden = width // 3
     sizes = list(qkv_hidden_sizes) if qkv_hidden_sizes else [hidden, hidden, hidden]
     dq, dk = sizes[0], sizes[0] + sizes[1]
