@@ -483,12 +483,14 @@ def test_redundant_fake_quantize_is_exactly_the_nodes(case, zero_point):
     model = graph_model(nodes, {"x": (None, 3, None, None)}, ["y"], consts, opset=19)
     x = (RNG.standard_normal((2, 3, 5, 6)) * 400).astype(np.float32)  # saturates both ends
     x[0, 0, 0, :4] = [np.nan, np.inf, -np.inf, -0.004]
-    optimized = Evaluator(model)
+    # (rule max_pool_before_fake_quantize would then take the first pair and a MaxPool into one step)
+    optimized = Evaluator(model, disable=("max_pool_before_fake_quantize",))
     assert _fused_names(optimized).count("FakeQuantize") == (1 if removed else 2)
     with np.errstate(all="ignore"):
-        got = optimized.run(None, {"x": x})[0]
         want = Evaluator(model, optimize=0).run(None, {"x": x})[0]
-    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+        for ev in (optimized, Evaluator(model)):
+            got = ev.run(None, {"x": x})[0]
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
 
 
 def _qdq_conv_chain(extra_readers: bool):
@@ -588,3 +590,53 @@ def test_quantized_input_matmul_equals_the_nodes_on_special_values(values):
         want = Evaluator(model, optimize=0).run(None, {"x": x})[0]
         assert got.tobytes() == want.tobytes()
         np.testing.assert_array_equal(got, run_onnxruntime(model, {"x": x})[0])
+
+
+# (id, MaxPool attributes, whether rule max_pool_before_fake_quantize pools first)
+POOLED_FAKE_QUANTIZE = [
+    ("tiles", dict(kernel_shape=[2, 2], strides=[2, 2]), True),
+    ("overlapping_padded", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), True),
+    ("same_upper", dict(kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER"), True),
+    ("dilated_kept", dict(kernel_shape=[2, 2], dilations=[2, 2], pads=[1, 0, 1, 1]), False),
+    ("ceil_mode_kept", dict(kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1), False),
+]
+# (id, what to put in the image): NaN (the pair's lowest code, where the orders differ), infinities
+_POOL_IMAGES = [("finite", None), ("nan", np.nan), ("infinities", np.inf), ("all_nan", "all")]
+
+
+@pytest.mark.parametrize("image", [v for _, v in _POOL_IMAGES], ids=[n for n, _ in _POOL_IMAGES])
+@pytest.mark.parametrize("case", POOLED_FAKE_QUANTIZE, ids=[c[0] for c in POOLED_FAKE_QUANTIZE])
+def test_max_pool_before_fake_quantize_is_exactly_the_nodes(case, image):
+    _, attrs, pooled_first = case
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
+             helper.make_node("MaxPool", ["d"], ["y"], **attrs)]
+    model = graph_model(nodes, {"x": (None, 2, None, None)}, ["y"],
+                        {"s": np.array(0.05, np.float32), "z": np.array(-3, np.int8)}, opset=13)
+    x = (RNG.standard_normal((2, 2, 7, 6)) * 4).astype(np.float32)
+    if image == "all":
+        x[0, 0, :2, :2] = np.nan  # (a whole window of NaN)
+    elif image is not None:
+        x[0, 0, 1, 1], x[1, 1, 4, 2], x[0, 1, 6, 5] = image, -image, image
+    optimized = Evaluator(model)
+    assert ("PooledFakeQuantize" in _fused_names(optimized)) == pooled_first
+    with np.errstate(all="ignore"):
+        got = optimized.run(None, {"x": x})[0]
+        want = Evaluator(model, optimize=0).run(None, {"x": x})[0]
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    if image is None:
+        np.testing.assert_array_equal(got, run_onnxruntime(model, {"x": x})[0])
+
+
+def test_max_pool_before_fake_quantize_keeps_a_pair_read_elsewhere():
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
+             helper.make_node("MaxPool", ["d"], ["y"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Relu", ["d"], ["r"])]
+    model = graph_model(nodes, {"x": (None, 2, None, None)}, ["y", "r"],
+                        {"s": np.array(0.05, np.float32), "z": np.array(-3, np.int8)}, opset=13)
+    optimized = Evaluator(model)
+    assert "PooledFakeQuantize" not in _fused_names(optimized)
+    x = RNG.standard_normal((1, 2, 4, 4)).astype(np.float32)
+    for g, w in zip(optimized.run(None, {"x": x}), run_onnxruntime(model, {"x": x})):
+        np.testing.assert_array_equal(g, w)

@@ -26,6 +26,7 @@ from ..kernels.quantize import (clip_ufunc, dynamic_quantize_codes, dynamic_quan
                                 requantize_finite, saturate_float32, shifted_codes)
 
 _F32 = np.dtype(np.float32)
+_min_all = np.minimum.reduce
 
 
 class FakeQuantize:
@@ -75,6 +76,32 @@ class ConvFakeQuantize(FakeQuantize):
         return q
 
 
+class PooledFakeQuantize:
+    """``MaxPool(FakeQuantize(x))`` as ``FakeQuantize(MaxPool(x))`` (rule ``max_pool_before_fake_quantize``):
+    the fake quantization (a :class:`FakeQuantize` or :class:`ConvFakeQuantize` with a scale > 0) never
+    decreases, so the largest fake-quantized value of a window is the fake-quantized largest value, and
+    a 2x2 pool quantizes a quarter of the values. NaN is where the orders differ (the pair makes it the
+    lowest code, which a window's other values then exceed; MaxPool propagates it): a pooled NaN (one
+    reduction over the pooled values) runs ``fallback``, the original steps, as do inputs other than
+    float32. The rule only pools windows that hold at least one input value (no window wholly in
+    padding, whose -inf the pair would turn into the lowest code)."""
+
+    __slots__ = ("pool", "quantize", "fallback")
+
+    def __init__(self, pool, quantize: FakeQuantize, fallback):
+        self.pool, self.quantize, self.fallback = pool, quantize, fallback
+
+    def __call__(self, x):
+        if type(x) is not np.ndarray or x.dtype != _F32:
+            return self.fallback(x)
+        pooled = self.pool(x)
+        if pooled.size:
+            low = _min_all(pooled, axis=None)
+            if low != low:  # (NaN)
+                return self.fallback(x)
+        return self.quantize(pooled)
+
+
 class PreparedQLinearConv:
     """QLinearConv with constant weights, scales, zero points and bias (rule ``qlinear_conv``).
 
@@ -88,9 +115,10 @@ class PreparedQLinearConv:
 
     With ``pool`` (see :meth:`with_pool`), a MaxPool reading the result is part of the step and pools
     the float32 sums before the requantization, on a quarter of the values for a 2x2 pool: the
-    requantization is non-decreasing (a multiplier >= 0, rounding, saturation, an exact zero point),
+    requantization is non-decreasing (a multiplier > 0, rounding, saturation, an exact zero point),
     so the largest requantized value of a window is the requantized largest sum, and the sums are
-    never NaN."""
+    never NaN (a window wholly in padding: -inf, requantized to the lowest code, the 8-bit pool's
+    padding value)."""
 
     __slots__ = ("conv", "dtype", "work", "x_scale", "x_zero_point", "multiplier", "low", "high", "y_zero_point",
                  "target", "fallback", "pool")
@@ -108,7 +136,7 @@ class PreparedQLinearConv:
 
     def with_pool(self, pool, fallback) -> PreparedQLinearConv:
         """This conv followed by ``pool`` (float32 sums -> pooled sums: a MaxPool) in one step;
-        ``fallback``: the original steps of both. Only for a multiplier >= 0 (the caller checks)."""
+        ``fallback``: the original steps of both. Only for a multiplier > 0 (the caller checks)."""
         run = copy.copy(self)
         run.pool, run.fallback = pool, fallback
         return run

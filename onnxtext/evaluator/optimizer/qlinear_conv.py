@@ -9,7 +9,7 @@ one :class:`~..fused.quantization.QuantizedInputConv`: the conv's shifted input 
 float value directly, without the 8-bit tensor.
 
 When its result is read only by a MaxPool (one output, its own kernel) and every requantization
-multiplier is >= 0, the MaxPool is part of the step and pools the float32 sums before they are
+multiplier is > 0, the MaxPool is part of the step and pools the float32 sums before they are
 requantized (a requantization that never decreases commutes with taking a maximum; see
 :class:`~..fused.quantization.PreparedQLinearConv`): a 2x2 pool requantizes a quarter of the values.
 """
@@ -130,7 +130,7 @@ def _with_pool(steps: list, keep: set) -> list:
     for j, (st, _) in enumerate(steps):
         run = st[0]
         if type(run) is not PreparedQLinearConv or run.pool is not None or \
-                not bool(np.all(np.asarray(run.multiplier) >= 0)):
+                not bool(np.all(np.asarray(run.multiplier) > 0)):
             continue
         y = st[2][0]
         pools = readers.get(y)
@@ -138,22 +138,25 @@ def _with_pool(steps: list, keep: set) -> list:
             continue
         k = pools[0]
         pst = steps[k][0]
-        info = pst[5]
-        if info.node.op_type != "MaxPool" or info.domain or pst[1] != (y,) or pst[0] is not _max_pool() or \
-                len(pst[2]) != 1 or len([o for o in info.node.output if o]) != 1:
+        pool = max_pool_of(pst, y)
+        if pool is None:
             continue
-        pool = functools.partial(pst[0], KernelContext(info, {}), **pst[3]) if pst[6] else \
-            functools.partial(pst[0], **pst[3])
         fallback = OriginalSteps(run.fallback.steps + [pst], run.fallback.inputs, pst[2], run.fallback.constants)
         out[j] = ((run.with_pool(pool, fallback), st[1], pst[2], {}, st[4], st[5], False), list(steps[j][1]))
         out[k] = None
     return [entry for entry in out if entry is not None]
 
 
-def _max_pool():
+def max_pool_of(st, x: str):
+    """``pooled(values)``, the MaxPool of step ``st`` as a function, when ``st`` runs MaxPool's own kernel
+    on ``x`` alone with one output (no indices), else None."""
     from ..kernels.pool import max_pool
 
-    return max_pool
+    info = st[5]
+    if info.node.op_type != "MaxPool" or info.domain or st[1] != (x,) or st[0] is not max_pool or \
+            len(st[2]) != 1 or len([o for o in info.node.output if o]) != 1:
+        return None
+    return functools.partial(max_pool, KernelContext(info, {}), **st[3])
 
 
 def _kernel():
