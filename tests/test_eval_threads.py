@@ -13,7 +13,7 @@ from helpers import text_model
 
 from onnxtext import Evaluator
 from onnxtext.evaluator import runtime, threads
-from onnxtext.evaluator.threads import FIRST_GAP, GAIN, QUIET_BELOW, QUIET_RUNS, STALL, WINDOW, ThreadChooser
+from onnxtext.evaluator.threads import CHECK_ABOVE, FIRST_GAP, GAIN, QUIET_BELOW, QUIET_RUNS, STALL, WINDOW, ThreadChooser
 
 
 def IDLE(most):  # noqa: N802 - the machine as the simulations see it: cores free for more threads
@@ -33,7 +33,7 @@ def simulate(chooser, cost, runs):
 @pytest.mark.parametrize("fast, slow_factor", [(1, 50.0), (2, 1.5), (1, 1.2)])
 def test_settles_on_the_faster_count(fast, slow_factor):
     sets = []
-    chooser = ThreadChooser(2, sets.append, busy=IDLE)
+    chooser = ThreadChooser(2, sets.append, busy=IDLE, busy_now=IDLE)
     used = simulate(chooser, lambda t: 1.0 if t == fast else slow_factor, 200)
     settled = used[2 * WINDOW:]
     assert chooser.best == fast
@@ -46,7 +46,7 @@ def test_settles_on_the_faster_count(fast, slow_factor):
 def test_a_small_gain_keeps_one_thread(two_threads):
     # (two threads only a little faster: not worth the risk of a stall on a machine that becomes busy)
     assert two_threads > GAIN
-    chooser = ThreadChooser(2, lambda t: None, busy=IDLE)
+    chooser = ThreadChooser(2, lambda t: None, busy=IDLE, busy_now=IDLE)
     used = simulate(chooser, lambda t: two_threads if t == 2 else 1.0, 100)
     assert chooser.best == 1
     assert used[2 * WINDOW:].count(2) <= 100 // FIRST_GAP
@@ -55,7 +55,7 @@ def test_a_small_gain_keeps_one_thread(two_threads):
 @pytest.mark.parametrize("stall", [STALL * 1.1, 5.0, 40.0])
 def test_busy_from_the_start_costs_one_stalled_run(stall):
     # the first run with two threads that is slower than STALL times the one-thread run ends the comparison
-    chooser = ThreadChooser(2, lambda t: None, busy=IDLE)
+    chooser = ThreadChooser(2, lambda t: None, busy=IDLE, busy_now=IDLE)
     used = simulate(chooser, lambda t: stall if t == 2 else 1.0, 2 * FIRST_GAP)
     assert used[:2] == [1, 2]
     assert used.count(2) == 1
@@ -78,7 +78,7 @@ def simulate_runs(chooser, cost, runs):
 @pytest.mark.parametrize("seconds, quiet", [(QUIET_BELOW / 10, True), (QUIET_BELOW * 10, False)])
 def test_short_runs_are_timed_once_in_a_while(seconds, quiet):
     # a model without a matmul large enough to split: one thread, and its runs need not be timed
-    chooser = ThreadChooser(2, lambda t: None, busy=IDLE)
+    chooser = ThreadChooser(2, lambda t: None, busy=IDLE, busy_now=IDLE)
     used, timed = simulate_runs(chooser, lambda t: seconds * (1.0 if t == 1 else 1.05), 2000)
     assert chooser.best == 1 and used[-1] == 1
     if quiet:
@@ -88,13 +88,13 @@ def test_short_runs_are_timed_once_in_a_while(seconds, quiet):
 
 
 def test_a_short_model_that_gains_from_threads_is_not_quieted():
-    chooser = ThreadChooser(2, lambda t: None, busy=IDLE)
+    chooser = ThreadChooser(2, lambda t: None, busy=IDLE, busy_now=IDLE)
     used, timed = simulate_runs(chooser, lambda t: QUIET_BELOW / 10 * (0.5 if t == 2 else 1.0), 200)
     assert chooser.best == 2 and timed == 200 and used[-1] == 2
 
 
 def test_notices_a_machine_that_became_busy_and_idle_again():
-    chooser = ThreadChooser(2, lambda t: None, busy=IDLE)
+    chooser = ThreadChooser(2, lambda t: None, busy=IDLE, busy_now=IDLE)
     busy = {"now": False}
     cost = lambda t: (40.0 if t == 2 else 1.2) if busy["now"] else (1.0 if t == 2 else 1.6)  # noqa: E731
     simulate(chooser, cost, 50)
@@ -120,20 +120,45 @@ def test_fixed_threads_are_not_measured():
 def test_a_busy_machine_is_not_tried_with_more_threads():
     # the load average says no core is free: no run tries two threads, even in the first comparison
     sets = []
-    chooser = ThreadChooser(2, sets.append, busy=lambda most: True)
+    chooser = ThreadChooser(2, sets.append, busy=lambda most: True, busy_now=IDLE)
     used = simulate(chooser, lambda t: 1.0 if t == 2 else 1.6, 500)
     assert set(used) == {1} and sets == [1] and chooser.best == 1
 
 
 def test_the_load_average_decides_only_the_tries():
-    # more threads chosen while the machine was idle stay until a run shows a stall
+    # more threads chosen while the machine was idle stay while no other process's thread is runnable
+    # (the load average counts this process's own threads: it cannot tell)
     load = {"busy": False}
-    chooser = ThreadChooser(2, lambda t: None, busy=lambda most: load["busy"])
+    chooser = ThreadChooser(2, lambda t: None, busy=lambda most: load["busy"], busy_now=IDLE)
     simulate(chooser, lambda t: 1.0 if t == 2 else 1.6, 50)
     assert chooser.best == 2
     load["busy"] = True
     used = simulate(chooser, lambda t: 1.0 if t == 2 else 1.6, 100)
     assert chooser.best == 2 and used.count(2) > 90
+
+
+@pytest.mark.parametrize("seconds, checked", [(CHECK_ABOVE, True), (CHECK_ABOVE / 2, False)])
+def test_a_kept_count_is_not_used_beside_a_busy_process(seconds, checked):
+    # more threads kept on an idle machine; another process starts: with runs long enough to pay for
+    # the check, the next run already uses one thread (no stalled run), and two again once it is gone;
+    # shorter runs are not checked, and run as a chooser that never hears of the other process
+    other = {"running": False, "asked": 0}
+
+    def busy_now(most):
+        other["asked"] += 1
+        return other["running"]
+
+    chooser = ThreadChooser(2, lambda t: None, busy=IDLE, busy_now=busy_now)
+    unaware = ThreadChooser(2, lambda t: None, busy=IDLE, busy_now=IDLE)
+    cost = lambda t: seconds * (1.0 if t == 2 else 1.6)  # noqa: E731 - two threads faster on the idle machine
+    assert simulate(chooser, cost, 50) == simulate(unaware, cost, 50) and chooser.best == 2
+    other["running"] = True
+    used = simulate(chooser, cost, 10)
+    assert used == ([1] * 10 if checked else simulate(unaware, cost, 10))
+    other["running"] = False
+    used = simulate(chooser, cost, 10)
+    assert used[0] == 2 and used.count(2) >= 9 and chooser.best == 2
+    assert (other["asked"] > 0) is checked
 
 
 # (cores, threads tried, one-minute load average, other processes' threads runnable now or None, busy)
@@ -168,11 +193,20 @@ def test_cores_busy_does_not_count_its_own_threads(monkeypatch, running, own, bu
     monkeypatch.setattr(threads, "machine_load", lambda: (0.1, running))
     monkeypatch.setattr(threads, "own_running_threads", lambda: own)
     assert threads.cores_busy(2) is busy
+    assert threads.others_busy(2) is busy
+
+
+def test_others_busy_ignores_the_load_average(monkeypatch):
+    # a load average of 1.9 on 2 cores: this process's own two threads for the last minute, nobody else now
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(threads, "machine_load", lambda: (1.9, 2))
+    monkeypatch.setattr(threads, "own_running_threads", lambda: 2)
+    assert threads.cores_busy(2) is True and threads.others_busy(2) is False
 
 
 def test_cores_busy_without_a_load_average(monkeypatch):
     monkeypatch.setattr(threads, "machine_load", lambda: (None, None))
-    assert threads.cores_busy(2) is False
+    assert threads.cores_busy(2) is False and threads.others_busy(2) is False
 
 
 def test_machine_load_reads_the_runnable_threads():

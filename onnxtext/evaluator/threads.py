@@ -23,7 +23,11 @@ changes under a long-lived process, so :class:`ThreadChooser` measures, preferri
   after the call whatever the count is set to, so the one-thread runs in that window share their core
   with it (magika, a 19 ms run whose one Conv takes 11 ms: the next 3-4 runs took 28-43 ms beside a
   CPU-bound process, against 19 ms otherwise). The load average alone takes a minute to notice a
-  process that just started; the count of runnable threads sees it at once.
+  process that just started; the count of runnable threads sees it at once;
+* while more threads are kept, a run whose median with them is over ``CHECK_ABOVE`` seconds first
+  asks whether another process's thread is runnable now (:func:`others_busy`, 10-75 us of
+  ``/proc`` reads), and then uses one thread, the count staying chosen: a process that starts beside
+  costs no stalled run (the load average cannot decide this: it counts this process's own threads).
 
 A run's time is what the chooser sees, so the decision is per model (a model without large matmuls
 stays on one thread). A model whose one-thread runs take under ``QUIET_BELOW`` seconds has no matmul
@@ -47,6 +51,8 @@ GAIN = 0.85
 STALL = 1.3
 #: one-thread runs shorter than this (seconds) are timed only once every QUIET_RUNS + 1 runs
 QUIET_BELOW, QUIET_RUNS = 2e-4, 63
+#: while more threads are kept, runs taking at least this (seconds) with them check others_busy first
+CHECK_ABOVE = 2e-3
 
 
 def cores_busy(most: int) -> bool:
@@ -57,10 +63,26 @@ def cores_busy(most: int) -> bool:
     load, running = machine_load()
     if load is None:
         return False
-    others = None if running is None else running - 1  # (this thread is one of them)
-    if others is not None and others > cores - most:  # (is it another process, or our own workers?)
+    return no_core_free(most, cores, load, _others(running, cores - most))
+
+
+def others_busy(most: int) -> bool:
+    """Whether threads of other processes runnable right now take more than the ``cores - most`` cores
+    ``most`` threads of this process leave (False where that count cannot be read)."""
+    cores = os.cpu_count() or 1
+    others = _others(machine_load()[1], cores - most)
+    return others is not None and others > cores - most
+
+
+def _others(running: int | None, spare: int) -> int | None:
+    """How many of the ``running`` threads (the whole machine's, None: unknown) belong to other
+    processes; this process's are listed only when ``running`` leaves more than ``spare`` to others."""
+    if running is None:
+        return None
+    others = running - 1  # (this thread is one of them)
+    if others > spare:  # (is it another process, or our own workers?)
         others = running - own_running_threads()
-    return no_core_free(most, cores, load, others)
+    return others
 
 
 def no_core_free(most: int, cores: int, load: float, others_running: int | None) -> bool:
@@ -109,12 +131,15 @@ def own_running_threads() -> int:
 
 class ThreadChooser:
     """Chooses between ``most`` BLAS threads and 1 by timing runs (see the module docstring);
-    ``busy(most)`` says whether the machine has cores free for more threads (:func:`cores_busy`)."""
+    ``busy(most)`` says whether the machine has cores free for a try of more threads
+    (:func:`cores_busy`), ``busy_now(most)`` whether it has them for a run with the kept count
+    (:func:`others_busy`)."""
 
-    def __init__(self, most: int, set_threads, busy=cores_busy):
+    def __init__(self, most: int, set_threads, busy=cores_busy, busy_now=others_busy):
         self.most = most
         self.set_threads = set_threads
         self.busy = busy
+        self.busy_now = busy_now
         self.times: dict[int, list[float]] = {most: [], 1: []}
         self.best = 1
         self.runs = 0
@@ -151,6 +176,9 @@ class ThreadChooser:
                     self._settle(1, lost=True)
                 else:
                     self.gap = min(2 * self.gap, LAST_GAP)
+            elif (want != 1 and want == self.best and _median(self.times[want]) >= CHECK_ABOVE
+                  and self.busy_now(self.most)):
+                want = 1  # (the kept count would stall: this run uses one thread, a fresh one-thread time)
             if want != self.current:
                 self.set_threads(want)
                 self.current = want
