@@ -15,6 +15,7 @@ from onnx import TensorProto, helper
 
 from onnxtext import dtypes
 from onnxtext.evaluator import Evaluator
+from onnxtext.evaluator.kernels.erf import TABLE_MAX_VALUES
 
 
 def single_node_model(op, inputs, attrs=None, opset=13, num_outputs=1):
@@ -179,20 +180,40 @@ def test_erf_half_precisions_round_the_float32_result(dtype):
 
 # Gelu (opset 20, approximate="none") in float32 against the formula in float64 with math.erfc: per
 # region, the largest error allowed in float32 ulps, or (negative x, where the float32 formula's
-# 1 + erf cancels) in absolute terms. Measured: 2 ulps, 5.4e-8, 2.6e-8, 2.2e-8.
+# 1 + erf cancels) in absolute terms. Two paths: arrays of at most TABLE_MAX_VALUES values take a table
+# of Phi (kernels/erf.py's _PhiTable), larger ones the erf series; each row runs through both.
+# Measured (series / table): 2 / 2 ulps, 5.4e-8 / 2.6e-8, 2.6e-8 / 7e-10, 2.2e-8 / 6.1e-9; near 0
+# 2 / 2 ulps; around |x| = 6, where the table's last cells hold exactly 1 and 0, 0 / 0 ulps, 2.2e-8 / 6.1e-9.
 _GELU_TABLE = [
     # lo, hi, max ulps, max absolute error
     (0.0, 12.0, 2, None),
+    (0.0, 0.05, 2, None),
+    (5.9, 6.1, 1, None),
     (-3.0, 0.0, None, 6e-8),
     (-5.6, -3.0, None, 6e-8),
     (-12.0, -5.6, None, 6e-8),
+    (-6.1, -5.9, None, 6e-8),
 ]
+_GELU_PATHS = {"table": TABLE_MAX_VALUES, "series": None}  # path -> values per call (None: all at once)
 
 
+def _gelu_model_run(x, values_per_call):
+    """Gelu of ``x`` through one Evaluator, ``values_per_call`` values (or all of them) per run."""
+    model = single_node_model("Gelu", [("x", x[:1])], opset=20)
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "n"
+    ev = Evaluator(model)
+    if values_per_call is None:
+        assert x.size > TABLE_MAX_VALUES
+        return ev.run(None, {"x": x})[0]
+    return np.concatenate([ev.run(None, {"x": x[i:i + values_per_call]})[0]
+                           for i in range(0, x.size, values_per_call)])
+
+
+@pytest.mark.parametrize("path", list(_GELU_PATHS))
 @pytest.mark.parametrize("lo, hi, max_ulps, max_abs", _GELU_TABLE)
-def test_gelu_float32_against_the_float64_formula(lo, hi, max_ulps, max_abs):
+def test_gelu_float32_against_the_float64_formula(lo, hi, max_ulps, max_abs, path):
     x = np.linspace(lo, hi, 20001).astype(np.float32)
-    got = run_ours("Gelu", [("x", x)], opset=20)
+    got = _gelu_model_run(x, _GELU_PATHS[path])
     expected = np.array([0.5 * v * math.erfc(-v / math.sqrt(2)) for v in x.tolist()])
     if max_ulps is not None:
         ulps = np.abs(_float32_ordinal(got) - _float32_ordinal(expected.astype(np.float32)))
@@ -201,10 +222,24 @@ def test_gelu_float32_against_the_float64_formula(lo, hi, max_ulps, max_abs):
         assert np.abs(got - expected).max() <= max_abs, x[np.argmax(np.abs(got - expected))]
 
 
-@pytest.mark.parametrize("x, expected", [(0.0, 0.0), (-0.0, -0.0), (np.inf, np.inf), (-100.0, -0.0), (30.0, 30.0)])
-def test_gelu_float32_exact_values(x, expected):
-    got = run_ours("Gelu", [("x", np.float32([x]))], opset=20)[0]
+@pytest.mark.parametrize("path", list(_GELU_PATHS))
+@pytest.mark.parametrize("x, expected", [(0.0, 0.0), (-0.0, -0.0), (np.inf, np.inf), (-100.0, -0.0), (30.0, 30.0),
+                                         (1e30, 1e30), (-1e30, -0.0), (1e-40, 5e-41)])
+def test_gelu_float32_exact_values(x, expected, path):
+    values = np.full(1 if _GELU_PATHS[path] else TABLE_MAX_VALUES + 1, x, np.float32)
+    got = _gelu_model_run(values, _GELU_PATHS[path])[0]
     assert got == np.float32(expected) and np.signbit(got) == np.signbit(expected)
+
+
+@pytest.mark.parametrize("size", [3, TABLE_MAX_VALUES + 1])
+def test_gelu_float32_nan_leaves_the_other_values(size):
+    """NaN cannot index the table: such an array takes the series (the same values elsewhere)."""
+    x = np.linspace(-4, 4, size).astype(np.float32)
+    clean = _gelu_model_run(x, None if size > TABLE_MAX_VALUES else size)
+    x[1] = np.nan
+    got = _gelu_model_run(x, None if size > TABLE_MAX_VALUES else size)
+    assert np.isnan(got[1]) and not np.isnan(np.delete(got, 1)).any()
+    np.testing.assert_allclose(np.delete(got, 1), np.delete(clean, 1), rtol=3e-7, atol=6e-8)
 
 
 def test_integer_division_truncates_toward_zero():

@@ -142,7 +142,7 @@ _TANH_SCALE = math.sqrt(2 / math.pi)
 def gelu_values(x, tanh: bool):
     """``0.5 x (1 + erf(x / sqrt 2))`` or, ``tanh=True``, ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``
     of a float array, computed in place on one temporary (shared with the rule ``gelu``'s step)."""
-    if x.dtype == np.float32 and not tanh:
+    if x.dtype is _FLOAT32 and not tanh:  # (identity: a comparison with the type costs ~0.2 us)
         return gelu_float32(x)
     t = x.dtype.type
     if tanh:
@@ -160,8 +160,13 @@ def gelu_values(x, tanh: bool):
     return inner
 
 
+_FLOAT32 = np.dtype(np.float32)
+
+
 @kernel("Gelu", since=20)
 def gelu(x, approximate="none"):
+    if x.dtype is _FLOAT32 and approximate == "none" and x.ndim:
+        return gelu_float32(x)
     if x.dtype.kind == "f" and x.ndim:
         return gelu_values(x, approximate == "tanh")
     if approximate == "tanh":
