@@ -1,6 +1,7 @@
 """Linear-algebra kernels: MatMul, MatMulInteger, Gemm (every version), Det, Einsum.
 
-Float products go straight to numpy's BLAS-backed ``matmul``. Integer products (MatMulInteger, and
+Float products go straight to numpy's BLAS (:func:`matrix_product`: ``np.dot`` for two matrices,
+``matmul`` otherwise). Integer products (MatMulInteger, and
 the quantized kernels) also use BLAS (:func:`integer_product`): in float32, exact because the inner
 dimension is cut into chunks whose partial sums fit the 24-bit mantissa, the chunks added in float64;
 BLAS is much faster than numpy's integer matmul loop.
@@ -21,6 +22,16 @@ def mat_mul(a, b):
         # bfloat16, float16...: accumulate in float32 with BLAS (numpy has no half-precision BLAS: its own
         # float16 loop was ~100x slower on a BERT layer, and accumulates in float16)
         return np.asarray(np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype))
+    return matrix_product(a, b)
+
+
+def matrix_product(a, b) -> np.ndarray:
+    """``a @ b`` as an array: ``np.dot`` when both are matrices (the same BLAS call, and the same
+    product, as ``matmul``'s for 2-D operands, without the generalized ufunc's dispatch: 0.3-0.6 us
+    less a call on small products, 1.0 against 1.5 us for 8x64 @ 64x64, numpy 2.4), ``np.matmul``
+    for other ranks (``np.dot`` of a 3-D operand is not a batched product)."""
+    if a.ndim == 2 and b.ndim == 2:
+        return np.dot(a, b)
     return np.asarray(np.matmul(a, b))
 
 
