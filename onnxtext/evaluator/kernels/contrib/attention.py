@@ -50,10 +50,25 @@ _MASKS: dict = {}  # (mask bytes, shape, type, geometry) -> additive mask: the s
 _MASKS_KEPT = 64
 
 
+class FullyMasked:
+    """The additive mask of a padding mask that masks every key of some query rows (onnxruntime's
+    dummy ``mask_index`` of zeros masks all of them): ``array`` is the (B, 1, S, T) mask, ``uniform``
+    its one value when every key of every row gets the same (else None). Those rows' exponentials all
+    underflow without their own maximum, so the attention takes the per-row softmax directly, or,
+    for a uniform mask, adds the value and subtracts it again (the scores rounded as onnxruntime's
+    sum rounds them, then the usual softmax, whose result a per-row shift does not change)."""
+
+    __slots__ = ("array", "uniform")
+
+    def __init__(self, array, uniform):
+        self.array, self.uniform = array, uniform
+
+
 def _padding_mask(mask, batch, seq, total, mask_filter_value):
     """The additive (B, 1, S, T) float32 mask of an onnxruntime ``mask_index`` / key padding mask
     (read-only: kept per mask value, as a run's mask is usually the previous run's); None when it
-    masks nothing (every key valid: adding zeros changes no probability)."""
+    masks nothing (every key valid: adding zeros changes no probability), a :class:`FullyMasked`
+    when some query rows have no valid key."""
     if mask is None:
         return None
     mask = np.asarray(mask)
@@ -63,10 +78,13 @@ def _padding_mask(mask, batch, seq, total, mask_filter_value):
         if len(_MASKS) >= _MASKS_KEPT:
             _MASKS.clear()
         out = _additive_mask(mask, batch, seq, total, mask_filter_value)
-        if out is not None:
-            out = None if not out.any() else out
+        if out is not None and not out.any():
+            out = None
         if out is not None:
             out.flags.writeable = False
+            if total and (out != 0).all(axis=-1).any():
+                first = out.reshape(-1)[0]
+                out = FullyMasked(out, float(first) if (out == first).all() else None)
         _MASKS[key] = out
     return out
 
@@ -97,10 +115,14 @@ def _causal(seq, total, past):
 
 
 def _scores(q, k, scale, mask, bias, causal):
-    """``scale Q K^T + mask + bias`` with future keys at -inf, a fresh float32 array."""
+    """``scale Q K^T + mask + bias`` with future keys at -inf, a fresh float32 array (a float mask, see
+    :class:`FullyMasked`, added and subtracted again)."""
     scores = np.matmul(q, k.swapaxes(-1, -2))
     scores *= np.float32(scale)
-    if mask is not None:
+    if type(mask) is float:
+        scores += mask
+        scores -= mask
+    elif mask is not None:
         scores += mask
     if bias is not None:
         bias = bias.astype(np.float32, copy=False)
@@ -118,9 +140,15 @@ def _attend(q, k, v, scale, mask=None, bias=None, causal=None, keep_scores=False
     the scores before the softmax when ``keep_scores`` (else None). One buffer, updated in place;
     the result written into ``out`` (an array of its shape) when given. Without a per-row maximum
     when the scores allow it (:func:`~..attention.softmax_product`)."""
+    per_row = False
+    if type(mask) is FullyMasked:
+        per_row = mask.uniform is None
+        mask = mask.array if per_row or keep_scores else mask.uniform
     scores = _scores(q, k, scale, mask, bias, causal)
     if keep_scores:
         kept = scores.copy()
+    elif per_row:
+        kept = None
     else:
         kept = None
         if out is None or out.shape == scores.shape[:-1] + v.shape[-1:]:
