@@ -18,6 +18,9 @@ closure that only moves data and calls BLAS, and finishes the result (bias, fuse
   weight column times a row of ones, so the matmul adds it;
 * few outputs from many channels (DenseNet's 3x3 layers): shifted matmuls without im2col over a
   flat zero-padded image owned by the prepared shape, see :mod:`.conv_shifted`;
+* unit-stride 2-D layers of at most 64 channels and no more outputs (YOLO's and ResNet's 3x3
+  layers): columns of the kernel's horizontal shifts only and one matmul for all kernel rows, whose
+  partial sums are added with vertical shifts, see :mod:`.conv_kernel_rows`;
 * short rows and few outputs (unit strides, one group): im2col from the flat zero-padded image, one
   contiguous run per tap and channel, cropped with the bias (:func:`_flat_columns`);
 * larger layers (buffers above :data:`_OWNED_LIMIT` elements), other dtypes and calls from
@@ -37,6 +40,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from .conv import _SHIFTED_MAX_OUTPUTS, _SHIFTED_MIN_RATIO, _conv_geometry, conv, scratch, shared_image
 from .conv_depthwise import prepare_depthwise
+from .conv_kernel_rows import prepare_kernel_rows, use_kernel_rows
 from .conv_patches import is_patch_conv, prepare_patches
 from .conv_relu import relu_inplace
 from .conv_shifted import prepare_shifted
@@ -64,6 +68,9 @@ _FLAT_MAX_OUTPUTS = 32
 # the bias is added by the matmul (a column of the weights times a row of ones in the columns) up
 # to this many weights per output; above, a separate pass costs less than the longer matmul rows
 _BIAS_COLUMN_MAX = 1024
+# kernel-row products (conv_kernel_rows) for the layers its rule picks; False: the im2col instead
+KERNEL_ROWS = True
+_KERNEL_ROWS_IMAGE_LIMIT = 1 << 22
 
 
 class PreparedConv:
@@ -194,6 +201,11 @@ class PreparedConv:
             if shuffled or math.prod(padded_shape) > _OWNED_LIMIT:
                 return None
             return prepare_shifted(w, self.b, shape, pb, pe, dilations, out, relu)
+        if group == 1 and not shuffled and KERNEL_ROWS and all(s == 1 for s in strides) and \
+                (out[-1] > _FLAT_MAX_WIDTH or m > _FLAT_MAX_OUTPUTS) and use_kernel_rows(c, m, kshape, out) and \
+                math.prod(padded_shape) <= _KERNEL_ROWS_IMAGE_LIMIT:
+            # the padded image is shared by the layers of its geometry, the columns are banded
+            return prepare_kernel_rows(w, self.b, shape, pb, pe, dilations, out, relu)
         depthwise = cg == 1 and group > 1 and mg == 1
         if math.prod(padded_shape) > _OWNED_LIMIT:
             return None
