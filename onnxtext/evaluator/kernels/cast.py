@@ -144,28 +144,31 @@ _PLAIN = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, 
 
 
 _F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
-_HALF_BITS_MIN = 16384  # from this size on the bit path below is faster than numpy's loop (measured)
+_HALF_BITS_MIN = 8192  # from this size on the bit path below is faster than numpy's loop (measured)
 _HALF_TO_SINGLE = np.float32(2.0 ** 112)  # 2 ** (127 - 15): the exponent biases' difference
+_SIGN_AND_MAGNITUDE = np.int32(-0x70000001)  # 0x8FFFFFFF: bit 31 and bits 0..27
+_min_all, _max_all = np.minimum.reduce, np.maximum.reduce
 
 
 def float16_to_float32(x: np.ndarray) -> np.ndarray:
     """``x.astype(float32)`` for a float16 array, bit for bit. numpy's own loop converts one value at a
-    time (1.1 ns a value on this project's machine, no F16C); for large arrays the bits are moved instead:
-    the magnitude's bits shifted into float32's places and multiplied by 2**112 (exact for normal and
-    subnormal halves alike), then the sign; with an infinity or NaN present, numpy's loop (checked on all
-    65,536 half values by tests/test_float16_region.py)."""
+    time (1.1-2.2 ns a value on this project's machine); for large arrays the bits are moved instead, in
+    four passes: the half's bits sign-extended to int32 and shifted left by 13 put the magnitude in
+    float32's places (bits 13..27) and the sign in bit 31, the extension's other copies of the sign
+    (bits 28..30) are cleared, and the result times 2**112 is the value (exact for normal and subnormal
+    halves alike; the sign rides along). An infinity or NaN half comes out at 65536 or more in
+    magnitude (the largest finite half is 65504): found by the minimum and maximum, it takes numpy's
+    loop. Checked on all 65,536 half values by tests/test_float16_region.py. Measured (other processes
+    running) on 24k values 18-24 us against 27-34 us for the earlier eight-pass form, 54 us for numpy's."""
     if x.size < _HALF_BITS_MIN or not x.flags.c_contiguous:
         return x.astype(_F32)
-    u = x.view(np.uint16).astype(np.uint32)
-    sign = u & np.uint32(0x8000)
-    u ^= sign
-    if u.max() >= 0x7C00:  # (an infinity or NaN: exponent all ones)
-        return x.astype(_F32)
-    u <<= np.uint32(13)
-    f = u.view(_F32)
+    bits = x.view(np.int16).astype(np.int32)
+    bits <<= 13
+    bits &= _SIGN_AND_MAGNITUDE
+    f = bits.view(_F32)
     f *= _HALF_TO_SINGLE
-    sign <<= np.uint32(16)
-    u |= sign
+    if not (-65536.0 < _min_all(f, axis=None) and _max_all(f, axis=None) < 65536.0):  # (NaN compares false)
+        return x.astype(_F32)
     return f
 
 
