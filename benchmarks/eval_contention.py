@@ -12,10 +12,12 @@ three of the session-8 contention run), in one process with numpy's default BLAS
 * try: one run with OpenBLAS's own thread count beside the busy process, as the chooser's first
   comparison or a later probe makes; then "after try": the one-thread runs that follow it at once
   (OpenBLAS's worker keeps busy-waiting for about 0.1 s after a call, whatever the count is set to);
-* chooser: a fresh ``Evaluator(model)`` beside the busy process, its first ``N + 1`` runs (the first
-  untimed), with the thread policy as shipped (``threads.cores_busy``), and "tries allowed": the same
-  with a policy told the machine is idle, which is what the load average alone said during the first
-  minute after a busy process started (the session-8 rule).
+* fresh, one thread: a fresh ``Evaluator(model, threads=1)`` beside the busy process, its first ``N + 1``
+  runs (the first untimed; the first runs of an evaluator are slower: plans are compiled after 3 runs);
+* chooser: the same with a fresh ``Evaluator(model)``, the thread policy as shipped
+  (``threads.cores_busy``, ``threads.others_busy``), and "tries allowed": with a policy told the
+  machine is idle, which is what the load average alone said during the first minute after a busy
+  process started (the session-8 rule). The policy's own cost is chooser over "fresh, one thread".
 
 Each column is a median over ``--repeat`` rounds of the median of its runs, divided by "alone"; "more
 threads" counts the runs that used more than one thread. Nothing else should run on the machine for
@@ -64,13 +66,14 @@ def start_spinner(cpu: int) -> subprocess.Popen:
     return spinner
 
 
-def chooser_runs(model, feeds, runs: int, most: int, busy) -> tuple[float, int]:
-    """(median of runs 2..runs+1, runs made with more than one thread) of a fresh Evaluator(model)
-    whose chooser asks ``busy`` (None: as shipped)."""
+def fresh_runs(model, feeds, runs: int, most: int, policy) -> tuple[float, int]:
+    """(median of runs 2..runs+1, runs made with more than one thread) of a fresh evaluator of ``model``:
+    ``Evaluator(model, threads=1)`` when ``policy`` is 1, ``Evaluator(model)`` when it is None (the
+    chooser as shipped), else ``Evaluator(model)`` whose chooser asks ``policy`` whether the machine is busy."""
     set_blas_threads(1)  # (whatever the previous phase left)
-    ev = onnxtext.Evaluator(model)
-    if busy is not None and ev._threads is not None:
-        ev._threads = ThreadChooser(most, set_blas_threads, busy=busy)
+    ev = onnxtext.Evaluator(model, threads=1 if policy == 1 else None)
+    if policy not in (None, 1) and ev._threads is not None:
+        ev._threads = ThreadChooser(most, set_blas_threads, busy=policy, busy_now=policy)
     used = []
     times = []
     for i in range(runs + 1):
@@ -107,9 +110,11 @@ def measure(model, feeds, runs: int, cpu: int, most: int) -> dict[str, float]:
             after += timed_runs(run, 4)
         out["try"], out["after try"] = statistics.median(tries), statistics.median(after)
         time.sleep(PAUSE)
-        out["chooser"], out["chooser more"] = chooser_runs(model, feeds, runs, most, None)
+        out["fresh"], _ = fresh_runs(model, feeds, runs, most, 1)
         time.sleep(PAUSE)
-        out["allowed"], out["allowed more"] = chooser_runs(model, feeds, runs, most, lambda most: False)
+        out["chooser"], out["chooser more"] = fresh_runs(model, feeds, runs, most, None)
+        time.sleep(PAUSE)
+        out["allowed"], out["allowed more"] = fresh_runs(model, feeds, runs, most, lambda most: False)
     finally:
         spinner.terminate()
         spinner.wait()
@@ -135,18 +140,19 @@ def main(argv=None) -> int:
     print(f"{os.cpu_count()} cores, OpenBLAS {most} threads, busy process on CPU {args.spinner_cpu}; "
           f"median of {args.runs} runs, median of {args.repeat} rounds; load average at start "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
-    print("| model | alone ms | floor | try | after try | chooser | more threads | tries allowed | more threads |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| model | alone ms | floor | try | after try | fresh, one thread | chooser | more threads | tries allowed "
+          "| more threads |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, _kind, _nodes, load in selected:
         print(f"  {name} ...", file=sys.stderr, flush=True)
         _path, model, feeds = load()
         rounds = [measure(model, feeds, args.runs, args.spinner_cpu, most) for _ in range(args.repeat)]
         med = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
         alone = med["alone"]
-        ratio = {k: f"{med[k] / alone:.2f}" for k in ("floor", "try", "after try", "chooser", "allowed")}
+        ratio = {k: f"{med[k] / alone:.2f}" for k in ("floor", "try", "after try", "fresh", "chooser", "allowed")}
         more = {k: "/".join(str(r[k]) for r in rounds) for k in ("chooser more", "allowed more")}
         print(f"| {name} | {alone * 1e3:.2f} | {ratio['floor']} | {ratio['try']} | {ratio['after try']} "
-              f"| {ratio['chooser']} | {more['chooser more']} | {ratio['allowed']} | {more['allowed more']} |",
+              f"| {ratio['fresh']} | {ratio['chooser']} | {more['chooser more']} | {ratio['allowed']} | {more['allowed more']} |",
               flush=True)
     print(f"\nload average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())}; columns after 'alone' are "
           f"ratios to it; 'more threads': runs of {args.runs + 1} with more than one thread, per round")
