@@ -17,9 +17,11 @@ import numpy as np
 
 from ..registry import kernel
 from .erf import erf, gelu_float32
+from .linalg import matrix_product
 from .quantize import clip_ufunc
 
 _ignore = np.errstate(all="ignore")
+_FLOAT32, _FLOAT64 = np.dtype(np.float32), np.dtype(np.float64)  # (identity tests: cheaper than ==)
 
 
 def _sigmoid(x):
@@ -160,9 +162,6 @@ def gelu_values(x, tanh: bool):
     return inner
 
 
-_FLOAT32 = np.dtype(np.float32)
-
-
 @kernel("Gelu", since=20)
 def gelu(x, approximate="none"):
     if x.dtype is _FLOAT32 and approximate == "none" and x.ndim:
@@ -228,7 +227,7 @@ def row_sums(e, axis):
     0.8 against 0.9 for 8 rows of 10, numpy 2.4); otherwise the ufunc's own reduce."""
     n = e.shape[-1] if e.ndim else 0
     if 1 < n <= 1024 and (axis == -1 or axis == e.ndim - 1) and e.dtype in _BLAS_FLOATS:
-        return np.matmul(e, _ones_column(n, e.dtype))
+        return matrix_product(e, _ones_column(n, e.dtype))
     return _sum(e, axis=axis, keepdims=True)
 
 
@@ -252,7 +251,7 @@ _max_all = np.maximum.reduce
 def _unshifted_row(x, axis) -> int:
     """The row length when the shift-free form applies to ``x`` (see ``_UNSHIFTED_BOUND``), else 0."""
     n = x.shape[-1] if x.ndim else 0
-    if 1 < n <= 1024 and x.dtype in _BLAS_FLOATS and (axis == -1 or axis == x.ndim - 1):
+    if 1 < n <= 1024 and (x.dtype is _FLOAT32 or x.dtype is _FLOAT64) and (axis == -1 or axis == x.ndim - 1):
         return n
     return 0
 
@@ -273,7 +272,7 @@ def _softmax(x, axis):
         e = np.abs(x)
         if _max_all(e, axis=None) <= _UNSHIFTED_BOUND:  # (NaN compares false)
             np.exp(x, out=e)
-            np.divide(e, np.matmul(e, _ones_column(n, e.dtype)), out=e)
+            np.divide(e, matrix_product(e, _ones_column(n, e.dtype)), out=e)
             return e
     e = np.subtract(x, row_max(x, axis))
     np.exp(e, e)
@@ -292,7 +291,7 @@ def _log_softmax(x, axis):
         p = np.abs(x)
         if _max_all(p, axis=None) <= _UNSHIFTED_LOG_BOUND:  # (NaN compares false)
             np.exp(x, out=p)
-            np.divide(p, np.matmul(p, _ones_column(n, p.dtype)), out=p)
+            np.divide(p, matrix_product(p, _ones_column(n, p.dtype)), out=p)
             np.log(p, out=p)
             return p
     shifted = np.subtract(x, row_max(x, axis))
