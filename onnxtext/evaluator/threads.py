@@ -26,8 +26,8 @@ changes under a long-lived process, so :class:`ThreadChooser` measures, preferri
   process that just started; the count of runnable threads sees it at once;
 * while more threads are kept, a run whose median with them is over ``CHECK_ABOVE`` seconds first
   asks whether another process's thread is runnable now (:func:`others_busy`, 10-75 us of
-  ``/proc`` reads), and then uses one thread, the count staying chosen: a process that starts beside
-  costs no stalled run (the load average cannot decide this: it counts this process's own threads).
+  ``/proc`` reads) and, if one is, uses one thread, the count staying chosen: a process that starts
+  beside costs no stalled run (the load average cannot decide this: it counts this process's own threads).
 
 A run's time is what the chooser sees, so the decision is per model (a model without large matmuls
 stays on one thread). A model whose one-thread runs take under ``QUIET_BELOW`` seconds has no matmul
