@@ -87,6 +87,13 @@ _NORMALIZER_CASES = [
     ((10, 1000), 3.0, None, np.float32, 13, -1),  # beyond LogSoftmax's size limit (8k values)
     ((4, 2000), 3.0, None, np.float32, 13, -1),  # rows longer than 1024: both shift
     ((4, 6, 5), 3.0, None, np.float32, 13, 1),  # not the last axis
+    ((2, 4, 9, 9), 3.0, "causal-inf", np.float32, 13, -1),  # attention scores with a -inf causal mask
+    ((2, 4, 9, 9), 3.0, "causal-1e4", np.float32, 13, -1),  # ... an additive mask of -10000
+    ((2, 4, 9, 9), 3.0, "causal-lowest", np.float64, 13, -1),  # ... the lowest float
+    ((2, 4, 9, 9), 3.0, "masked-row", np.float32, 13, -1),  # one row all -inf (NaN, as the shift gives)
+    ((8, 10), 1.0, "negative", np.float32, 13, -1),  # rows near -20: sums below 2^-10, Softmax shifts
+    ((8, 10), 1.0, "-90", np.float32, 13, -1),  # exps that underflow beside normal ones
+    ((8, 10), 1.0, "overflow", np.float32, 13, -1),  # one exp overflows: the shift
 ]
 
 
@@ -99,6 +106,18 @@ def test_normalizers_with_and_without_the_shift_match_onnxruntime(op, shape, sca
         x[5] += 100.0
     elif planted in ("nan", "inf", "-inf"):
         x[2, 4] = float(planted)
+    elif planted and planted.startswith("causal"):
+        mask = {"causal-inf": -np.inf, "causal-1e4": -1e4, "causal-lowest": np.finfo(dtype).min}[planted]
+        above = np.triu(np.ones(shape[-2:], bool), 1)
+        x = np.where(above, mask, x) if mask != -1e4 else x + np.where(above, mask, 0.0)
+    elif planted == "masked-row":
+        x[1, 2, 3] = -np.inf
+    elif planted == "negative":
+        x -= 20.0
+    elif planted == "-90":
+        x[::2, ::3] = -90.0
+    elif planted == "overflow":
+        x[4, 2] = 95.0
     x = x.astype(dtype)
     with np.errstate(all="ignore"):
         assert_matches_onnxruntime(node_model(op, {"x": x}, {"axis": axis}, opset=opset), {"x": x},

@@ -235,21 +235,27 @@ _BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 # Softmax and LogSoftmax of float32/float64 rows of 2-1024 values along the last axis skip the shift by
-# each row's maximum when every |x| is at most this: exp(x) is then a normal float32 and row sums of up to
-# 1024 of them are finite, and softmax is invariant under a per-row shift, so this is the same function
-# (rounded differently by an ulp or two). The shift (a per-row maximum and its broadcast subtraction)
-# costs more than the rest on short rows: Softmax of 3x12x5 in 5 numpy calls instead of 9. LogSoftmax
-# computes log(softmax(x)) and needs every probability a normal float32 (a subnormal one has lost bits):
-# |x| <= 40 gives p >= exp(-80) / 1024 > 1.18e-38 (6 calls instead of 11); up to 8k values, beyond
-# which the logarithm of every value costs as much as the shift or more (2x128x384: 164 against 126 us).
-_UNSHIFTED_BOUND = 80.0
+# each row's maximum when that changes nothing but the rounding (softmax is invariant under a per-row
+# shift). The shift (a per-row maximum and its broadcast subtraction) costs more than the rest on short
+# rows: Softmax of 3x12x5 in 5 numpy calls instead of 9.
+# Softmax checks the row sums of exp(x): all finite (no overflow, no NaN) and at least 2^-10 (the row's
+# largest exp is then a normal number; an exp that underflowed, x < -87.3, is off by at most 1.4e-45,
+# 1.5e-42 after the division: probabilities below 1.2e-35, which the shifted form keeps to float32's
+# relative precision). Masked scores (-inf, or additive masks such as -1e4 or the lowest float) pass:
+# their exp is 0, as in the shifted form.
+# LogSoftmax computes log(softmax(x)) and needs every probability a normal float32 (a subnormal one has
+# lost bits): |x| <= 40 gives p >= exp(-80) / 1024 > 1.18e-38 (6 calls instead of 11); up to 8k values,
+# beyond which the logarithm of every value costs as much as the shift or more (2x128x384: 164 against
+# 126 us).
+_UNSHIFTED_SUM_MIN = 2.0 ** -10
 _UNSHIFTED_LOG_BOUND = 40.0
 _UNSHIFTED_LOG_MAX_SIZE = 1 << 13
-_max_all = np.maximum.reduce
+_max_all, _min_all = np.maximum.reduce, np.minimum.reduce
+_FINITE_MAX = {_FLOAT32: float(np.finfo(np.float32).max), _FLOAT64: float(np.finfo(np.float64).max)}
 
 
 def _unshifted_row(x, axis) -> int:
-    """The row length when the shift-free form applies to ``x`` (see ``_UNSHIFTED_BOUND``), else 0."""
+    """The row length when the shift-free form may apply to ``x`` (see ``_UNSHIFTED_SUM_MIN``), else 0."""
     n = x.shape[-1] if x.ndim else 0
     if 1 < n <= 1024 and (x.dtype is _FLOAT32 or x.dtype is _FLOAT64) and (axis == -1 or axis == x.ndim - 1):
         return n
@@ -269,10 +275,10 @@ def _softmax(x, axis):
         return x.copy()
     n = _unshifted_row(x, axis)
     if n:
-        e = np.abs(x)
-        if _max_all(e, axis=None) <= _UNSHIFTED_BOUND:  # (NaN compares false)
-            np.exp(x, out=e)
-            np.divide(e, matrix_product(e, _ones_column(n, e.dtype)), out=e)
+        e = np.exp(x)
+        sums = matrix_product(e, _ones_column(n, e.dtype))
+        if _min_all(sums, axis=None) >= _UNSHIFTED_SUM_MIN and _max_all(sums, axis=None) <= _FINITE_MAX[e.dtype]:
+            np.divide(e, sums, out=e)  # (NaN compares false above)
             return e
     e = np.subtract(x, row_max(x, axis))
     np.exp(e, e)
