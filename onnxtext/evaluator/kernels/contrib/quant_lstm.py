@@ -229,7 +229,11 @@ class _Workspace:
         # the states h, each beside -h (for the range: one reduction finds max(h) and -min(h))
         self.hs = np.empty((steps + 1, 2, dirs, batch, hidden), np.float32)
         self.h_states, self.negated_states = list(self.hs[:, 0]), list(self.hs[:, 1])
-        self.signed_states = list(self.hs.reshape(steps + 1, 2, dirs, batch * hidden))
+        # h and -h of each direction as the rows of one matrix (one reduction over rows: 1.20 us, against
+        # 1.25 over [2, dirs, B*H]), h as [dirs, B*H] (the division by each direction's scale: 1.00
+        # against 1.13 us over [dirs, B, H])
+        self.signed_states = list(self.hs.reshape(steps + 1, 2 * dirs, batch * hidden))
+        self.flat_states = list(self.hs[:, 0].reshape(steps + 1, dirs, batch * hidden))
         # o, i, f, c~ (the gates), then the cell state
         self.gates = np.empty((5, dirs, batch, hidden), np.float32)
         self.cell = self.gates[4]
@@ -239,6 +243,7 @@ class _Workspace:
         # when codes are clamped, for two directions; one direction uses the first column (the second's
         # range, 0 to 1, takes the loop's common path and its scale goes unread)
         self.ranges = np.array([[1, 1], [0, 0]], np.float32)
+        self.range_bytes = memoryview(self.ranges).cast("B")  # (read by struct: 0.44 against 1.1 us by tolist)
         # the scales of h, then the products' multipliers (scale of h * R's scale, per direction)
         scales = np.empty(4, np.float32)
         self.scale_bytes = memoryview(scales).cast("B")
@@ -334,9 +339,12 @@ def _quantized_lstm_loop(ws: _Workspace, weights: _FastWeights, steps: int):
     more when R's scales are per column)."""
     hs, negated, signed, xs, g = ws.h_states, ws.negated_states, ws.signed_states, ws.x_steps, ws.gates
     codes, product, ranges, scale, top, tmp = ws.codes, ws.product, ws.ranges, ws.scale, ws.top, ws.tmp
+    flat, range_bytes = ws.flat_states, ws.range_bytes
     dirs, batch, hidden = codes.shape
+    flat_codes, flat_scale = codes.reshape(dirs, -1), scale.reshape(dirs, 1)
     r_t, r_bound, r_exact = weights.r_t, weights.r_bound, weights.r_exact
-    extremes = ranges[:, :dirs]
+    # the rows h, -h of one direction are [highest, -lowest] (the first column); of two, both columns
+    extremes = ranges.reshape(4) if dirs == 2 else ranges[:, 0]
     product_gates = product.reshape(dirs, batch, 4, hidden).transpose(2, 0, 1, 3)
     column_scales = weights.r_column_scales
     if column_scales is None:
@@ -349,13 +357,13 @@ def _quantized_lstm_loop(ws: _Workspace, weights: _FastWeights, steps: int):
     half = np.array(0.5, np.float32)  # (a 0-d array: numpy converts a scalar operand at every call)
     add, multiply, divide, tanh, rint, matmul, minimum = (
         np.add, np.multiply, np.divide, np.tanh, np.rint, np.matmul, np.minimum)
-    negative, high_reduce, pack, unpack, pack_into = (
-        np.negative, np.maximum.reduce, _F32_PAIR.pack, _F32_PAIR.unpack, _F32_QUAD.pack_into)
+    negative, high_reduce, pack, unpack, pack_into, unpack_ranges = (
+        np.negative, np.maximum.reduce, _F32_PAIR.pack, _F32_PAIR.unpack, _F32_QUAD.pack_into, _F32_QUAD.unpack)
     for k in range(steps):
         h = hs[k]
         negative(h, negated[k])
-        high_reduce(signed[k], 2, None, extremes, False, 0.0)  # axis 2, out, keepdims, initial 0
-        (u0, u1), (m0, m1) = ranges.tolist()  # m: minus the lowest value
+        high_reduce(signed[k], 1, None, extremes, False, 0.0)  # axis 1, out, keepdims, initial 0
+        u0, u1, m0, m1 = unpack_ranges(range_bytes)  # m: minus the lowest value
         try:
             w0, w1 = unpack(pack(u0 + m0, u1 + m1))  # the widths in float32
         except OverflowError:  # (a width beyond float32's range)
@@ -373,7 +381,7 @@ def _quantized_lstm_loop(ws: _Workspace, weights: _FastWeights, steps: int):
                 multiplier.reshape(-1)[:] = scale.reshape(-1) * np.array(weights.r_direction_scales[:dirs], np.float32)
         if column_scales is not None:
             multiply(column_scales, scale_gates, multiplier)
-        divide(h, scale, codes)
+        divide(flat[k], flat_scale, flat_codes)
         rint(codes, codes)
         if clamp:
             minimum(codes, top, out=codes)
