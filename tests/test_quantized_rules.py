@@ -640,3 +640,51 @@ def test_max_pool_before_fake_quantize_keeps_a_pair_read_elsewhere():
     x = RNG.standard_normal((1, 2, 4, 4)).astype(np.float32)
     for g, w in zip(optimized.run(None, {"x": x}), run_onnxruntime(model, {"x": x})):
         np.testing.assert_array_equal(g, w)
+
+
+MS_OPSET = {"com.microsoft": 1}
+# (id, zero points' type, A's shape, B's shape) for QLinearAdd -> QLinearGlobalAveragePool with constant
+# parameters (rule prepared_qlinear_ops)
+PREPARED_QLINEAR_OPS = [
+    ("uint8_same_shape", np.uint8, (2, 4, 6, 5), (2, 4, 6, 5)),
+    ("int8_per_channel_b", np.int8, (2, 4, 6, 5), (1, 4, 1, 1)),
+    ("uint8_scalar_b", np.uint8, (1, 3, 7, 7), ()),
+    ("int8_three_dims", np.int8, (2, 5, 9), (2, 5, 9)),
+]
+
+
+@pytest.mark.parametrize("case", PREPARED_QLINEAR_OPS, ids=[c[0] for c in PREPARED_QLINEAR_OPS])
+def test_prepared_qlinear_ops_are_exactly_the_nodes(case):
+    _, dtype, a_shape, b_shape = case
+    zp = (lambda v: np.array(v, dtype)) if dtype == np.uint8 else (lambda v: np.array(v - 128, dtype))
+    consts = {"sa": np.array(0.031, np.float32), "za": zp(120), "sb": np.array(0.017, np.float32), "zb": zp(3),
+              "sc": np.array(0.045, np.float32), "zc": zp(131), "sy": np.array(0.021, np.float32), "zy": zp(60)}
+    nodes = [helper.make_node("QLinearAdd", ["a", "sa", "za", "b", "sb", "zb", "sc", "zc"], ["c"],
+                              domain="com.microsoft"),
+             helper.make_node("QLinearGlobalAveragePool", ["c", "sc", "zc", "sy", "zy"], ["y"],
+                              domain="com.microsoft")]
+    feeds = {"a": _ints(dtype, a_shape), "b": _ints(dtype, b_shape)}
+    elem = 2 if dtype == np.uint8 else 3
+    model = graph_model(nodes, feeds, [("c", elem), ("y", elem)], consts, opset=13, extra_opsets=MS_OPSET)
+    optimized = Evaluator(model)
+    assert _fused_names(optimized) == ["PreparedQLinearAdd", "PreparedQLinearGlobalAveragePool"]
+    got = optimized.run(None, feeds)
+    for g, w in zip(got, Evaluator(model, optimize=0).run(None, feeds)):
+        assert g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes()
+    for g, w in zip(got, run_onnxruntime(model, feeds)):
+        assert g.shape == w.shape
+        assert np.abs(g.astype(np.int32) - w.astype(np.int32)).max() <= 1  # (onnxruntime's fixed-point QLinearAdd)
+
+
+def test_prepared_qlinear_global_average_pool_beyond_exact_float32_sums():
+    """65,536 values a channel: float32 sums could round, so the step runs the node's int64 path."""
+    consts = {"sx": np.array(0.5, np.float32), "zx": np.array(7, np.uint8), "sy": np.array(0.25, np.float32),
+              "zy": np.array(2, np.uint8)}
+    node = helper.make_node("QLinearGlobalAveragePool", ["x", "sx", "zx", "sy", "zy"], ["y"], domain="com.microsoft")
+    feeds = {"x": _ints(np.uint8, (1, 2, 256, 256))}
+    model = graph_model([node], feeds, [("y", 2)], consts, opset=13, extra_opsets=MS_OPSET)
+    optimized = Evaluator(model)
+    assert _fused_names(optimized) == ["PreparedQLinearGlobalAveragePool"]
+    got = optimized.run(None, feeds)[0]
+    assert got.tobytes() == Evaluator(model, optimize=0).run(None, feeds)[0].tobytes()
+    np.testing.assert_array_equal(got, run_onnxruntime(model, feeds)[0])

@@ -5,7 +5,8 @@
 :class:`QuantizedInputMatMul` (rule ``dynamic_quantized_matmul``), :class:`SharedCodesProducts` (rule
 ``shared_codes_products``), :class:`DequantizedGather` (rule
 ``dequantized_gather``), :class:`DequantizedMatMul` (rule ``prepared_matmul_nbits``),
-:class:`PreparedQGemm` (rule ``qgemm_constant``). Each computes exactly the values of the nodes it
+:class:`PreparedQGemm` (rule ``qgemm_constant``), :class:`PreparedQLinearAdd` and
+:class:`PreparedQLinearGlobalAveragePool` (rule ``prepared_qlinear_ops``). Each computes exactly the values of the nodes it
 replaces, but for :class:`ConvFakeQuantize` (level 2).
 
 A QuantizeLinear whose only reader is a DequantizeLinear with the same per-tensor parameters is
@@ -21,6 +22,8 @@ import copy
 
 import numpy as np
 
+from ..kernels.contrib.qlinear import (exact_global_sums, global_average_codes, global_average_factor,
+                                        qlinear_add_values)
 from ..kernels.quantize import (clip_ufunc, dynamic_quantize_codes, dynamic_quantize_linear, integer_range,
                                 round_float32,
                                 requantize_finite, saturate_float32, shifted_codes)
@@ -377,6 +380,48 @@ class PreparedQGemm:
         acc += np.float32(0)
         acc *= self.dequantize_scale
         return acc
+
+
+class PreparedQLinearAdd:
+    """com.microsoft QLinearAdd with constant scales and zero points (rule ``prepared_qlinear_ops``): the
+    kernel's ratios and fixed term (:func:`~..kernels.contrib.qlinear.qlinear_add_parameters`) computed
+    once, the kernel's arithmetic per call, so the same values; ``fallback`` (the node) for operands
+    other than two arrays of the zero points' type."""
+
+    __slots__ = ("parameters", "dtype", "fallback")
+
+    def __init__(self, parameters, dtype, fallback):
+        self.parameters, self.dtype, self.fallback = parameters, np.dtype(dtype), fallback
+
+    def __call__(self, a, b):
+        if type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype != self.dtype or b.dtype != self.dtype:
+            return self.fallback(a, b)
+        return qlinear_add_values(a, b, *self.parameters)
+
+
+class PreparedQLinearGlobalAveragePool:
+    """com.microsoft QLinearGlobalAveragePool (channels first) with constant scales and zero points (rule
+    ``prepared_qlinear_ops``): the kernel's factor kept per spatial size, the kernel's exact float32 path
+    (:func:`~..kernels.contrib.qlinear.global_average_codes`) per call; ``fallback`` (the node) for other
+    inputs or sums that would not be exact in float32."""
+
+    __slots__ = ("x_scale", "y_scale", "x_zero_point", "y_zero_point", "dtype", "factors", "fallback")
+
+    def __init__(self, x_scale, x_zero_point, y_scale, y_zero_point, dtype, fallback):
+        self.x_scale, self.y_scale, self.dtype, self.fallback = x_scale, y_scale, np.dtype(dtype), fallback
+        self.x_zero_point, self.y_zero_point = float(x_zero_point), float(y_zero_point)
+        self.factors: dict = {}
+
+    def __call__(self, x):
+        if type(x) is not np.ndarray or x.dtype != self.dtype or x.ndim < 3:
+            return self.fallback(x)
+        size = x[0, 0].size
+        factor = self.factors.get(size)
+        if factor is None:
+            if not exact_global_sums(x, size):
+                return self.fallback(x)
+            factor = self.factors[size] = global_average_factor(self.x_scale, self.y_scale, size)
+        return global_average_codes(x, size, self.x_zero_point, factor, self.y_zero_point)
 
 
 class DequantizedGather:

@@ -60,11 +60,23 @@ def _shifted(x, zero_point):
 
 @kernel("QLinearAdd", since=1, domain=MS)
 def qlinear_add(A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale, C_zero_point=None):
-    # A * (sa / sc) + B * (sb / sc) + (zc - za * sa / sc - zb * sb / sc), rounded: the zero points in one
-    # constant, as onnxruntime's float kernels (its AVX2 one is fixed-point: both within one step)
+    return qlinear_add_values(A, B, *qlinear_add_parameters(A_scale, A_zero_point, B_scale, B_zero_point, C_scale,
+                                                            C_zero_point))
+
+
+def qlinear_add_parameters(A_scale, A_zero_point, B_scale, B_zero_point, C_scale, C_zero_point=None):
+    """QLinearAdd's ``(ratio_a, ratio_b, fixed)`` as float32 scalars: ``A * (sa / sc) + B * (sb / sc) +
+    (zc - za * sa / sc - zb * sb / sc)``, the zero points in one constant, as onnxruntime's float kernels
+    (its AVX2 one is fixed-point: both within one step). Computed once for constant parameters (rule
+    ``prepared_qlinear_ops``)."""
     c_scale = _scalar(C_scale)
     ratio_a, ratio_b = _scalar(A_scale) / c_scale, _scalar(B_scale) / c_scale
     fixed = _scalar(C_zero_point) - (ratio_a * _scalar(A_zero_point) + ratio_b * _scalar(B_zero_point))
+    return ratio_a, ratio_b, fixed
+
+
+def qlinear_add_values(A, B, ratio_a, ratio_b, fixed):
+    """QLinearAdd from its parameters (:func:`qlinear_add_parameters`): A's type."""
     a = A.astype(np.float32)
     a *= ratio_a
     b = B.astype(np.float32)
@@ -141,20 +153,45 @@ def _channels_first(X, channels_last):
 def qlinear_global_average_pool(X, x_scale, x_zero_point, y_scale, y_zero_point, *, channels_last=0):
     x = _channels_first(X, channels_last)
     size = math.prod(x.shape[2:])
-    factor = _scalar(x_scale) / (_scalar(y_scale) * np.float32(size))
-    if not channels_last and size * 256 < _EXACT_FLOAT32 and X.dtype.itemsize == 1:
-        # 8-bit sums below 2**24: every partial sum exact in float32, one reduction
-        sums = np.add.reduce(x.reshape(x.shape[:2] + (-1,)), axis=-1, dtype=np.float32)
-        zp = _scalar(x_zero_point)
-        if zp:
-            sums -= zp * np.float32(size)
-        sums *= factor
-        return requantize_finite(sums, float(_scalar(y_zero_point)), X.dtype).reshape(x.shape[:2] + (1,) * (x.ndim - 2))
+    factor = global_average_factor(x_scale, y_scale, size)
+    if not channels_last and exact_global_sums(X, size):
+        return global_average_codes(X, size, float(_scalar(x_zero_point)), factor, float(_scalar(y_zero_point)))
     spatial = tuple(range(2, x.ndim))
     sums = x.astype(np.int64).sum(axis=spatial, keepdims=True) - np.int64(_scalar(x_zero_point)) * size
     value = sums.astype(np.float32) * factor
     y = _requantize(value, y_zero_point, X.dtype)
     return np.moveaxis(y, 1, -1) if channels_last else y
+
+
+def global_average_factor(x_scale, y_scale, size: int) -> np.float32:
+    """What QLinearGlobalAveragePool multiplies its sums minus the zero points by: ``x_scale / (y_scale *
+    size)`` in float32."""
+    return _scalar(x_scale) / (_scalar(y_scale) * np.float32(size))
+
+
+def exact_global_sums(X, size: int) -> bool:
+    """Whether the sums of ``size`` 8-bit values of ``X`` are exact in float32 (every partial sum
+    below 2**24)."""
+    return size * 256 < _EXACT_FLOAT32 and X.dtype.itemsize == 1
+
+
+_ONES: dict = {}
+
+
+def global_average_codes(X, size: int, x_zero_point: float, factor, y_zero_point: float):
+    """QLinearGlobalAveragePool of channels-first 8-bit ``X`` whose sums are exact in float32
+    (:func:`exact_global_sums`): the sums as one float32 matrix-vector product with a column of ones
+    (every partial sum an integer below 2**24, so any order gives the same sums: measured 2.4 us
+    against 3.9 us for numpy's reduction with a float32 accumulator on 2x32x8x8), minus the zero
+    points, times the factor, requantized."""
+    ones = _ONES.get(size)
+    if ones is None:
+        ones = _ONES[size] = np.ones(size, np.float32)
+    sums = np.matmul(X.reshape(-1, size).astype(np.float32), ones)
+    if x_zero_point:
+        sums -= np.float32(x_zero_point * size)  # (exact: an integer below 2**24)
+    sums *= factor
+    return requantize_finite(sums, y_zero_point, X.dtype).reshape(X.shape[:2] + (1,) * (X.ndim - 2))
 
 
 @kernel("QLinearAveragePool", since=1, domain=MS)
