@@ -149,12 +149,15 @@ def run_mode(mode: str, args, busy: bool) -> list[dict]:
     if args.skip_reference:
         cmd.append("--skip-reference")
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
+    before = os.getloadavg()
     try:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env)
     finally:
         if spinner is not None:
             spinner.terminate()
             spinner.wait()
+    print(f"\n(load average {before[0]:.2f} when the {mode}-threads child started, {os.getloadavg()[0]:.2f} "
+          f"when it ended{', the busy process counted' if busy else ''})")
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
 
