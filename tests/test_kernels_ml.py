@@ -553,8 +553,9 @@ def test_two_nodes_of_one_operator_keep_their_own_tables(first, second):
     check(model, feeds)
 
 
-# Single-mode forests walk small batches with tables laid out per (sample, node slot) (ml_tree._BatchWalk);
-# larger batches, NaN inputs to nodes that track missing values, and mixed modes take the per-walker walk.
+# Single-mode forests walk small batches with a first block of levels and per (sample, node slot) tables
+# (ml_tree_walk.BatchWalk); larger batches, NaN
+# inputs to nodes that track missing values, and mixed modes take the per-walker walk.
 # (case id, whether the batch walk runs)
 BATCH_WALK = [
     ("forest_depth5_leq_nan", False),  # NaN in the input and nodes that track it
@@ -576,25 +577,28 @@ BATCH_WALK = [
     ("tree_classifier", False),  # mixed modes
 ]
 
+# every form of the batch walk: (levels of the first block, matrix slots per level)
+BATCH_WALK_FORMS = [(levels, matrix) for levels in (0, 1, 2, 3) for matrix in (0, 10 ** 9)]
+
 
 @pytest.mark.parametrize("name, batch_walk", BATCH_WALK, ids=[b[0] for b in BATCH_WALK])
 def test_batch_walk_equals_the_per_walker_walk(name, batch_walk, monkeypatch):
-    """The batch walk (checked against onnxruntime in CASES) gives exactly what the per-walker walk gives."""
-    from onnxtext.evaluator.kernels import ml_tree
+    """Every form of the batch walk (checked against onnxruntime in CASES) gives exactly what the
+    per-walker walk gives."""
+    from onnxtext.evaluator.kernels import ml_tree_walk
 
     _, op, inputs, outputs, feeds, attrs, *opset = next(c for c in CASES if c[0] == name)
     model = make_model(op, inputs, outputs, attrs)
     calls = []
-    sums = ml_tree._BatchWalk.sums
-    monkeypatch.setattr(ml_tree._BatchWalk, "sums", lambda self, x: calls.append(self.matrix) or sums(self, x))
+    sums = ml_tree_walk.BatchWalk.sums
+    monkeypatch.setattr(ml_tree_walk.BatchWalk, "sums", lambda self, x: calls.append(1) or sums(self, x))
     fast = []
-    for block_levels in (0, 1, 2, 3):  # the first levels as one block step (0: none)
-        monkeypatch.setattr(ml_tree, "FIRST_BLOCK_LEVELS", block_levels)
-        for matrix_slots in (0, 10 ** 9):  # each level's comparisons, or all slots compared at once
-            monkeypatch.setattr(ml_tree, "MATRIX_SLOTS_PER_LEVEL", matrix_slots)
-            fast.append(Evaluator(model).run(None, feeds))
-    assert calls == ([False, True] * 4 if batch_walk else [])
-    monkeypatch.setattr(ml_tree, "BATCH_TABLE_BYTES", 0)
+    for levels, matrix in BATCH_WALK_FORMS:
+        monkeypatch.setattr(ml_tree_walk, "BLOCK_LEVELS", levels)
+        monkeypatch.setattr(ml_tree_walk, "MATRIX_SLOTS_PER_LEVEL", matrix)
+        fast.append(Evaluator(model).run(None, feeds))
+    assert len(calls) == (len(BATCH_WALK_FORMS) if batch_walk else 0)
+    monkeypatch.setattr(ml_tree_walk, "BATCH_TABLE_BYTES", 0)
     calls.clear()
     reference = Evaluator(model).run(None, feeds)
     assert not calls
@@ -605,14 +609,14 @@ def test_batch_walk_equals_the_per_walker_walk(name, batch_walk, monkeypatch):
 
 def test_batch_walk_tables_follow_the_batch_shape(monkeypatch):
     """Batch sizes alternating between runs (more than the shapes a forest keeps) each get their own tables."""
-    from onnxtext.evaluator.kernels import ml_tree
+    from onnxtext.evaluator.kernels import ml_tree_walk
 
-    model = make_model("TreeEnsembleRegressor", XF, [("Y", F)], random_forest(6, 3, 5, seed=13, missing_tracks=0))
+    model = make_model("TreeEnsembleRegressor", XF, [("Y", F)], random_forest(6, 5, 5, seed=13, missing_tracks=0))
     evaluator = Evaluator(model)
     for rows in (1, 7, 1, 7, 3, 5, 9, 2, 1, 12, 7):
         x = X_WIDE[rows:2 * rows + 1]
         (fast,) = evaluator.run(None, {"X": x})
         with monkeypatch.context() as patch:
-            patch.setattr(ml_tree, "BATCH_TABLE_BYTES", 0)
+            patch.setattr(ml_tree_walk, "BATCH_TABLE_BYTES", 0)
             (reference,) = Evaluator(model).run(None, {"X": x})
         np.testing.assert_array_equal(fast, reference)

@@ -7,9 +7,9 @@ at once: one vectorized step per depth level. When every interior node compares 
 sklearn's BRANCH_LEQ forests do) leaves loop onto themselves and all walkers take exactly ``depth``
 steps without masking; otherwise each step moves the walkers still on an interior node.
 
-Small batches of a single-mode forest take :class:`_BatchWalk`, the same walk with its tables laid out
-per (sample, node slot) so that a level costs six numpy calls (three when all slots are compared at
-once), built once per batch shape.
+Small batches of a single-mode forest take :class:`.ml_tree_walk.BatchWalk`: blocks of three levels
+whose outcomes are packed into a byte that indexes a table of the nodes reached (five to ten numpy
+calls for three levels), built once per forest and batch shape.
 
 The Forest of a node is built once and kept (:func:`cached_forest`, keyed by the identity of the
 node's attribute values, which the plan prepares once: :mod:`.derived_cache`), with its per-node leaf
@@ -24,6 +24,7 @@ import numpy as np
 
 from ..registry import kernel, prepares
 from .derived_cache import derived
+from . import ml_tree_walk
 from .ml import ML, argmax_rows, as_rows, class_labels, post_transform
 
 # Comparison modes, numbered as TreeEnsemble (v5) numbers them; LEAF marks leaves of the old encoding.
@@ -74,8 +75,8 @@ class Forest:
         return self._derived["walk"]
 
     def _batch_tables(self, x: np.ndarray, n_targets: int, aggregate: str):
-        """:class:`_BatchWalk` tables for a batch shaped like ``x`` (kept for the last few shapes seen, so
-        that alternating batch sizes do not rebuild them), or None when the forest (several modes,
+        """:class:`.ml_tree_walk.BatchWalk` tables for a batch shaped like ``x`` (kept for the last few shapes
+        seen, so that alternating batch sizes do not rebuild them), or None when the forest (several modes,
         MIN/MAX) or the batch (over ``BATCH_TABLE_BYTES``) does not fit."""
         key = (x.shape, x.dtype, n_targets, aggregate)
         kept = self._derived.setdefault("batch", {})
@@ -86,9 +87,12 @@ class Forest:
         tables = None
         if walk is not None and walk[2] > 0 and aggregate in ("SUM", "AVERAGE") and x.dtype.kind in "fiub":
             slots = x.shape[0] * 2 * self.mode.size
-            if slots * (24 + 8 * n_targets) <= BATCH_TABLE_BYTES:
-                tables = _BatchWalk(self, x, walk, self._leaf_values(n_targets, aggregate)[0])
-        if len(kept) >= BATCH_SHAPES_KEPT:
+            if slots * (24 + 8 * n_targets) <= ml_tree_walk.BATCH_TABLE_BYTES:
+                # NaN goes where the comparison sends it (false, true for NEQ) unless a node tracks it
+                nan_sensitive = bool(self.nan_true[self.mode != LEAF].any())
+                tables = ml_tree_walk.BatchWalk(self, x, walk, self._leaf_values(n_targets, aggregate)[0],
+                                                nan_sensitive)
+        if len(kept) >= ml_tree_walk.BATCH_SHAPES_KEPT:
             kept.clear()
         kept[key] = tables
         return tables
@@ -190,140 +194,6 @@ class Forest:
             has_value[self.leaf_node, self.leaf_target] = True
             self._derived[key] = (np.ascontiguousarray(node_values.T), np.ascontiguousarray(has_value.T))
         return self._derived[key]
-
-
-#: Largest tables (bytes) :class:`_BatchWalk` builds for one batch shape; larger batches take the
-#: walk of :meth:`Forest._leaves_single_mode`, whose tables do not grow with the batch. Measured on the
-#: corpus' forests (20 trees of depth 6, 90 of depth 3 with 3 classes): the batch walk takes 0.6-0.75x
-#: the time up to about 1 MB of tables (7 rows), 0.8x / 1.6x at 4 MB (32 rows), 1.7-3.2x at 13 MB,
-#: its gathers then missing the caches.
-BATCH_TABLE_BYTES = 2 << 20
-
-#: Batch shapes whose :class:`_BatchWalk` tables a forest keeps at once (so at most this many times
-#: ``BATCH_TABLE_BYTES`` per node).
-BATCH_SHAPES_KEPT = 4
-
-#: :class:`_BatchWalk` takes the first levels (at most 3: the 7 nodes of a tree's top fit one byte of outcomes)
-#: in one block: every walker starts at its tree's root, so the top nodes' features and thresholds are
-#: fixed per batch shape, and one comparison of [walkers, 8] values, packed into a byte per walker, reads
-#: the node reached from a [trees, 256] table: five numpy calls instead of six per level (measured on the
-#: corpus' forests, depth 3: 7.3 against 12.5 us, depth 6: see docs/evaluator.md). 0 switches it off.
-FIRST_BLOCK_LEVELS = 3
-
-#: :class:`_BatchWalk` compares every slot at once when there are at most this many slots per level of
-#: depth: about 0.5 ns per slot against the three numpy calls (~1 us) it saves per level (measured:
-#: 3.2 against 4.3 us for skl_column_transformer's 132 slots over 3 levels; 2.3x / 1.5x slower at 29400
-#: slots over 6 levels / 17556 over 3).
-MATRIX_SLOTS_PER_LEVEL = 1500
-
-
-class _BatchWalk:
-    """The single-mode walk with every table laid out per (sample, node slot), for one batch shape.
-
-    A walker's position is a slot ``d = sample * 2M + 2 * node`` over the whole batch, so one step is
-    ``d = child[d + go_true]`` with ``go_true = compare(x_flat[feature[d]], threshold[d])``: four
-    gathers, a comparison and an addition, none of them adding per-sample offsets. The last step reads
-    the value of the leaf it goes to (``edge_values``) instead of its slot, and the sum over the trees
-    is one reduction. Leaves loop onto themselves, so walkers that reach a leaf early stay there.
-    Comparisons run in the input's float32 when every threshold is a float32 value (what skl2onnx
-    writes), so no float64 copy of the input is made; otherwise in float64. When the slots are few
-    against the depth (at most ``MATRIX_SLOTS_PER_LEVEL`` per level), every slot's comparison is made
-    at once first and a step is ``d = child[d + compared[d]]``: three calls instead of six. The first
-    ``FIRST_BLOCK_LEVELS`` levels are one block step (:func:`_first_block`): ``block_feature`` and
-    ``block_threshold`` [walkers, 8] hold each walker's top nodes, and the byte of their outcomes, plus
-    ``block_key`` (256 times the tree), indexes ``block_reach``: the slot of the node reached (the sample's
-    first slot added after) or, when the block is the whole depth, ``edge_values`` laid out per key.
-    """
-
-    __slots__ = ("feature", "threshold", "child", "edge_values", "start", "compare", "depth", "shape", "dtype",
-                 "nan_sensitive", "matrix", "block_feature", "block_threshold", "block_key", "block_reach",
-                 "sample_slot")
-
-    def __init__(self, forest: Forest, x: np.ndarray, walk, node_values: np.ndarray):
-        compare, children, depth = walk
-        n, width = x.shape
-        m = forest.mode.size
-        slots = np.arange(n, dtype=np.int64)[:, None] * (2 * m)  # first slot of each sample
-        threshold = forest.threshold
-        exact32 = x.dtype == np.float32 and bool(np.all(threshold.astype(np.float32) == threshold))
-        self.dtype = np.dtype(np.float32) if exact32 else np.dtype(np.float64)
-        self.feature = (np.arange(n, dtype=np.int64)[:, None] * width + np.repeat(forest.feature, 2)).ravel()
-        self.threshold = np.tile(np.repeat(threshold.astype(self.dtype), 2), n)
-        self.child = (slots + 2 * children).ravel()  # children[2n + g] is node n's child for outcome g
-        # [targets, 2M]: the value of the node each edge leads to (targets first: take along the last
-        # axis and a sum over the contiguous trees axis cost a fraction of gathering [N * T, targets] rows)
-        values = node_values[:, children]
-        self.edge_values = np.tile(values[0], n) if values.shape[0] == 1 else np.tile(values, (1, n))
-        self.start = (slots + 2 * forest.roots).ravel()
-        self.compare, self.depth, self.shape = compare, depth, (n, forest.roots.size, node_values.shape[0])
-        # NaN goes where the comparison sends it (false, true for NEQ) unless a node tracks missing values
-        self.nan_sensitive = bool(forest.nan_true[forest.mode != LEAF].any())
-        self.block_feature = None
-        levels = min(FIRST_BLOCK_LEVELS, depth)
-        if levels:
-            top, reached = _first_block(forest.roots, children, levels)  # [T, 8], [T, 256]
-            trees = forest.roots.size
-            rows = np.arange(n, dtype=np.int64)[:, None, None] * width
-            self.block_feature = (rows + forest.feature[top]).reshape(-1, 8)
-            self.block_threshold = np.tile(threshold[top].astype(self.dtype), (n, 1))
-            self.block_key = np.tile(np.arange(trees, dtype=np.int64) * 256, n)
-            depth -= levels
-            if depth:  # the slots of the nodes reached: the walk goes on from there
-                self.block_reach = (2 * reached).ravel()
-                self.sample_slot = np.repeat(slots[:, 0], trees)
-            else:  # the values of the leaves reached, per key, for each target
-                self.edge_values = np.ascontiguousarray(node_values[:, reached.ravel()])
-                if self.edge_values.shape[0] == 1:
-                    self.edge_values = self.edge_values[0]
-        self.depth = depth
-        self.matrix = self.feature.size <= MATRIX_SLOTS_PER_LEVEL * max(depth, 1)
-
-    def sums(self, x: np.ndarray) -> np.ndarray:
-        """[N, targets] float64: the leaf values of every tree summed per sample."""
-        flat = x.astype(self.dtype, copy=False).ravel()
-        feature, threshold, child, compare = self.feature, self.threshold, self.child, self.compare
-        d = self.start
-        if self.block_feature is not None:
-            outcomes = compare(flat.take(self.block_feature), self.block_threshold).ravel()
-            d = np.packbits(outcomes, bitorder="little").astype(np.int64)  # the byte of each walker's top
-            d += self.block_key
-            if self.depth:
-                d = self.block_reach.take(d)
-                d += self.sample_slot
-        if self.depth and self.matrix:
-            compared = compare(flat[feature], threshold)
-            for _ in range(self.depth - 1):
-                d = child[d + compared[d]]
-            d = d + compared[d]
-        elif self.depth:
-            for _ in range(self.depth - 1):
-                d = child[d + compare(flat[feature[d]], threshold[d])]
-            d = d + compare(flat[feature[d]], threshold[d])
-        n, trees, targets = self.shape
-        if targets == 1:
-            return self.edge_values[d].reshape(n, trees).sum(axis=1, keepdims=True)
-        return self.edge_values.take(d, axis=1).reshape(targets, n, trees).sum(axis=2).T
-
-
-def _first_block(roots, children, levels: int):
-    """(nodes [T, 8], reached [T, 256]) of the first ``levels`` (1-3) levels of each tree as one step:
-    ``nodes[t]`` are tree t's top nodes in heap order (position p's false and true children at 2p + 1,
-    2p + 2; positions past ``2^levels - 1`` repeat the root and are never read), and ``reached[t, byte]``
-    the node a walker reaches when bit p of ``byte`` is the outcome of position p's comparison.
-    ``children`` is the walk's [2M] table (leaves loop onto themselves, so a path that meets a leaf early
-    stays on it)."""
-    positions = [roots]
-    for p in range(1, 2 ** levels - 1):
-        positions.append(children[2 * positions[(p - 1) // 2] + (p - 1) % 2])
-    nodes = np.stack(positions + [roots] * (8 - len(positions)), axis=1)
-    byte = np.arange(256, dtype=np.int64)
-    node = np.repeat(roots[:, None], 256, axis=1)
-    position = np.zeros(256, np.int64)
-    for _ in range(levels):
-        outcome = (byte >> position) & 1
-        node = children[2 * node + outcome]
-        position = 2 * position + 1 + outcome
-    return nodes, node
 
 
 def _depth(roots, true_child, false_child, interior):
