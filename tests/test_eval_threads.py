@@ -154,6 +154,22 @@ def test_a_busy_machine_is_not_tried_with_more_threads():
     assert set(used) == {1} and sets == [1] and chooser.best == 1
 
 
+def test_one_refused_try_does_not_end_the_first_comparison():
+    # a task runnable at the instant of the first try (a shell, a kernel thread): that run uses one
+    # thread, the comparison goes on; a second refusal ends it (a busy process is always runnable)
+    for refusals, best in ((1, 2), (2, 1)):
+        asked = []
+
+        def busy(most):
+            asked.append(most)
+            return len(asked) <= refusals
+
+        chooser = ThreadChooser(2, lambda t: None, busy=busy, busy_now=IDLE)
+        used = simulate(chooser, lambda t: 1.0 if t == 2 else 1.6, 2 * WINDOW)
+        assert chooser.best == best and not chooser.comparing, refusals
+        assert used[:2 * refusals + 1] == [1] * (2 * refusals + 1)
+
+
 def test_the_load_average_decides_only_the_tries():
     # more threads chosen while the machine was idle stay while no other process's thread is runnable
     # (the load average counts this process's own threads: it cannot tell)

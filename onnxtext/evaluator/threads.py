@@ -18,7 +18,8 @@ changes under a long-lived process, so :class:`ThreadChooser` measures, preferri
   losing, back to 16 when it wins), so a machine that became idle is noticed;
 * no run tries more threads while the machine leaves no core free for them (:func:`cores_busy`: the
   one-minute load average, or the threads of other processes runnable right now), and the try counts
-  as lost. Such a try stalls (one SqueezeNet run took 1.6 s instead of 20 ms with two threads beside a
+  as lost (in the first comparison, the second refused try: one refusal may be a task that was
+  runnable for an instant). Such a try stalls (one SqueezeNet run took 1.6 s instead of 20 ms with two threads beside a
   busy process) and leaves a cost behind it: OpenBLAS's worker keeps busy-waiting for about 0.1 s
   after the call whatever the count is set to, so the one-thread runs in that window share their core
   with it (magika, a 19 ms run whose one Conv takes 11 ms: the next 3-4 runs took 28-43 ms beside a
@@ -144,6 +145,7 @@ class ThreadChooser:
         self.best = 1
         self.runs = 0
         self.comparing = True  # the first 2 * WINDOW runs alternate
+        self.refused = 0  # tries of more threads refused during the comparison (see cores_busy)
         self.gap = FIRST_GAP
         self.since_probe = 0
         self.lock = threading.Lock()
@@ -172,10 +174,12 @@ class ThreadChooser:
                 self.since_probe += 1
             if want != 1 and want != self.best and self.busy(self.most):  # (a try that would stall: lost)
                 want = 1
-                if self.comparing:
-                    self._settle(1, lost=True)
-                else:
+                if not self.comparing:
                     self.gap = min(2 * self.gap, LAST_GAP)
+                else:  # (the second refusal ends the comparison: one can be a task runnable for an instant)
+                    self.refused += 1
+                    if self.refused >= 2:
+                        self._settle(1, lost=True)
             elif (want != 1 and want == self.best and _median(self.times[want]) >= CHECK_ABOVE
                   and self.busy_now(self.most)):
                 want = 1  # (the kept count would stall: this run uses one thread, a fresh one-thread time)
@@ -193,7 +197,8 @@ class ThreadChooser:
                 if threads != 1 and one and seconds > STALL * _median(one):
                     self._settle(1, lost=True)
                 elif self.runs >= 2 * WINDOW:
-                    faster = _median(self.times[self.most]) < GAIN * _median(one)
+                    more = self.times[self.most]  # (2 runs, not 3, when one try was refused)
+                    faster = _median(more) < GAIN * _median(one)
                     self._settle(self.most if faster else 1, lost=not faster)
                 return
             if threads == 1:  # (the best count, or a probe of it: either way a fresh baseline)
