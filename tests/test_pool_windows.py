@@ -81,6 +81,18 @@ GEOMETRIES = [
     ((1, 2, 8, 8), {"kernel_shape": [2, 2], "strides": [2, 2], "auto_pad": "SAME_UPPER"}),
     ((1, 2, 7, 8), {"kernel_shape": [2, 2], "strides": [2, 2], "auto_pad": "SAME_UPPER"}),  # padded: no tiles
     ((2, 3, 10), {"kernel_shape": [2], "strides": [2]}),  # 1-D tiles: the separable passes
+    # unit-stride max windows of 7 taps or more: doubling passes (YOLOv5's SPP pools)
+    ((1, 3, 13, 13), {"kernel_shape": [13, 13], "pads": [6, 6, 6, 6]}),
+    ((2, 4, 10, 11), {"kernel_shape": [9, 9], "pads": [4, 4, 4, 4]}),
+    ((1, 2, 9, 12), {"kernel_shape": [8, 7], "pads": [3, 2, 4, 4]}),  # a power of two, uneven pads
+    ((1, 2, 12, 12), {"kernel_shape": [7, 7]}),  # no padding: straight on the input
+    ((1, 2, 5, 5), {"kernel_shape": [7, 7], "pads": [7, 7, 7, 7]}),  # windows entirely in the padding
+    ((1, 2, 10, 10), {"kernel_shape": [7, 7], "pads": [3, 3, 3, 3], "ceil_mode": 1}),
+    ((1, 2, 10, 10), {"kernel_shape": [8, 8], "auto_pad": "SAME_UPPER"}),
+    ((2, 3, 20), {"kernel_shape": [9], "pads": [4, 4]}),  # 1-D
+    ((1, 1, 8, 8, 8), {"kernel_shape": [7, 7, 7], "pads": [3, 3, 3, 3, 3, 3]}),  # 3-D
+    ((1, 2, 11, 11), {"kernel_shape": [9, 3], "strides": [1, 2], "pads": [4, 1, 4, 1]}),  # one axis of each
+    ((1, 2, 16, 16), {"kernel_shape": [7, 7], "dilations": [2, 2], "pads": [6, 6, 6, 6]}),  # dilated: per tap
 ]
 
 
@@ -239,3 +251,28 @@ def test_transposed_input(shape, attrs, op):
     """An input that is a transposed view (not contiguous) gives the same result as its copy."""
     x = RNG.standard_normal(shape).astype(np.float32).swapaxes(2, 3)
     np.testing.assert_array_equal(run_pool(op, x, attrs), run_pool(op, np.ascontiguousarray(x), attrs))
+
+
+@pytest.mark.parametrize("shape,attrs", [g for g in GEOMETRIES if max(g[1]["kernel_shape"]) >= 7])
+@pytest.mark.parametrize("dtype", [np.float32, np.int8])
+def test_doubling_passes_equal_per_tap_passes(shape, attrs, dtype, monkeypatch):
+    """Unit-stride max windows of 7 taps or more are reduced by doubling windows; the per-tap passes
+    (switched on here by raising the threshold) give the same values bit for bit, NaN and
+    infinities included."""
+    from onnxtext.evaluator.kernels import pool
+
+    if dtype == np.float32:
+        x = RNG.choice(np.array([np.nan, -np.inf, np.inf, -1.0, -0.0, 0.0, 2.0], np.float32), size=shape)
+        x = np.where(RNG.random(shape) < 0.8, RNG.standard_normal(shape).astype(np.float32), x)
+    else:
+        x = RNG.integers(-128, 127, shape, endpoint=True).astype(dtype)
+    pool._passes.cache_clear()
+    try:
+        doubled = run_pool("MaxPool", x, attrs)
+        monkeypatch.setattr(pool, "_DOUBLING_MIN_TAPS", 1 << 30)
+        pool._passes.cache_clear()
+        per_tap = run_pool("MaxPool", x, attrs)
+    finally:
+        pool._passes.cache_clear()
+    np.testing.assert_array_equal(doubled, per_tap)
+    assert np.signbit(doubled).tolist() == np.signbit(per_tap).tolist()
