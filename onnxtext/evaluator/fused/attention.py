@@ -32,13 +32,12 @@ class DotProductAttention:
             return self.fallback(*((q, k, v) + ((mask,) if self.has_mask else ())))
         return y
 
-    def attend(self, q, k, v, mask=None, scale=False, k_groups=None, v_groups=None, out_perm=None):
+    def attend(self, q, k, v, mask=None, scale=False, k_groups=None, v_groups=None):
         """The attention of these operands, or None when they are not what the step was built for
         (``scale``: the score factor of this call instead of :attr:`scale`, None for none).
         ``k_groups``/``v_groups``: ``(axis, g)`` when each head of k/v along ``axis`` stands for ``g``
         consecutive heads of q (grouped-query attention's repeated key/value heads), read as a
-        broadcast instead of copies (see :func:`grouped_matmul`). ``out_perm``: the result is
-        returned transposed by it, contiguous (the normalization writes straight into that layout)."""
+        broadcast instead of copies (see :func:`grouped_matmul`)."""
         if scale is False:
             scale = self.scale
         if type(q) is not np.ndarray or type(k) is not np.ndarray or type(v) is not np.ndarray or \
@@ -61,14 +60,10 @@ class DotProductAttention:
                                      s.shape[v_groups[0]] != v.shape[v_groups[0]] * v_groups[1]):
             return None
         if s.dtype == np.float32 or s.dtype == np.float64:
-            out = None
-            if out_perm is not None and len(out_perm) == s.ndim:
-                shape = s.shape[:-1] + v.shape[-1:]
-                out = np.empty([shape[p] for p in out_perm], s.dtype).transpose(np.argsort(out_perm))
             y = softmax_product(s, v, None if v_groups is None else partial(grouped_matmul, axis=v_groups[0],
-                                                                             groups=v_groups[1]), out)
+                                                                             groups=v_groups[1]))
             if y is not None:
-                return y if out is None else y.base
+                return y
             # (rows that need their own maximum: computed again, the usual way)
             s = np.matmul(q, k) if k_groups is None else grouped_matmul(q, k, *k_groups)
             if scale is not None:
@@ -80,10 +75,7 @@ class DotProductAttention:
         s /= _sum(s, axis=-1, keepdims=True)
         if self.nan_to_zero:
             np.copyto(s, 0, where=s != s)  # (NaN is the only value unequal to itself)
-        y = np.matmul(s, v) if v_groups is None else grouped_matmul(s, v, *v_groups)
-        if out_perm is not None and y is not None and y.ndim == len(out_perm):
-            return np.ascontiguousarray(y.transpose(out_perm))
-        return y
+        return np.matmul(s, v) if v_groups is None else grouped_matmul(s, v, *v_groups)
 
 
 def grouped_matmul(a, b, axis: int, groups: int):
@@ -168,9 +160,12 @@ class HeadsAttention:
                 args = [a if p is None else a.transpose(p) for a, p in zip((q, k, v), self.perms)]
             except (AttributeError, ValueError):  # (not arrays, or ranks the perms do not fit)
                 args = None
-            y = None if args is None else core.attend(*args, mask, scale, *groups, self.out_perm)
-            if y is not None and (self.out_perm is None or y.ndim == len(self.out_perm)):
-                return y  # (contiguous, as the Transpose kernel returns it)
+            y = None if args is None else core.attend(*args, mask, scale, *groups)
+            if y is not None:
+                if self.out_perm is None:
+                    return y
+                if y.ndim == len(self.out_perm):  # (contiguous, as the Transpose kernel returns it)
+                    return np.ascontiguousarray(y.transpose(self.out_perm))
         return self.fallback(q, k, v, *rest)
 
 

@@ -38,14 +38,6 @@ def _merge(x):
     return x.transpose(0, 2, 1, 3).reshape(b, s, n * h)
 
 
-def _merged_buffer(q, v):
-    """An empty (B, S, N, H) array for the heads of ``q @ k^T @ v`` and its (B, N, S, H) view, which
-    the attention writes (the merge then is a reshape, not a copy)."""
-    b, n, s = q.shape[:3]
-    buffer = np.empty((b, s, n, v.shape[3]), np.float32)
-    return buffer, buffer.transpose(0, 2, 1, 3)
-
-
 _MASKS: dict = {}  # (mask bytes, shape, type, geometry) -> additive mask: the same mask comes every run
 _MASKS_KEPT = 64
 
@@ -135,11 +127,10 @@ def _scores(q, k, scale, mask, bias, causal):
     return scores
 
 
-def _attend(q, k, v, scale, mask=None, bias=None, causal=None, keep_scores=False, out=None):
+def _attend(q, k, v, scale, mask=None, bias=None, causal=None, keep_scores=False):
     """softmax(scale Q K^T + mask + bias, future keys removed) V over (B, N, S, H) float32 arrays, and
     the scores before the softmax when ``keep_scores`` (else None). One buffer, updated in place;
-    the result written into ``out`` (an array of its shape) when given. Without a per-row maximum
-    when the scores allow it (:func:`~..attention.softmax_product`)."""
+    without a per-row maximum when the scores allow it (:func:`~..attention.softmax_product`)."""
     per_row = False
     if type(mask) is FullyMasked:
         per_row = mask.uniform is None
@@ -151,16 +142,13 @@ def _attend(q, k, v, scale, mask=None, bias=None, causal=None, keep_scores=False
         kept = None
     else:
         kept = None
-        if out is None or out.shape == scores.shape[:-1] + v.shape[-1:]:
-            y = softmax_product(scores, v, out=out)
-            if y is not None:
-                return y, None
-            scores = _scores(q, k, scale, mask, bias, causal)
+        y = softmax_product(scores, v)
+        if y is not None:
+            return y, None
+        scores = _scores(q, k, scale, mask, bias, causal)
     scores -= row_max(scores)
     np.exp(scores, out=scores)
     scores /= _row_sums(scores)
-    if out is not None and out.shape == scores.shape[:-1] + v.shape[-1:]:
-        return np.matmul(scores, v, out=out), kept
     return np.matmul(scores, v), kept
 
 
@@ -241,11 +229,9 @@ def attention_of_qkv(qkv, dtype, width, mask_index, past, attention_bias, num_he
     total = k.shape[2]
     mask = _padding_mask(mask_index, batch, seq, total, mask_filter_value)
     causal = _causal(seq, total, past_len) if unidirectional else None
-    merged, heads = _merged_buffer(q, v)
-    y, _ = _attend(q, k, v, _scale(scale, head_size), mask, attention_bias, causal, out=heads)
-    y = merged.reshape(merged.shape[:2] + (-1,)) if y is heads else _merge(y)  # (else: a broadcasting bias)
+    out, _ = _attend(q, k, v, _scale(scale, head_size), mask, attention_bias, causal)
     present = np.stack([k, v]).astype(dtype) if want_present and k.shape == v.shape else None
-    return y.astype(dtype, copy=False), present
+    return _merge(out).astype(dtype, copy=False), present
 
 
 @kernel("MultiHeadAttention", since=1, domain=MS)
