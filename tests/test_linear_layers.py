@@ -79,14 +79,22 @@ def test_results_are_fresh_arrays():
 # a shape, b shape, dtype: matrix_product is the MatMul kernel's product (np.dot for two matrices)
 _PRODUCTS = [((8, 64), (64, 64), np.float32), ((1, 7), (7, 3), np.float64), ((5, 1), (1, 4), np.float32),
              ((2, 3, 4), (4, 5), np.float32), ((4,), (4, 6), np.float32), ((3, 4), (4,), np.float32),
-             ((6, 5), (5, 2), np.int64), ((0, 3), (3, 2), np.float32)]
+             ((6, 5), (5, 2), np.int64), ((0, 3), (3, 2), np.float32),
+             ((16, 2, 64), (64, 192), np.float32), ((2, 3, 4, 5), (5, 6), np.float64),  # stacks: one product
+             ((3, 0, 4), (4, 2), np.float32), ((2, 3, 4), (2, 4, 5), np.float32),  # empty; batched b: matmul
+             ((2, 3, 4), (5, 6), np.float32)]  # mismatched: matmul's own error
 
 
 @pytest.mark.parametrize("a_shape, b_shape, dtype", _PRODUCTS)
 def test_matrix_product_is_matmul(a_shape, b_shape, dtype):
     a = (_RNG.standard_normal(a_shape) * 4).astype(dtype)
     b = (_RNG.standard_normal(b_shape) * 4).astype(dtype)
+    try:
+        want = np.matmul(a, b)
+    except ValueError:
+        with pytest.raises(ValueError):
+            matrix_product(a, b)
+        return
     got = matrix_product(a, b)
-    want = np.matmul(a, b)
     assert type(got) is np.ndarray and got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.float32 else 1e-12)
+    np.testing.assert_array_equal(got, want)  # the same BLAS products

@@ -28,10 +28,15 @@ def mat_mul(a, b):
 def matrix_product(a, b) -> np.ndarray:
     """``a @ b`` as an array: ``np.dot`` when both are matrices (the same BLAS call, and the same
     product, as ``matmul``'s for 2-D operands, without the generalized ufunc's dispatch: 0.3-0.6 us
-    less a call on small products, 1.0 against 1.5 us for 8x64 @ 64x64, numpy 2.4), ``np.matmul``
-    for other ranks (``np.dot`` of a 3-D operand is not a batched product)."""
-    if a.ndim == 2 and b.ndim == 2:
-        return np.dot(a, b)
+    less a call on small products, 1.0 against 1.5 us for 8x64 @ 64x64, numpy 2.4); a contiguous
+    stack of matrices times one matrix as ONE product of its rows (``matmul`` calls BLAS once per
+    matrix of the stack: 16x2x64 @ 64x192 6.4 against 7.9 us, 4x50x256 @ 256x256 145 against 208 us,
+    the same values); ``np.matmul`` otherwise (``np.dot`` of a 3-D operand is not a batched product)."""
+    if b.ndim == 2:
+        if a.ndim == 2:
+            return np.dot(a, b)
+        if a.ndim > 2 and a.flags.c_contiguous and a.shape[-1] == b.shape[0]:
+            return np.dot(a.reshape(-1, b.shape[0]), b).reshape(a.shape[:-1] + (b.shape[1],))
     return np.asarray(np.matmul(a, b))
 
 
