@@ -19,12 +19,12 @@ changes under a long-lived process, so :class:`ThreadChooser` measures, preferri
 * no run tries more threads while the machine leaves no core free for them (:func:`cores_busy`: the
   one-minute load average, or the threads of other processes runnable right now), and the try counts
   as lost (in the first comparison, the second refused try: one refusal may be a task that was
-  runnable for an instant). Such a try stalls (one SqueezeNet run took 1.6 s instead of 20 ms with two threads beside a
-  busy process) and leaves a cost behind it: OpenBLAS's worker keeps busy-waiting for about 0.1 s
-  after the call whatever the count is set to, so the one-thread runs in that window share their core
-  with it (magika, a 19 ms run whose one Conv takes 11 ms: the next 3-4 runs took 28-43 ms beside a
-  CPU-bound process, against 19 ms otherwise). The load average alone takes a minute to notice a
-  process that just started; the count of runnable threads sees it at once;
+  runnable for an instant). Such a try stalls (one SqueezeNet run took 1.6 s instead of 20 ms with
+  two threads beside a busy process) and leaves a cost behind it: OpenBLAS's worker keeps
+  busy-waiting for about 0.1 s after the call whatever the count is set to, so the one-thread runs in
+  that window share their core with it (magika, a 19 ms run whose one Conv takes 11 ms: the next 3-4
+  runs took 28-43 ms beside a CPU-bound process, against 19 ms otherwise). The load average alone
+  takes a minute to notice a process that just started; the count of runnable threads sees it at once;
 * while more threads are kept, a run whose median with them is over ``CHECK_ABOVE`` seconds first
   asks whether another process's thread is runnable now (:func:`others_busy`, 10-75 us of
   ``/proc`` reads) and, if one is, uses one thread, the count staying chosen: a process that starts
