@@ -151,9 +151,9 @@ def main(argv=None) -> int:
         alone = med["alone"]
         ratio = {k: f"{med[k] / alone:.2f}" for k in ("floor", "try", "after try", "fresh", "chooser", "allowed")}
         more = {k: "/".join(str(r[k]) for r in rounds) for k in ("chooser more", "allowed more")}
-        print(f"| {name} | {alone * 1e3:.2f} | {ratio['floor']} | {ratio['try']} | {ratio['after try']} "
-              f"| {ratio['fresh']} | {ratio['chooser']} | {more['chooser more']} | {ratio['allowed']} | {more['allowed more']} |",
-              flush=True)
+        cells = [f"{alone * 1e3:.2f}", ratio["floor"], ratio["try"], ratio["after try"], ratio["fresh"],
+                 ratio["chooser"], more["chooser more"], ratio["allowed"], more["allowed more"]]
+        print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
     print(f"\nload average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())}; columns after 'alone' are "
           f"ratios to it; 'more threads': runs of {args.runs + 1} with more than one thread, per round")
     return 0

@@ -16,7 +16,8 @@ from helpers import text_model
 
 from onnxtext import Evaluator
 from onnxtext.evaluator import runtime, threads
-from onnxtext.evaluator.threads import CHECK_ABOVE, FIRST_GAP, GAIN, QUIET_BELOW, QUIET_RUNS, STALL, WINDOW, ThreadChooser
+from onnxtext.evaluator.threads import (CHECK_ABOVE, FIRST_GAP, GAIN, QUIET_BELOW, QUIET_RUNS, STALL, WINDOW,
+                                         ThreadChooser)
 
 
 def IDLE(most):  # noqa: N802 - the machine as the simulations see it: cores free for more threads
