@@ -10,6 +10,7 @@ against the evaluator's memory guard (:mod:`..limits`) before they are allocated
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -101,10 +102,18 @@ def _resample(x, out_shape, scales, mode, coordinate_mode="half_pixel", nearest_
     check_allocation(out_shape, work_dtype.itemsize, "Resize")  # before anything of that size is allocated
     outside = np.zeros(out_shape, dtype=bool) if coordinate_mode == "tf_crop_and_resize" else None
     work = x if mode == "nearest" else x.astype(work_dtype)
-    for axis, (in_len, out_len, scale) in enumerate(zip(x.shape, out_shape, scales)):
+    axes = list(enumerate(zip(x.shape, out_shape, scales)))
+    # nearest picks are exact in any order: the last axis first, while the array is smallest (repeating
+    # single elements costs more per element than repeating whole rows)
+    for axis, (in_len, out_len, scale) in axes[::-1] if mode == "nearest" else axes:
         if in_len == out_len and scale == 1 and coordinate_mode != "tf_crop_and_resize":
             continue
         start, end = (roi[axis], roi[axis + x.ndim]) if roi is not None else (0.0, 1.0)
+        if mode == "nearest" and outside is None:
+            index, factor = _nearest_indices(coordinate_mode, nearest_mode, out_len, in_len, float(np.float32(scale)),
+                                             float(np.float32(start)), float(np.float32(end)))
+            work = _nearest_axis(work, axis, index, factor)
+            continue
         # float32 coordinates, like the float32 scales: 3.5 / 0.7f must be exactly 5 (a nearest tie),
         # not 5.00000009 as in float64, to pick the same pixels as onnxruntime
         coords = _source_coordinates(coordinate_mode, out_len, in_len, np.float32(scale), np.float32(start),
@@ -115,8 +124,8 @@ def _resample(x, out_shape, scales, mode, coordinate_mode="half_pixel", nearest_
             shape[axis] = out_len
             outside |= bad.reshape(shape)
         if mode == "nearest":
-            index = np.clip(_nearest_index(coords, nearest_mode), 0, in_len - 1).astype(np.int64)
-            work = np.take(work, index, axis=axis)
+            work = np.take(work, np.clip(_nearest_index(coords, nearest_mode), 0, in_len - 1).astype(np.int64),
+                           axis=axis)
         else:
             taps, weights = _axis_table(coords, in_len, mode, scale, antialias, cubic_coeff_a, exclude_outside)
             # the window gathered for this axis: out_len x taps wide (antialiased downscaling has wide taps)
@@ -133,6 +142,30 @@ def _resample(x, out_shape, scales, mode, coordinate_mode="half_pixel", nearest_
         info = np.iinfo(out_dtype)
         work = np.clip(np.trunc(work), info.min, info.max)
     return np.asarray(work).astype(out_dtype, copy=False)
+
+
+@functools.lru_cache(maxsize=256)
+def _nearest_indices(coordinate_mode, nearest_mode, out_len, in_len, scale, start, end):
+    """(input index per output position, read-only; the factor ``f`` when the pick repeats every input
+    ``f`` times in order, else 0) of one axis of a nearest Resize, worked out once per geometry."""
+    coords = _source_coordinates(coordinate_mode, out_len, in_len, np.float32(scale), np.float32(start),
+                                 np.float32(end)).astype(np.float64)
+    index = np.clip(_nearest_index(coords, nearest_mode), 0, in_len - 1).astype(np.int64)
+    index.flags.writeable = False
+    factor = out_len // in_len
+    repeats = factor > 1 and out_len == factor * in_len and np.array_equal(index, np.arange(out_len) // factor)
+    return index, factor if repeats else 0
+
+
+def _nearest_axis(work, axis, index, factor):
+    """``np.take(work, index, axis)``; an integer upsampling (``factor``: YOLO's and FPNs' 2x nearest
+    upsampling) is one ``np.repeat`` over a 3-D view instead: a 2x upsample of 2x256x10x10, with the
+    last axis first, took 165 against 208 us, other processes running."""
+    if factor and work.flags.c_contiguous:
+        n = work.shape[axis]
+        lines = work.reshape(math.prod(work.shape[:axis]), n, -1)
+        return np.repeat(lines, factor, axis=1).reshape(work.shape[:axis] + (n * factor,) + work.shape[axis + 1:])
+    return np.take(work, index, axis=axis)
 
 
 def _floor_size(in_len, scale):
