@@ -8,10 +8,12 @@ detail open (output shapes of 1-D inputs, padding values), the behaviour of onnx
 domain's reference runtime, is followed; tests/test_kernels_ml.py checks each against it.
 """
 
+from itertools import repeat
+
 import numpy as np
 
 from ..registry import kernel, prepares
-from .activation import row_max
+from .activation import _softmax, row_max, row_sums
 from .derived_cache import derived
 
 ML = "ai.onnx.ml"
@@ -61,9 +63,7 @@ def softmax_rows(scores: np.ndarray) -> np.ndarray:
         out = np.empty(scores.shape, scores.dtype)
         np.divide(t, t.sum(axis=0), out=out.T)
         return out
-    e = np.exp(scores - row_max(scores))
-    e /= e.sum(axis=-1, keepdims=True)
-    return e
+    return _softmax(scores, 1)  # the Softmax kernel's own form (unshifted when that only changes rounding)
 
 
 def argmax_rows(scores: np.ndarray) -> np.ndarray:
@@ -180,7 +180,7 @@ def normalizer(X, *, norm):
     if norm == "MAX":
         divisor = x.max(axis=-1, keepdims=True) if rows is None else rows.max(axis=0)[:, None]
     elif norm == "L1":
-        divisor = np.abs(x).sum(axis=-1, keepdims=True) if rows is None else np.abs(rows).sum(axis=0)[:, None]
+        divisor = row_sums(np.abs(x), -1) if rows is None else np.abs(rows).sum(axis=0)[:, None]
     elif norm == "L2":
         divisor = np.sqrt(np.vecdot(x, x)[..., None] if rows is None else (rows * rows).sum(axis=0)[:, None])
     else:
@@ -252,11 +252,11 @@ def _one_hot(X, tables, zeros):
     """OneHotEncoder of ``X`` with the tables of :func:`_one_hot_tables` for its kind of values."""
     cats, table, position = tables
     n = len(cats)
-    if X.dtype == object:  # one dict lookup per value; the table rows picked by the list of positions itself
-        pos = [position(v, n) for v in X.ravel().tolist()]
+    if X.dtype == object:  # one dict lookup per value (a C-level map); the table rows taken by the list itself
+        pos = list(map(position, X.ravel().tolist(), repeat(n)))
         if not zeros and n in pos:
             raise ValueError("OneHotEncoder: input value not among the categories (zeros=0)")
-        return table[pos].reshape(X.shape + (n,))
+        return table.take(pos, axis=0).reshape(X.shape + (n,))  # (take: a third of table[pos]'s time)
     pos, found = _lookup(X.astype(np.int64), cats)
     pos = np.where(found, pos, n)
     if not zeros and (pos == n).any():
