@@ -111,6 +111,9 @@ CASES: list[Case] = [
     C("embed_ln_sum_output", "EmbedLayerNormalization",
       [rand("int32", 2, 5, low=0, high=30), rand("int32", 2, 5, low=0, high=2), f32(30, 16), f32(8, 16),
        f32(2, 16), f32(16), f32(16), i32([[1, 1, 1, 0, 0], [1, 0, 1, 1, 1]])], dict(epsilon=1e-5), outputs=3),
+    C("embed_ln_mask_values_not_one", "EmbedLayerNormalization",  # (mask_index counts the values equal to 1)
+      [rand("int32", 2, 5, low=0, high=30), rand("int32", 2, 5, low=0, high=2), f32(30, 16), f32(8, 16),
+       f32(2, 16), f32(16), f32(16), i32([[2, 3, 0, 1, 0], [0, 1, 1, 3, 2]])], dict(epsilon=1e-5), outputs=2),
     C("embed_ln_position_ids", "EmbedLayerNormalization",
       [rand("int32", 2, 4, low=0, high=30), None, f32(30, 16), f32(8, 16), None, f32(16), f32(16), None,
        i32([[3, 2, 1, 0], [0, 1, 2, 3]])], dict(epsilon=1e-5), outputs=2),

@@ -145,3 +145,49 @@ class PreparedSkipNorm:
             if self.with_sum:
                 total = total.astype(dtype)
         return (y, total) if self.with_sum else y
+
+
+class PreparedEmbedNorm:
+    """com.microsoft EmbedLayerNormalization with constant float32 tables, gamma and beta (rule
+    ``contrib_transformer``): word (+ position, + segment) embeddings summed and layer-normalized by a
+    :class:`~..kernels.normalization.RowNorm`, the position rows repeated to the batch once per
+    (batch, sequence) shape; the second output is the count of mask values equal to 1 per row (zeros without a
+    mask, as onnxruntime writes), returned only ``with_mask_index``. ``inputs`` says which of
+    segment_ids and mask the step takes after input_ids. The same values as the kernel;
+    ``fallback`` (the original step) for ids that are not 2-D integer arrays."""
+
+    __slots__ = ("word", "position", "segment", "norm", "mask_index_type", "inputs", "with_mask_index", "fallback",
+                 "positions")
+
+    def __init__(self, word, position, segment, gamma, beta, epsilon, mask_index_type, inputs, with_mask_index,
+                 fallback):
+        self.word, self.position, self.segment = word, position, segment
+        self.norm = RowNorm(epsilon, gamma, beta)
+        self.mask_index_type, self.inputs, self.with_mask_index = mask_index_type, tuple(inputs), with_mask_index
+        self.fallback = fallback
+        self.positions: dict = {}
+
+    def __call__(self, input_ids, *rest):
+        given = dict(zip(self.inputs, rest))
+        segment_ids, mask = given.get("segment_ids"), given.get("mask")
+        if type(input_ids) is not np.ndarray or input_ids.ndim != 2 or input_ids.dtype.kind not in "iu" or \
+                (segment_ids is not None and self.segment is None):
+            return self.fallback(input_ids, *rest)
+        batch, seq = input_ids.shape
+        total = self.word[input_ids]
+        tile = self.positions.get((batch, seq))
+        if tile is None:
+            if len(self.positions) >= 16:
+                self.positions.clear()
+            tile = self.positions[(batch, seq)] = row_tile(self.position[:seq], total.shape)
+        total += tile
+        if segment_ids is not None:
+            total += self.segment[segment_ids]
+        y = self.norm(total, in_place=True)
+        if not self.with_mask_index:
+            return y
+        if not self.mask_index_type:
+            return y, np.zeros(0, np.int32)
+        if mask is not None:
+            return y, np.count_nonzero(mask == 1, axis=1).astype(np.int32)
+        return y, np.zeros(batch, np.int32)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..fused.attention import PackedQkvAttention
-from ..fused.normalization import PreparedSkipNorm
+from ..fused.normalization import PreparedEmbedNorm, PreparedSkipNorm
 from ..fused.original import OriginalSteps
 from .graph import GraphView
 
@@ -31,9 +31,10 @@ MS = "com.microsoft"
 
 def _kernels():
     from ..kernels.contrib.attention import attention
-    from ..kernels.contrib.normalization import skip_layer_normalization, skip_simplified_layer_normalization
+    from ..kernels.contrib.normalization import (embed_layer_normalization, skip_layer_normalization,
+                                                 skip_simplified_layer_normalization)
 
-    return attention, skip_layer_normalization, skip_simplified_layer_normalization
+    return attention, skip_layer_normalization, skip_simplified_layer_normalization, embed_layer_normalization
 
 
 def _unread(view: GraphView, name: str) -> bool:
@@ -86,8 +87,35 @@ def _skip_norm(view, step, simplified):
     return (run, (x, skip), new_outs, {}, free, info, False), [x, skip]
 
 
+_EMBED_INPUTS = ("input_ids", "segment_ids", "word", "position", "segment", "gamma", "beta", "mask", "position_ids")
+
+
+def _embed_norm(view, step):
+    fn, ins, outs, attrs, free, info, context = step[:7]
+    names = dict(zip(_EMBED_INPUTS, tuple(ins) + ("",) * (9 - len(ins))))
+    outs = tuple(outs) + ("",) * (3 - len(outs))
+    if not outs[0] or not _unread(view, outs[2]) or names["position_ids"]:
+        return None
+    tables = [view.constant(names[k]) if names[k] else None for k in ("word", "position", "segment", "gamma", "beta")]
+    word, position, segment, gamma, beta = tables
+    if any(names[k] and v is None for k, v in zip(("word", "position", "segment", "gamma", "beta"), tables)) or \
+            word is None or position is None or gamma is None or \
+            any(v is not None and v.dtype != np.float32 for v in tables) or word.ndim != 2 or position.ndim != 2 or \
+            (segment is not None and segment.ndim != 2) or gamma.ndim != 1 or (beta is not None and beta.ndim != 1) or \
+            len({v.shape[-1] for v in tables if v is not None}) != 1 or (names["segment_ids"] and segment is None):
+        return None
+    taken = [k for k in ("segment_ids", "mask") if names[k]]
+    inputs = (names["input_ids"],) + tuple(names[k] for k in taken)
+    new_outs = (outs[0], outs[1]) if outs[1] and not _unread(view, outs[1]) else (outs[0],)
+    constants = {names[k]: view.constant(names[k]) for k in ("word", "position", "segment", "gamma", "beta") if names[k]}
+    fallback = OriginalSteps([step], inputs, new_outs, constants)
+    run = PreparedEmbedNorm(word, position, segment, gamma, beta, attrs.get("epsilon", 1e-12),
+                            attrs.get("mask_index_type", 1), taken, len(new_outs) == 2, fallback)
+    return (run, inputs, new_outs, {}, free, info, False), list(inputs)
+
+
 def apply(steps: list, keep: set, known) -> list:
-    attention, skip_norm, skip_simplified = _kernels()
+    attention, skip_norm, skip_simplified, embed_norm = _kernels()
     view = GraphView(steps, keep, known)
     changed = False
     for i in range(len(view)):
@@ -99,6 +127,8 @@ def apply(steps: list, keep: set, known) -> list:
             new = _attention(view, step, fn)
         elif fn is skip_norm or fn is skip_simplified:
             new = _skip_norm(view, step, fn is skip_simplified)
+        elif fn is embed_norm:
+            new = _embed_norm(view, step)
         else:
             continue
         if new is not None:

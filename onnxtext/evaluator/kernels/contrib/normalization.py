@@ -103,8 +103,9 @@ kernel("SimplifiedLayerNormalization", since=1)(_simplified_layer_normalization)
 def embed_layer_normalization(ctx, input_ids, segment_ids, word_embedding, position_embedding,
                               segment_embedding=None, gamma=None, beta=None, mask=None, position_ids=None,
                               *, epsilon=_DEFAULT_EPSILON, mask_index_type=1):
-    """Word + position (+ segment) embeddings, layer-normalized; mask_index = count of mask ones per row
-    (zeros without a mask, as onnxruntime writes)."""
+    """Word + position (+ segment) embeddings, layer-normalized; mask_index = per row, the number of mask
+    values equal to 1 (as onnxruntime counts: a 2 or 3 is not counted), zeros without a mask (as
+    onnxruntime writes)."""
     batch, seq = input_ids.shape
     if position_ids is None:  # positions 0 .. seq-1 for every row: the table's first rows, broadcast
         total = _wide(word_embedding[input_ids]) + _wide(position_embedding[:seq])
@@ -121,7 +122,7 @@ def embed_layer_normalization(ctx, input_ids, segment_ids, word_embedding, posit
         y, _, _ = _layer_norm(total, gamma, beta, epsilon, simplified=False)
     y = y.astype(word_embedding.dtype, copy=False)
     if mask is not None:
-        mask_index = np.count_nonzero(mask, axis=1).astype(np.int32)
+        mask_index = np.count_nonzero(mask == 1, axis=1).astype(np.int32)
     else:  # (onnxruntime writes zeros when no mask is given)
         mask_index = np.zeros(batch, np.int32)
     if not mask_index_type:
