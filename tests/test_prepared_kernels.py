@@ -68,8 +68,40 @@ def _kernel_of(model):
     return lookup(node.op_type, node.domain, opsets[node.domain]).fn
 
 
+_R = np.random.default_rng(5).standard_normal((3, 4, 5)).astype(np.float32)
+_R_NAN = _R.copy()
+_R_NAN[1, 2, 3] = np.nan
+# (id, op, opset, X, axes (an attribute before ReduceSum 13 / the others 18, else a constant input),
+# other attributes): reductions with constant axes; float16 and integers take the plain kernel
+REDUCE_CASES = [
+    ("reduce_mean_all_keepdims", "ReduceMean", 20, _R[0], None, {}),
+    ("reduce_mean_last", "ReduceMean", 18, _R, [-1], dict(keepdims=0)),
+    ("reduce_mean_attribute", "ReduceMean", 13, _R, [0, 2], {}),
+    ("reduce_mean_scalar", "ReduceMean", 13, _R, None, dict(keepdims=0)),
+    ("reduce_mean_float64", "ReduceMean", 18, _R.astype(np.float64), [1], {}),
+    ("reduce_mean_float16", "ReduceMean", 18, _R.astype(np.float16), [1], {}),
+    ("reduce_mean_empty_axis", "ReduceMean", 18, np.zeros((2, 0, 3), np.float32), [1], {}),
+    ("reduce_mean_noop", "ReduceMean", 18, _R, [], dict(noop_with_empty_axes=1)),
+    ("reduce_sum_input", "ReduceSum", 13, _R, [1], {}),
+    ("reduce_sum_attribute", "ReduceSum", 11, _R, [2], dict(keepdims=0)),
+    ("reduce_sum_int", "ReduceSum", 13, np.arange(12, dtype=np.int32).reshape(3, 4), [1], {}),
+    ("reduce_max_input", "ReduceMax", 18, _R_NAN, [2], {}),
+    ("reduce_max_attribute", "ReduceMax", 13, _R, None, dict(keepdims=0)),
+    ("reduce_min_input", "ReduceMin", 18, _R_NAN, [0], dict(keepdims=0)),
+    ("reduce_min_attribute", "ReduceMin", 13, _R, [1], {}),
+]
+
+
+def _reduce_case(case):
+    name, op, opset, x, axes, attrs = case
+    as_input = opset >= (13 if op == "ReduceSum" else 18)
+    attrs = dict(attrs, **({} if as_input or axes is None else {"axes": axes}))
+    constants = {"axes": np.array(axes, np.int64)} if as_input and axes is not None else None
+    return name, op, node_model(op, {"X": x}, attrs, constants=constants, opset=opset), {"X": x}
+
+
 ALL = [(c[0],) + _ml_case(c) for c in ML_CASES] + [("tfidf_" + c[0],) + _tfidf_case(c) for c in TFIDF_CASES] + \
-    [_string_case(c) for c in STRING_CASES]
+    [_string_case(c) for c in STRING_CASES] + [_reduce_case(c) for c in REDUCE_CASES]
 CASES = [c for c in ALL if _kernel_of(c[2]) in prepared_forms()]
 
 
