@@ -688,3 +688,62 @@ def test_prepared_qlinear_global_average_pool_beyond_exact_float32_sums():
     got = optimized.run(None, feeds)[0]
     assert got.tobytes() == Evaluator(model, optimize=0).run(None, feeds)[0].tobytes()
     np.testing.assert_array_equal(got, run_onnxruntime(model, feeds)[0])
+
+
+def _codes_chain(dtype, second_reader: str):
+    """QLinearConv -> QLinearConv -> QLinearAdd(first conv's result, second's) with ``second_reader`` also
+    reading the first conv's result: "" (nothing), "add_twice" (the add reads it as both operands, no second
+    conv), "dequantize" (a DequantizeLinear: the 8-bit tensor must exist), "output" (a graph output)."""
+    zp = (lambda v: np.array(v, dtype)) if dtype == np.uint8 else (lambda v: np.array(v - 128, dtype))
+    consts = {"sx": np.array(0.05, np.float32), "zx": zp(128), "sw": np.array(0.004, np.float32),
+              "zw": np.array(0, np.int8), "w1": _ints(np.int8, (4, 3, 3, 3), -127, 127),
+              "w2": _ints(np.int8, (4, 4, 1, 1), -127, 127), "s1": np.array(0.3, np.float32), "z1": zp(100),
+              "s2": np.array(0.2, np.float32), "z2": zp(90), "s3": np.array(0.4, np.float32), "z3": zp(120)}
+    nodes = [helper.make_node("QLinearConv", ["x", "sx", "zx", "w1", "sw", "zw", "s1", "z1"], ["c1"], pads=[1, 1, 1, 1])]
+    if second_reader == "add_twice":
+        nodes.append(helper.make_node("QLinearAdd", ["c1", "s1", "z1", "c1", "s1", "z1", "s3", "z3"], ["y"],
+                                      domain="com.microsoft"))
+    else:
+        nodes += [helper.make_node("QLinearConv", ["c1", "s1", "z1", "w2", "sw", "zw", "s2", "z2"], ["c2"]),
+                  helper.make_node("QLinearAdd", ["c1", "s1", "z1", "c2", "s2", "z2", "s3", "z3"], ["y"],
+                                   domain="com.microsoft")]
+    elem = 2 if dtype == np.uint8 else 3
+    outputs = [("y", elem)]
+    if second_reader == "dequantize":
+        nodes.append(helper.make_node("DequantizeLinear", ["c1", "s1", "z1"], ["d"]))
+        outputs.append("d")
+    if second_reader == "output":
+        outputs.append(("c1", elem))
+    return graph_model(nodes, {"x": _ints(dtype, (2, 3, 6, 5))}, outputs, consts, opset=13, extra_opsets=MS_OPSET)
+
+
+# (id, 8-bit type, other reader of the first conv's result, the plan)
+QUANTIZED_CODES = [
+    ("uint8_chain", np.uint8, "", ["QLinearConvOnCodes", "QLinearConvOnCodes", "QLinearAddOnCodes"]),
+    ("int8_chain", np.int8, "", ["QLinearConvOnCodes", "QLinearConvOnCodes", "QLinearAddOnCodes"]),
+    ("add_reads_it_twice", np.uint8, "add_twice", ["QLinearConvOnCodes", "QLinearAddOnCodes"]),
+    ("dequantized_too", np.uint8, "dequantize",
+     ["PreparedQLinearConv", "QLinearConvOnCodes", "QLinearAddOnCodes", "function"]),
+    ("graph_output_too", np.int8, "output", ["PreparedQLinearConv", "QLinearConvOnCodes", "QLinearAddOnCodes"]),
+]
+
+
+@pytest.mark.parametrize("case", QUANTIZED_CODES, ids=[c[0] for c in QUANTIZED_CODES])
+def test_quantized_codes_are_exactly_the_nodes(case):
+    _, dtype, second_reader, plan = case
+    model = _codes_chain(dtype, second_reader)
+    optimized = Evaluator(model)
+    assert _fused_names(optimized) == plan
+    feeds = {"x": _ints(dtype, (2, 3, 6, 5))}
+    got = optimized.run(None, feeds)
+    for g, w in zip(got, Evaluator(model, optimize=0).run(None, feeds)):
+        assert g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes()
+    for g, w in zip(got, run_onnxruntime(model, feeds)):  # (onnxruntime's fixed-point QLinearAdd: one step)
+        assert np.abs(g.astype(np.float64) - w.astype(np.float64)).max() <= (1 if g.dtype.kind in "iu" else 0.3)
+
+
+def test_codes_of_an_eight_bit_result_are_its_values_minus_the_zero_point():
+    from onnxtext.evaluator.fused.quantization import CodesOf
+
+    codes = CodesOf(lambda v: v, 128)(np.array([0, 127, 128, 255], np.uint8))
+    assert codes.dtype == np.float32 and codes.tolist() == [-128.0, -1.0, 0.0, 127.0]

@@ -23,7 +23,7 @@ import copy
 import numpy as np
 
 from ..kernels.contrib.qlinear import (exact_global_sums, global_average_codes, global_average_factor,
-                                        qlinear_add_values)
+                                        qlinear_add_sum)
 from ..kernels.quantize import (clip_ufunc, dynamic_quantize_codes, dynamic_quantize_linear, integer_range,
                                 round_float32,
                                 requantize_finite, saturate_float32, shifted_codes)
@@ -121,10 +121,14 @@ class PreparedQLinearConv:
     requantization is non-decreasing (a multiplier > 0, rounding, saturation, an exact zero point),
     so the largest requantized value of a window is the requantized largest sum, and the sums are
     never NaN (a window wholly in padding: -inf, requantized to the lowest code, the 8-bit pool's
-    padding value)."""
+    padding value).
+
+    With ``codes_in``, the input may be float32 codes (the 8-bit values minus the zero point, see
+    :class:`CodesOf`); with ``codes_out`` the result is such codes (rule ``quantized_codes``).
+    """
 
     __slots__ = ("conv", "dtype", "work", "x_scale", "x_zero_point", "multiplier", "low", "high", "y_zero_point",
-                 "target", "fallback", "pool")
+                 "target", "fallback", "pool", "codes_in", "codes_out")
 
     def __init__(self, conv, x_dtype, work, x_scale, x_zero_point, multiplier, y_zero_point, target, fallback):
         info = np.iinfo(target)
@@ -136,6 +140,7 @@ class PreparedQLinearConv:
         self.y_zero_point, self.target = np.float32(y_zero_point), np.dtype(target)
         self.fallback = fallback
         self.pool = None
+        self.codes_in = self.codes_out = False
 
     def with_pool(self, pool, fallback) -> PreparedQLinearConv:
         """This conv followed by ``pool`` (float32 sums -> pooled sums: a MaxPool) in one step;
@@ -144,13 +149,25 @@ class PreparedQLinearConv:
         run.pool, run.fallback = pool, fallback
         return run
 
+    def with_codes(self, codes_in: bool, codes_out: bool) -> PreparedQLinearConv:
+        """This conv reading (``codes_in``) and/or giving (``codes_out``) float32 codes."""
+        run = copy.copy(self)
+        run.__class__ = QLinearConvOnCodes
+        run.codes_in, run.codes_out = codes_in or self.codes_in, codes_out or self.codes_out
+        if codes_out and not self.codes_out:
+            run.fallback = CodesOf(self.fallback, self.y_zero_point)
+        return run
+
     def __call__(self, x):
-        if type(x) is not np.ndarray or x.dtype != self.dtype:
-            return self.fallback(x)
-        xf = x.astype(self.work)
-        if self.x_zero_point:
-            xf -= self.x_zero_point  # padding with 0 after the shift is padding with the zero point
-        return self.on_shifted(xf)
+        if type(x) is np.ndarray:
+            if x.dtype == self.dtype:
+                xf = x.astype(self.work)
+                if self.x_zero_point:
+                    xf -= self.x_zero_point  # padding with 0 after the shift is padding with the zero point
+                return self.on_shifted(xf)
+            if self.codes_in and x.dtype == _F32:
+                return self.on_shifted(x if self.work == _F32 else x.astype(self.work))
+        return self.fallback(x)
 
     def on_shifted(self, xf):
         """The result from the input minus its zero point, in the ``work`` type."""
@@ -164,9 +181,17 @@ class PreparedQLinearConv:
         acc *= self.multiplier
         np.rint(acc, out=acc)
         clip_ufunc(acc, self.low, self.high, out=acc)  # (integer sums times a multiplier: never NaN)
+        if self.codes_out:
+            return acc
         if self.y_zero_point:
             acc += self.y_zero_point
         return acc.astype(self.target)
+
+
+class QLinearConvOnCodes(PreparedQLinearConv):
+    """A :class:`PreparedQLinearConv` reading or giving float32 codes (rule ``quantized_codes``)."""
+
+    __slots__ = ()
 
 
 class QuantizedInputConv:
@@ -188,6 +213,37 @@ class QuantizedInputConv:
             return self.fallback(x)
         q = shifted_codes(x, self.scale, self.low, self.high)
         return self.conv.on_shifted(q if self.conv.work == _F32 else q.astype(self.conv.work))
+
+    def with_codes_out(self) -> QuantizedInputConv:
+        """This step giving float32 codes (rule ``quantized_codes``)."""
+        run = copy.copy(self)
+        run.__class__ = QuantizedInputConvToCodes
+        run.conv = self.conv.with_codes(False, True)
+        run.fallback = CodesOf(self.fallback, self.conv.y_zero_point)
+        return run
+
+
+class QuantizedInputConvToCodes(QuantizedInputConv):
+    """A :class:`QuantizedInputConv` giving float32 codes (rule ``quantized_codes``)."""
+
+    __slots__ = ()
+
+
+class CodesOf:
+    """``fallback(*args)``, an 8-bit result, as float32 codes: the values minus ``zero_point`` (exact).
+    Rule ``quantized_codes`` hands 8-bit values between QOperator steps this way when every reader
+    takes them: the producer skips adding the zero point and converting to 8 bits, a reading conv
+    skips converting back and subtracting it."""
+
+    __slots__ = ("fallback", "zero_point")
+
+    def __init__(self, fallback, zero_point):
+        self.fallback, self.zero_point = fallback, np.float32(zero_point)
+
+    def __call__(self, *args):
+        y = np.asarray(self.fallback(*args)).astype(_F32)
+        y -= self.zero_point
+        return y
 
 
 _EIGHT_BITS = (np.dtype(np.uint8), np.dtype(np.int8))
@@ -386,17 +442,64 @@ class PreparedQLinearAdd:
     """com.microsoft QLinearAdd with constant scales and zero points (rule ``prepared_qlinear_ops``): the
     kernel's ratios and fixed term (:func:`~..kernels.contrib.qlinear.qlinear_add_parameters`) computed
     once, the kernel's arithmetic per call, so the same values; ``fallback`` (the node) for operands
-    other than two arrays of the zero points' type."""
+    other than two arrays of the zero points' type. ``codes`` (rule ``quantized_codes``): whether A, B
+    may be and the result is float32 codes (see :class:`CodesOf`): an operand's 8-bit values are its
+    codes plus its zero point (exact), the result's codes its rounded, saturated values minus the
+    output zero point (exact)."""
 
-    __slots__ = ("parameters", "dtype", "fallback")
+    __slots__ = ("parameters", "dtype", "zero_points", "codes", "low", "high", "fallback")
 
-    def __init__(self, parameters, dtype, fallback):
+    def __init__(self, parameters, dtype, zero_points, fallback):
         self.parameters, self.dtype, self.fallback = parameters, np.dtype(dtype), fallback
+        self.zero_points = tuple(np.float32(z) for z in zero_points)  # (A's, B's, the result's)
+        self.codes = (False, False, False)
+        low, high = integer_range(self.dtype)
+        self.low, self.high = np.float32(low), np.float32(high)
+
+    def with_codes(self, a_in: bool, b_in: bool, out: bool) -> PreparedQLinearAdd:
+        run = copy.copy(self)
+        run.__class__ = QLinearAddOnCodes
+        run.codes = tuple(new or old for new, old in zip((a_in, b_in, out), self.codes))
+        if out and not self.codes[2]:
+            run.fallback = CodesOf(self.fallback, self.zero_points[2])
+        return run
 
     def __call__(self, a, b):
-        if type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype != self.dtype or b.dtype != self.dtype:
-            return self.fallback(a, b)
-        return qlinear_add_values(a, b, *self.parameters)
+        a_in, b_in, out = self.codes
+        a32 = self._operand(a, a_in, self.zero_points[0])
+        b32 = self._operand(b, b_in, self.zero_points[1])
+        if a32 is None or b32 is None:
+            return self.fallback(self._eight_bits(a, a_in, self.zero_points[0]),
+                                 self._eight_bits(b, b_in, self.zero_points[1]))
+        value = qlinear_add_sum(a32, b32, *self.parameters)
+        if not out:
+            return requantize_finite(value, 0.0, self.dtype)
+        np.rint(value, out=value)
+        clip_ufunc(value, self.low, self.high, out=value)  # (never NaN: 8-bit values times finite ratios)
+        value -= self.zero_points[2]
+        return value
+
+    def _operand(self, v, codes: bool, zero_point):
+        """The operand's 8-bit values as a new float32 array, or None for an unexpected operand."""
+        if type(v) is not np.ndarray:
+            return None
+        if v.dtype == self.dtype:
+            return v.astype(_F32)
+        if codes and v.dtype == _F32:
+            return np.add(v, zero_point)
+        return None
+
+    def _eight_bits(self, v, codes: bool, zero_point):
+        """Codes back to the 8-bit tensor the original node reads (other values unchanged)."""
+        if codes and type(v) is np.ndarray and v.dtype == _F32:
+            return np.add(v, zero_point).astype(self.dtype)
+        return v
+
+
+class QLinearAddOnCodes(PreparedQLinearAdd):
+    """A :class:`PreparedQLinearAdd` reading or giving float32 codes (rule ``quantized_codes``)."""
+
+    __slots__ = ()
 
 
 class PreparedQLinearGlobalAveragePool:

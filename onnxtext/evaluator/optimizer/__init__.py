@@ -52,7 +52,7 @@ def _rules() -> tuple[Rule, ...]:
     from . import layout_views, norm_casts, residual_add, shaped_views, shared_input_products, silu
     from . import common_steps, contrib_transformer, repeated_heads
     from . import dequantized_gather
-    from . import max_pool_before_fake_quantize, prepared_qlinear_ops, shared_codes_products
+    from . import max_pool_before_fake_quantize, prepared_qlinear_ops, quantized_codes, shared_codes_products
 
     def module_rule(m):
         return Rule(m.NAME, m.LEVEL, m.apply, m.__doc__)
@@ -84,6 +84,7 @@ def _rules() -> tuple[Rule, ...]:
         module_rule(prepared_matmul_nbits),
         module_rule(qgemm_constant),
         module_rule(prepared_qlinear_ops),
+        module_rule(quantized_codes),
         module_rule(fake_quantize_into_conv),
         module_rule(max_pool_before_fake_quantize),
         module_rule(bias_into_pointwise),

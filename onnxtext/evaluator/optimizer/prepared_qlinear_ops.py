@@ -47,7 +47,8 @@ def _prepared(entry, known):
             return entry
         constants = {n: known.get(n) for n in ins if n and n not in (ins[0], ins[3])}
         fallback = OriginalSteps([st], (ins[0], ins[3]), outs, constants)
-        run = PreparedQLinearAdd(qlinear_add_parameters(*p), p[1].dtype, fallback)
+        zero_points = tuple(float(z.reshape(-1)[0]) for z in (p[1], p[3], p[5]))
+        run = PreparedQLinearAdd(qlinear_add_parameters(*p), p[1].dtype, zero_points, fallback)
         return (run, (ins[0], ins[3]), outs, {}, free, info, False), [ins[0], ins[3]]
     if fn is qlinear_global_average_pool and len(ins) == 5 and not attrs.get("channels_last"):
         p = _parameters(st, known, (1, 2, 3, 4))

@@ -77,16 +77,21 @@ def qlinear_add_parameters(A_scale, A_zero_point, B_scale, B_zero_point, C_scale
 
 def qlinear_add_values(A, B, ratio_a, ratio_b, fixed):
     """QLinearAdd from its parameters (:func:`qlinear_add_parameters`): A's type."""
-    a = A.astype(np.float32)
+    return requantize_finite(qlinear_add_sum(A.astype(np.float32), B.astype(np.float32), ratio_a, ratio_b, fixed),
+                             0.0, A.dtype)
+
+
+def qlinear_add_sum(a, b, ratio_a, ratio_b, fixed):
+    """The float32 sum QLinearAdd rounds, from its operands' 8-bit values as NEW float32 arrays ``a`` and
+    ``b`` (scaled in place)."""
     a *= ratio_a
-    b = B.astype(np.float32)
     b *= ratio_b
     try:
         value = np.add(a, b, out=a)
     except ValueError:  # B broadcasts A to a larger shape
         value = a + b
     value += fixed
-    return requantize_finite(value, 0.0, A.dtype)
+    return value
 
 
 @kernel("QLinearMul", since=1, domain=MS)
