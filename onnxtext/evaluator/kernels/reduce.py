@@ -160,7 +160,7 @@ def _prepare_reduce(plain, reducer, axes_as_input):
         counts: dict = {}  # (shape, dtype) -> the number of values per mean as a 0-d array of the dtype
 
         def run(data, *axes_input):
-            if data.dtype is not _FLOAT32 and data.dtype is not _FLOAT64:
+            if data.dtype != _FLOAT32 and data.dtype != _FLOAT64:
                 return plain(data, *axes_input, **options)
             axis = by_rank.get(data.ndim)
             if axis is None:
