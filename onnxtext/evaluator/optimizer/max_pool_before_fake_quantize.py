@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from ..fused.original import OriginalSteps
 from ..fused.quantization import ConvFakeQuantize, FakeQuantize, PooledFakeQuantize
-from .qlinear_conv import max_pool_of
+from .graph import GraphView
+from .qlinear_conv import sole_max_pool
 
 NAME = "max_pool_before_fake_quantize"
 LEVEL = 1
@@ -32,28 +33,21 @@ def _windows_hold_values(attrs: dict) -> bool:
 
 
 def apply(steps: list, keep: set, known) -> list:
-    readers: dict[str, list[int]] = {}
-    for i, (_, used) in enumerate(steps):
-        for n in set(used):
-            readers.setdefault(n, []).append(i)
-    out = list(steps)
+    view = GraphView(steps, keep, known)
     changed = False
-    for j, (st, used) in enumerate(steps):
-        fq = st[0]
+    for j in range(len(view)):
+        st = view.step(j)
+        fq = st[0] if st is not None else None
         if type(fq) not in (FakeQuantize, ConvFakeQuantize) or not fq.scale > 0 or len(st[1]) != 1 or \
                 len(st[2]) != 1:
             continue
-        y = st[2][0]
-        pools = readers.get(y)
-        if y in keep or pools is None or len(pools) != 1 or out[pools[0]] is None:
+        found = sole_max_pool(view, st[2][0])
+        if found is None or not _windows_hold_values(view.step(found[0])[3]):
             continue
-        k = pools[0]
-        pst = steps[k][0]
-        pool = max_pool_of(pst, y)
-        if pool is None or not _windows_hold_values(pst[3]):
-            continue
+        k, pool = found
+        pst = view.step(k)
         fallback = OriginalSteps([st, pst], st[1], pst[2], {})
-        out[j] = ((PooledFakeQuantize(pool, fq, fallback), st[1], pst[2], {}, st[4], st[5], False), list(used))
-        out[k] = None
+        view.replace(j, (PooledFakeQuantize(pool, fq, fallback), st[1], pst[2], {}, st[4], st[5], False), st[1])
+        view.remove(k)
         changed = True
-    return [entry for entry in out if entry is not None] if changed else steps
+    return view.entries() if changed else steps

@@ -24,6 +24,7 @@ from ..fused.original import OriginalSteps
 from ..fused.quantization import PreparedQLinearConv, QuantizedInputConv
 from ..kernels.quantize import per_tensor_float32
 from ..steps import KernelContext
+from .graph import GraphView
 
 _EXACT_FLOAT32 = 1 << 24
 
@@ -120,31 +121,36 @@ def _with_quantized_input(steps: list, keep: set, known) -> list:
     return [entry for entry in out if entry is not None]
 
 
-def _with_pool(steps: list, keep: set) -> list:
+def _with_pool(steps: list, keep: set, known) -> list:
     """PreparedQLinearConv steps followed by the MaxPool that alone reads their result, as one step."""
-    readers: dict[str, list[int]] = {}
-    for i, (_, used) in enumerate(steps):
-        for n in set(used):
-            readers.setdefault(n, []).append(i)
-    out = list(steps)
-    for j, (st, _) in enumerate(steps):
-        run = st[0]
+    view = GraphView(steps, keep, known)
+    changed = False
+    for j in range(len(view)):
+        st = view.step(j)
+        run = st[0] if st is not None else None
         if type(run) is not PreparedQLinearConv or run.pool is not None or \
                 not bool(np.all(np.asarray(run.multiplier) > 0)):
             continue
-        y = st[2][0]
-        pools = readers.get(y)
-        if y in keep or pools is None or len(pools) != 1 or out[pools[0]] is None:
+        found = sole_max_pool(view, st[2][0])
+        if found is None:
             continue
-        k = pools[0]
-        pst = steps[k][0]
-        pool = max_pool_of(pst, y)
-        if pool is None:
-            continue
+        k, pool = found
+        pst = view.step(k)
         fallback = OriginalSteps(run.fallback.steps + [pst], run.fallback.inputs, pst[2], run.fallback.constants)
-        out[j] = ((run.with_pool(pool, fallback), st[1], pst[2], {}, st[4], st[5], False), list(steps[j][1]))
-        out[k] = None
-    return [entry for entry in out if entry is not None]
+        view.replace(j, (run.with_pool(pool, fallback), st[1], pst[2], {}, st[4], st[5], False), st[1])
+        view.remove(k)
+        changed = True
+    return view.entries() if changed else steps
+
+
+def sole_max_pool(view: GraphView, name: str):
+    """``(index, pooled(values))`` of the MaxPool step that alone reads ``name`` (not a kept value),
+    running MaxPool's own kernel with one output (:func:`max_pool_of`), else None."""
+    k = view.only_reader(name)
+    if k is None:
+        return None
+    pool = max_pool_of(view.step(k), name)
+    return None if pool is None else (k, pool)
 
 
 def max_pool_of(st, x: str):
@@ -170,4 +176,4 @@ LEVEL = 1
 
 
 def apply(steps: list, keep: set, known) -> list:
-    return _with_quantized_input(_with_pool([_prepared(entry, known) for entry in steps], keep), keep, known)
+    return _with_quantized_input(_with_pool([_prepared(entry, known) for entry in steps], keep, known), keep, known)
