@@ -6,9 +6,6 @@ keys are matched against the pool's keys with a sorted search. The pool's tables
 node (:mod:`.derived_cache`).
 """
 
-from itertools import repeat
-from operator import add
-
 import numpy as np
 
 from ..limits import check_allocation
@@ -52,13 +49,12 @@ class _Pool:
         self.unique_indexes = np.unique(self.indexes).size == self.indexes.size
         self.width = int(self.indexes.max()) + 1
         # small inputs: n-gram -> its pool position, or straight to its output column when no two pool
-        # entries share one; unigrams keyed by the token itself (no 1-tuple per token: a token is never
-        # a tuple, so both kinds of keys share one dict)
+        # entries share one; unigrams keyed by the token itself (no 1-tuple per token)
         columns = self.indexes.tolist()
         self.lookups = {}
         for by_column in (False, True):
-            self.lookups[by_column] = {g[0] if len(g) == 1 else g: columns[i] if by_column else i
-                                       for g, i in self.gram_position.items()}.get
+            grams_to = {g: columns[i] if by_column else i for g, i in self.gram_position.items()}
+            self.lookups[by_column] = ({g[0]: v for g, v in grams_to.items() if len(g) == 1}.get, grams_to.get)
         self.column_weight = None  # weight by output column (unique indexes): built once the width is checked
 
 
@@ -75,59 +71,49 @@ def _key(base: int, id_columns):
 SMALL_INPUT_GRAMS = 512
 
 
-def _small_counts(rows: np.ndarray, pool: _Pool, min_n: int, max_n: int, max_skip: int,
-                  by_column: bool = False) -> np.ndarray:
-    """[batch, pool size] int64 counts of every pool n-gram found in ``rows`` [batch, length], by looking each
-    one up in a dict; with ``by_column`` (pools whose n-grams have distinct output columns) [batch, output
-    width] counts per output column.
+def _found_cells_small(rows: np.ndarray, pool: _Pool, min_n: int, max_n: int, max_skip: int,
+                       by_column: bool = False) -> list:
+    """Flat (row, pool n-gram) positions of every n-gram found in ``rows`` [batch, length], by looking
+    each one up in a dict; with ``by_column`` (pools whose n-grams have distinct output columns) flat
+    (row, output column) positions.
 
-    The candidate n-grams of all rows, for every (n, skip), form one list of keys (tokens for unigrams,
-    tuples for longer n-grams) over the flattened tokens, and their cells come from one ``map`` in C:
-    a window's row start (kept per input shape by :func:`_window_starts`) plus the key's position. Keys
-    not in the pool count in an extra column, windows that cross a row's end in an extra row; both are
-    cut off the counts."""
-    lookup = pool.lookups[by_column]
+    The candidate n-grams of all rows are looked up in one ``map`` per (n, skip) over the flattened tokens;
+    windows that cross a row's end are dropped by their start's entry in ``starts``, which also holds the
+    row's first flat position (kept per input shape)."""
+    unigram, position = pool.lookups[by_column]
     stride = pool.width if by_column else pool.size
     batch, length = rows.shape
     flat = rows.ravel().tolist()
-    keys = []
+    cells = []
     for n in range(min_n, max_n + 1):
         for step in range(1, max_skip + 2 if n > 1 else 2):  # a unigram is the same whatever the skip
-            if (n - 1) * step < length:
-                keys += flat if n == 1 else zip(*[flat[j * step:] for j in range(n)])
-    if not keys:
-        return np.zeros((batch, stride), np.int64)
-    starts = _window_starts(batch, length, min_n, max_n, max_skip, stride)
-    cells = list(map(add, starts, map(lookup, keys, repeat(stride))))
-    counts = np.bincount(cells, minlength=(batch + 1) * (stride + 1))
-    return counts.reshape(batch + 1, stride + 1)[:batch, :stride]
+            span = (n - 1) * step
+            if span >= length:
+                continue
+            found = map(unigram, flat) if n == 1 else map(position, zip(*[flat[j * step:] for j in range(n)]))
+            starts = _window_starts(batch, length, span, stride)
+            cells += [b + i for b, i in zip(starts, found) if i is not None and b is not None]
+    return cells
 
 
 _STARTS: dict = {}
 
 
-def _window_starts(batch: int, length: int, min_n: int, max_n: int, max_skip: int, stride: int) -> list:
-    """Per key of :func:`_small_counts` (the same (n, skip) order), the first cell of its window's row in
-    counts of ``stride + 1`` columns per row, or the extra row's when the window crosses its row's end."""
-    key = (batch, length, min_n, max_n, max_skip, stride)
+def _window_starts(batch: int, length: int, span: int, stride: int) -> list:
+    """Per flat token position, ``row * stride`` when a window of ``span`` starting there stays in its row,
+    else None."""
+    key = (batch, length, span, stride)
     starts = _STARTS.get(key)
     if starts is None:
         if len(_STARTS) > 64:
             _STARTS.clear()
-        starts = []
-        outside = batch * (stride + 1)
-        for n in range(min_n, max_n + 1):
-            for step in range(1, max_skip + 2 if n > 1 else 2):
-                span = (n - 1) * step
-                if span < length:
-                    starts += [(s // length) * (stride + 1) if s % length + span < length else outside
-                               for s in range(batch * length - span)]
-        _STARTS[key] = starts
+        starts = _STARTS[key] = [r * stride if s + span < length else None for r in range(batch)
+                                 for s in range(length)]
     return starts
 
 
 def _found_cells(rows: np.ndarray, pool: _Pool, min_n: int, max_n: int, max_skip: int) -> np.ndarray:
-    """:func:`_small_counts` vectorized (flat (row, pool n-gram) cells): n-grams of token ids packed into integer keys, matched
+    """:func:`_found_cells_small` vectorized: n-grams of token ids packed into integer keys, matched
     against the pool's sorted keys."""
     batch, length = rows.shape
     if rows.dtype == object:
@@ -184,7 +170,8 @@ def _tfidf(X, pool: _Pool, mode, min_gram_length, max_gram_length, max_skip_coun
     check_allocation(batch * pool.width, 4, "TfIdfVectorizer")  # the output width comes from ngram_indexes
     if batch * length * combinations <= SMALL_INPUT_GRAMS and pool.unique_indexes:
         # counted straight into the output columns
-        counts = _small_counts(rows, pool, min_gram_length, max_gram_length, max_skip_count, True).astype(np.float32)
+        cells = _found_cells_small(rows, pool, min_gram_length, max_gram_length, max_skip_count, True)
+        counts = np.bincount(cells, minlength=batch * pool.width).reshape(batch, pool.width).astype(np.float32)
         if mode == "IDF":
             np.minimum(counts, 1, out=counts)
         if mode != "TF":
@@ -195,10 +182,10 @@ def _tfidf(X, pool: _Pool, mode, min_gram_length, max_gram_length, max_skip_coun
             counts *= pool.column_weight
         return counts[0] if X.ndim == 1 else counts
     if batch * length * combinations <= SMALL_INPUT_GRAMS:
-        counts = _small_counts(rows, pool, min_gram_length, max_gram_length, max_skip_count).astype(np.float32)
+        cells = np.array(_found_cells_small(rows, pool, min_gram_length, max_gram_length, max_skip_count), np.int64)
     else:
         cells = _found_cells(rows, pool, min_gram_length, max_gram_length, max_skip_count)
-        counts = np.bincount(cells, minlength=batch * pool.size).reshape(batch, pool.size).astype(np.float32)
+    counts = np.bincount(cells, minlength=batch * pool.size).reshape(batch, pool.size).astype(np.float32)
     if mode == "TF":
         scores = counts
     elif mode == "IDF":
