@@ -16,7 +16,7 @@ from helpers import text_model
 
 from onnxtext import Evaluator
 from onnxtext.evaluator import runtime, threads
-from onnxtext.evaluator.threads import (CHECK_ABOVE, FIRST_GAP, GAIN, QUIET_BELOW, QUIET_RUNS, STALL, WINDOW,
+from onnxtext.evaluator.threads import (CHECK_SHARE, FIRST_GAP, GAIN, QUIET_BELOW, QUIET_RUNS, STALL, WINDOW,
                                          ThreadChooser)
 
 
@@ -183,28 +183,42 @@ def test_the_load_average_decides_only_the_tries():
     assert chooser.best == 2 and used.count(2) > 90
 
 
-@pytest.mark.parametrize("seconds, checked", [(CHECK_ABOVE, True), (CHECK_ABOVE / 2, False)])
-def test_a_kept_count_is_not_used_beside_a_busy_process(seconds, checked):
-    # more threads kept on an idle machine; another process starts: with runs long enough to pay for
-    # the check, the next run already uses one thread (no stalled run), and two again once it is gone;
-    # shorter runs are not checked, and run as a chooser that never hears of the other process
-    other = {"running": False, "asked": 0}
-
-    def busy_now(most):
-        other["asked"] += 1
-        return other["running"]
-
-    chooser = ThreadChooser(2, lambda t: None, busy=IDLE, busy_now=busy_now)
-    unaware = ThreadChooser(2, lambda t: None, busy=IDLE, busy_now=IDLE)
-    cost = lambda t: seconds * (1.0 if t == 2 else 1.6)  # noqa: E731 - two threads faster on the idle machine
-    assert simulate(chooser, cost, 50) == simulate(unaware, cost, 50) and chooser.best == 2
+def test_a_kept_count_is_not_used_beside_a_busy_process():
+    # more threads kept on an idle machine; another process starts: the next run already uses one
+    # thread (no stalled run), and two again once it is gone
+    other = {"running": False}
+    chooser = ThreadChooser(2, lambda t: None, busy=IDLE, busy_now=lambda most: other["running"])
+    cost = lambda t: 100.0 * (1.0 if t == 2 else 1.6)  # noqa: E731 - long runs: the question is asked before each
+    simulate(chooser, cost, 50)
+    assert chooser.best == 2
     other["running"] = True
-    used = simulate(chooser, cost, 10)
-    assert used == ([1] * 10 if checked else simulate(unaware, cost, 10))
+    assert simulate(chooser, cost, 10) == [1] * 10
     other["running"] = False
     used = simulate(chooser, cost, 10)
     assert used[0] == 2 and used.count(2) >= 9 and chooser.best == 2
-    assert (other["asked"] > 0) is checked
+
+
+def test_short_runs_are_asked_whether_another_process_runs_in_proportion():
+    # a question taking at least 20 us before runs of 1 ms with the kept count: at most one run in 3
+    # is asked (20 us is 1% of 2 ms), the unasked ones keep the chosen count
+    asked = []
+
+    def busy_now(most):
+        asked.append(most)
+        end = time.perf_counter() + 20e-6
+        while time.perf_counter() < end:
+            pass
+        return False
+
+    chooser = ThreadChooser(2, lambda t: None, busy=IDLE, busy_now=busy_now)
+    cost = lambda t: 1e-3 * (1.0 if t == 2 else 1.6)  # noqa: E731
+    simulate(chooser, cost, 50)
+    assert chooser.best == 2
+    asked.clear()
+    used = simulate(chooser, cost, 300)
+    unasked = int(20e-6 / (CHECK_SHARE * 1e-3))  # (at least: the question may take longer than 20 us)
+    assert 1 <= len(asked) <= 300 // (unasked + 1) + 1, len(asked)
+    assert used.count(2) >= 300 - 300 // FIRST_GAP
 
 
 # (cores, threads tried, one-minute load average, other processes' threads runnable now or None, busy)

@@ -25,10 +25,13 @@ changes under a long-lived process, so :class:`ThreadChooser` measures, preferri
   that window share their core with it (magika, a 19 ms run whose one Conv takes 11 ms: the next 3-4
   runs took 28-43 ms beside a CPU-bound process, against 19 ms otherwise). The load average alone
   takes a minute to notice a process that just started; the count of runnable threads sees it at once;
-* while more threads are kept, a run whose median with them is over ``CHECK_ABOVE`` seconds first
-  asks whether another process's thread is runnable now (:func:`others_busy`, 10-75 us of
-  ``/proc`` reads) and, if one is, uses one thread, the count staying chosen: a process that starts
-  beside costs no stalled run (the load average cannot decide this: it counts this process's own threads).
+* while more threads are kept, runs first ask whether another process's thread is runnable now
+  (:func:`others_busy`) and, if one is, use one thread, the count staying chosen: a process that
+  starts beside costs no stalled run (the load average cannot decide this: it counts this process's
+  own threads). The question costs 10-75 us of ``/proc`` reads (more in a process of many threads),
+  so it is asked before as few runs as keep its measured cost under ``CHECK_SHARE`` of their time
+  (at 25 us: every run of a 10 ms model, one run in six of a 0.5 ms one); the stall rule covers
+  the others.
 
 A run's time is what the chooser sees, so the decision is per model (a model without large matmuls
 stays on one thread). A model whose one-thread runs take under ``QUIET_BELOW`` seconds has no matmul
@@ -42,6 +45,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 #: runs per thread count whose median decides
 WINDOW = 3
@@ -52,8 +56,8 @@ GAIN = 0.85
 STALL = 1.3
 #: one-thread runs shorter than this (seconds) are timed only once every QUIET_RUNS + 1 runs
 QUIET_BELOW, QUIET_RUNS = 2e-4, 63
-#: while more threads are kept, runs taking at least this (seconds) with them check others_busy first
-CHECK_ABOVE = 2e-3
+#: while more threads are kept, others_busy is asked before as few runs as keep its cost under this share
+CHECK_SHARE = 0.01
 
 
 def cores_busy(most: int) -> bool:
@@ -151,6 +155,7 @@ class ThreadChooser:
         self.lock = threading.Lock()
         self.current = most  # the library's count before the first run
         self.skip = 0  # runs left that are not timed (see QUIET_BELOW)
+        self.unasked = 0  # runs with the kept count left before busy_now is asked again (see CHECK_SHARE)
 
     def begin(self) -> int | None:
         """The thread count to time the next run with (see :meth:`pick`), or None when this run is not
@@ -180,13 +185,23 @@ class ThreadChooser:
                     self.refused += 1
                     if self.refused >= 2:
                         self._settle(1, lost=True)
-            elif (want != 1 and want == self.best and _median(self.times[want]) >= CHECK_ABOVE
-                  and self.busy_now(self.most)):
+            elif want != 1 and want == self.best and self._busy_now():
                 want = 1  # (the kept count would stall: this run uses one thread, a fresh one-thread time)
             if want != self.current:
                 self.set_threads(want)
                 self.current = want
             return want
+
+    def _busy_now(self) -> bool:
+        """``busy_now`` for a run with the kept count, or False for the runs that skip the question
+        (as many as its measured cost over ``CHECK_SHARE`` of the kept count's median run)."""
+        if self.unasked:
+            self.unasked -= 1
+            return False
+        start = time.perf_counter()
+        busy = self.busy_now(self.most)
+        self.unasked = int((time.perf_counter() - start) / (CHECK_SHARE * _median(self.times[self.best])))
+        return busy
 
     def record(self, threads: int, seconds: float) -> None:
         """The time of a run made with ``threads``."""
