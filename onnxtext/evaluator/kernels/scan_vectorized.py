@@ -9,8 +9,8 @@ per step and slice (300 samples x 4 steps); run once on the stacked slices it is
 
 * every state output is its state input, directly or through ``Identity`` (so the final states are the
   initial ones and no iteration depends on another);
-* every step's kernel is the registered ONNX kernel of its node (no optimizer rewrite) and has a batching
-  rule below, or reads no scanned value at all (then it runs once, if it is deterministic and not a
+* every step's kernel is the registered ONNX kernel of its node (no optimizer rewrite; a step holding the
+  kernel's prepared form runs the kernel itself with the node's attributes) and has a batching rule below, or reads no scanned value at all (then it runs once, if it is deterministic and not a
   control-flow or other context kernel);
 * no intermediate would exceed :data:`MAX_BATCHED_ELEMENTS` (checked from shapes before computing).
 
@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-from ..registry import lookup
+from ..registry import lookup, prepared_form
 from ..steps import CONTROL, UNUSED
 from .derived_cache import derived
 
@@ -59,28 +59,44 @@ class _Decline(Exception):
     """This body (or these shapes) cannot be vectorized: run the loop."""
 
 
-def _body_plan_ok(plan) -> bool:
-    """Whether every step of a body plan has a batching rule or is deterministic (decided once per plan)."""
-    from ..plan import find_schema
+def _body_kernels(plan) -> list | None:
+    """Per step of a body plan, the ``(kernel, attributes)`` the batching rules call, or None when a step is
+    not its node's registered kernel (or prepared form of it), is a context kernel or is not
+    deterministic (decided once per plan). A prepared form (registry.prepares) holds its attributes:
+    the node's are read again for the plain kernel."""
+    from ..plan import find_schema, prepare_node
 
-    def ok():
+    def kernels():
+        found = []
         for st in plan.steps:
             info = st.info
             node = info.node
             registered = lookup(node.op_type, info.domain, info.opset or 0) if info.domain == "" else None
-            if registered is None or registered.fn is not st.fn or st.context or info.subplans:
-                return False
+            if registered is None or st.context or info.subplans:
+                return None
+            if registered.fn is st.fn:
+                found.append((st.fn, st.attrs))
+            elif prepared_form(registered.fn) is not None and not st.attrs:
+                _, fn, attrs, context = prepare_node(node, info.index, info.prep, info.graph, info.path)
+                if fn is not registered.fn or context:
+                    return None
+                found.append((fn, attrs))
+            else:
+                return None
             schema = find_schema(node.op_type, info.domain, info.opset or 0)
             if schema is None or schema.non_deterministic:
-                return False
-        return True
-    return derived("scan-vectorizable", (plan,), ok)
+                return None
+        return found
+    return derived("scan-vectorizable", (plan,), kernels)
 
 
 def run_vectorized(plan, base: dict, states: list, scan_inputs: list, in_axes, in_dirs, n_scan_out: int):
     """(final states, stacked scan outputs in iteration order) of a Scan body run once over all slices, or
     None when the body does not qualify (see the module docstring)."""
-    if not VECTORIZED or CONTROL in base or not scan_inputs or not _body_plan_ok(plan):
+    if not VECTORIZED or CONTROL in base or not scan_inputs:
+        return None
+    kernels = _body_kernels(plan)
+    if kernels is None:
         return None
     n_states = len(states)
     state_names = plan.input_names[:n_states]
@@ -101,8 +117,8 @@ def run_vectorized(plan, base: dict, states: list, scan_inputs: list, in_axes, i
         env[name] = moved[::-1] if reverse else moved
         batched.add(name)
     try:
-        for st in plan.steps:
-            _run_step(st, env, batched, length)
+        for st, (fn, attrs) in zip(plan.steps, kernels):
+            _run_step(st, fn, attrs, env, batched, length)
     except _Decline:
         return None
     outputs = []
@@ -131,8 +147,8 @@ def _check_size(shape) -> None:
         raise _Decline
 
 
-def _run_step(st, env, batched, length) -> None:
-    fn, ins, outs, attrs = st.fn, st.inputs, st.outputs, st.attrs
+def _run_step(st, fn, attrs, env, batched, length) -> None:
+    ins, outs = st.inputs, st.outputs
     args = [env[n] for n in ins]
     if not any(n in batched for n in ins if n):
         out = fn(*args, **attrs)  # reads no scanned value: the same in every iteration, computed once
