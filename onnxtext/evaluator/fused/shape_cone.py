@@ -110,3 +110,36 @@ class LayoutViews:
             else:
                 x = x.transpose(op) if op else x.T
         return x
+
+
+class SplitViews:
+    """A Split whose parts are read only by steps that take strided operands (products through BLAS,
+    and views on the way to them: rule ``layout_views``): each part is a view of the data along
+    ``axis`` instead of a copy. The node's own step (``fallback``) runs on the first call for a data
+    shape, and the parts' bounds are read from what it returns; its other inputs are constants."""
+
+    __slots__ = ("fallback", "axis", "indices")
+
+    def __init__(self, fallback, axis: int):
+        self.fallback, self.axis = fallback, axis
+        self.indices: dict = {}
+
+    def __call__(self, data, *rest):
+        if type(data) is not np.ndarray:
+            return self.fallback(data, *rest)
+        index = self.indices.get(data.shape)
+        if index is not None:
+            return tuple([data[i] for i in index])
+        parts = self.fallback(data, *rest)
+        axis = self.axis + data.ndim if self.axis < 0 else self.axis
+        if type(parts) is tuple and 0 <= axis < data.ndim:
+            lead = (slice(None),) * axis
+            index, begin = [], 0
+            for part in parts:
+                end = begin + part.shape[axis]
+                index.append(lead + (slice(begin, end),))
+                begin = end
+            if len(self.indices) >= MAX_SIGNATURES:
+                self.indices.clear()
+            self.indices[data.shape] = tuple(index)
+        return parts

@@ -16,7 +16,8 @@ from __future__ import annotations
 from ..fused.attention import DotProductAttention, HeadsAttention
 from ..fused.linear import MatMulAdd, MatMulAddResidual, SharedInputProducts
 from ..fused.original import OriginalSteps
-from ..fused.shape_cone import LayoutViews, ShapedView
+from ..fused.shape_cone import LayoutViews, ShapedView, SplitViews
+from ..registry import lookup
 from .graph import GraphView
 
 NAME = "layout_views"
@@ -42,11 +43,60 @@ def _strided_reader(view: GraphView, j: int) -> bool:
     return type(view.step(j)[0]) in STRIDED_READERS or view.op(j) in ("MatMul", "Gemm")
 
 
+def _read_as_views(view: GraphView, name: str, depth: int = 2) -> bool:
+    """Whether every reader of ``name`` takes strided operands: a strided reader, a cached reshape
+    reading only its shape, or (``depth`` times) a reshape, Transpose or LayoutViews step whose result
+    is read that way too."""
+    if name in view.keep:
+        return False
+    readers = [j for j, e in enumerate(view.steps) if e is not None and name in e[1]]
+    if not readers:
+        return False
+    for j in readers:
+        if _strided_reader(view, j):
+            continue
+        st = view.step(j)
+        if type(st[0]) is ShapedView and name not in st[1][:1]:
+            continue  # (read as a shape source: only its shape is used)
+        if depth and st[1][0] == name and len(st[2]) == 1 and \
+                (_layout(view, j) is not None or type(st[0]) is LayoutViews) and \
+                _read_as_views(view, st[2][0], depth - 1):
+            continue
+        return False
+    return True
+
+
+def _runs_split(st) -> bool:
+    """Whether the step runs an ONNX Split node's own kernel (a context kernel, which
+    :meth:`GraphView.op` does not name)."""
+    info = st[5]
+    if info is None or info.domain or info.node.op_type != "Split" or tuple(info.node.input) != tuple(st[1]):
+        return False
+    k = lookup("Split", "", info.opset or 0)
+    return k is not None and k.fn is st[0]
+
+
+def _split_views(view: GraphView) -> bool:
+    """Splits whose parts are all read as views (:func:`_read_as_views`) become SplitViews steps."""
+    changed = False
+    for i in range(len(view)):
+        st = view.step(i)
+        if st is None or not _runs_split(st) or len(st[2]) < 2 or not all(st[2]) or \
+                any(n and view.constant(n) is None for n in st[1][1:]) or \
+                not all(_read_as_views(view, n) for n in st[2]):
+            continue
+        constants = {n: view.constant(n) for n in st[1][1:] if n}
+        fused = SplitViews(OriginalSteps([st], st[1], st[2], constants), int(st[3].get("axis", 0)))
+        view.replace(i, (fused, st[1], st[2], {}, st[4], st[5], False), view.steps[i][1])
+        changed = True
+    return changed
+
+
 def apply(steps: list, keep: set, known) -> list:
     if not any(type(st[0]) in STRIDED_READERS for st, _ in steps):
         return steps
     view = GraphView(steps, keep, known)
-    changed = False
+    changed = _split_views(view)
     for i in reversed(range(len(view))):
         if _layout(view, i) is None:
             continue
