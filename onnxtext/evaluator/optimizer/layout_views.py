@@ -96,7 +96,7 @@ def apply(steps: list, keep: set, known) -> list:
     if not any(type(st[0]) in STRIDED_READERS for st, _ in steps):
         return steps
     view = GraphView(steps, keep, known)
-    changed = _split_views(view)
+    changed = False
     for i in reversed(range(len(view))):
         if _layout(view, i) is None:
             continue
@@ -137,4 +137,5 @@ def apply(steps: list, keep: set, known) -> list:
             view.remove(k)
         view.replace(i, (fused, inputs, (out,), {}, (), view.step(i)[5], False), list(inputs))
         changed = True
+    changed = _split_views(view) or changed  # (after the chains: their LayoutViews steps read the parts)
     return view.entries() if changed else steps
