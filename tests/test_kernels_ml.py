@@ -110,7 +110,8 @@ def random_forest(n_trees, depth, n_features, seed, mode="BRANCH_LEQ", n_targets
     """Binary regression trees of ``depth`` (legacy encoding), every interior node one ``mode``; a node sends
     missing values to its true branch with probability ``missing_tracks``. With ``early_leaves``, a node
     above the last level is a leaf with that probability (unbalanced trees, as sklearn grows them; the
-    roots stay interior and node ids keep their heap numbers)."""
+    roots stay interior and node ids keep their heap numbers, which onnxruntime accepts while they stay
+    below the forest's node count: give one-tree forests no early leaves)."""
     rng = np.random.default_rng(seed)
     attrs = {k: [] for k in ("nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_values", "nodes_modes",
                              "nodes_truenodeids", "nodes_falsenodeids", "nodes_missing_value_tracks_true",
@@ -331,6 +332,10 @@ CASES = [
      random_forest(6, 7, 5, seed=15, missing_tracks=0, early_leaves=0.25)),
     ("forest_classifier_unbalanced_depth3", "TreeEnsembleClassifier", XF, LABEL_SCORE, {"X": X_WIDE[:6]},
      random_forest_classifier(9, 3, 5, seed=16, labels=[0, 1, 2], missing_tracks=0, early_leaves=0.4)),
+    ("forest_one_tree_two_targets", "TreeEnsembleRegressor", XF, [("Y", F)], {"X": X_WIDE[:6]},
+     random_forest(1, 4, 5, seed=17, missing_tracks=0)),
+    ("forest_classifier_one_tree_binary_voted_class0", "TreeEnsembleClassifier", XF, LABEL_SCORE,
+     {"X": X_WIDE[:6]}, random_forest_classifier(1, 3, 5, seed=18, labels=[4, 9], voted=0, missing_tracks=0)),
     ("forest_tracks_without_nan_input", "TreeEnsembleRegressor", XF, [("Y", F)], {"X": np.nan_to_num(X_WIDE)},
      random_forest(6, 4, 5, seed=6)),
     ("forest_double_input", "TreeEnsembleRegressor", [("X", D)], [("Y", F)], {"X": X_WIDE.astype(np.float64)},
@@ -567,6 +572,8 @@ BATCH_WALK = [
     ("forest_unbalanced_depth4", True),
     ("forest_unbalanced_depth7_two_targets", True),
     ("forest_classifier_unbalanced_depth3", True),
+    ("forest_one_tree_two_targets", True),
+    ("forest_classifier_one_tree_binary_voted_class0", True),
     ("forest_tracks_without_nan_input", True),
     ("forest_double_input", True),
     ("forest_classifier_three_classes", True),

@@ -360,15 +360,17 @@ class _BinaryClassifier:
         """(label, Z) from the voted class's summed score ``s`` [N]."""
         if self.shift is not None:
             s = s + self.shift
-        label = self.labels[(s > self.threshold).view(np.int8)]
+        label = self.labels.take(s > self.threshold)  # (take reads the booleans as 0 and 1)
         if self.voted == 1:  # [0, s], transformed as a pair
             z = s[:, None] * _ZERO_ONE
             if transform != "NONE":
                 z = post_transform(z, transform)
-        elif self.probabilities:
+        elif self.probabilities:  # [1 - T(s), T(s)], written column by column (no broadcast products)
             t = post_transform(s, transform) if transform in ("LOGISTIC", "PROBIT") else s
-            z = t[:, None] * _MINUS_PLUS
-            z += _ONE_ZERO
+            z = np.empty((t.size, 2), np.float32)
+            np.subtract(1.0, t, out=z[:, 0])
+            z[:, 1] = t
+            return label, z
         elif transform == "LOGISTIC":  # [L(-s), L(s)] = 1 / (1 + exp([s, -s]))
             z = np.exp(s[:, None] * _PLUS_MINUS)
             z += 1
@@ -378,8 +380,7 @@ class _BinaryClassifier:
         return label, z.astype(np.float32)
 
 
-_ZERO_ONE, _ONE_ZERO = np.array([0.0, 1.0]), np.array([1.0, 0.0])
-_MINUS_PLUS, _PLUS_MINUS = np.array([-1.0, 1.0]), np.array([1.0, -1.0])
+_ZERO_ONE, _MINUS_PLUS, _PLUS_MINUS = np.array([0.0, 1.0]), np.array([-1.0, 1.0]), np.array([1.0, -1.0])
 
 
 @kernel("TreeEnsemble", since=5, domain=ML)

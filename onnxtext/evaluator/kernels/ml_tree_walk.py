@@ -152,8 +152,10 @@ class BatchWalk:
                 d = d + compare(flat[feature[d]], threshold[d])
         n, trees, targets = self.shape
         if targets == 1:
-            return self.edge_values.take(d).reshape(n, trees).sum(axis=1, keepdims=True)
-        return self.edge_values.take(d, axis=1).reshape(targets, n, trees).sum(axis=2).T
+            values = self.edge_values.take(d).reshape(n, trees)
+            return values if trees == 1 else values.sum(axis=1, keepdims=True)  # (one tree: nothing to add)
+        values = self.edge_values.take(d, axis=1)
+        return values.T if trees == 1 else values.reshape(targets, n, trees).sum(axis=2).T
 
 
 def _first_block(forest, children: np.ndarray, levels: int):
