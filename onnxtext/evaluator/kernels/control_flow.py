@@ -42,12 +42,7 @@ class _BodyRunner:
         if CONTROL in self.base:
             self.plan, self.pending = plan, None
             return
-        split = _invariant_split(plan)
-        if split is None:
-            self.pending = None
-        else:
-            self.pending, plan = split
-        self.plan = _without_frees(plan)
+        self.pending, self.plan = _body_plans(plan)
 
     def run_invariant(self) -> None:
         """Run the hoisted loop-invariant steps (once, before the first iteration)."""
@@ -62,18 +57,26 @@ class _BodyRunner:
         return self.plan.run_bound(self.base, inputs)
 
 
+def _body_plans(plan):
+    """(plan of the body's loop-invariant steps or None, plan of an iteration): decided once per body plan
+    (one cache lookup per node execution)."""
+    def make():
+        split = _invariant_split(plan)
+        pending, kept = (None, plan) if split is None else split
+        return pending, _without_frees(kept)
+    return derived("loop-body", (plan,), make)
+
+
 def _without_frees(plan):
     """The body plan with no step dropping values it no longer needs: an iteration's values all go
     with its copy of the bound values at its end anyway, and the drops cost a dict pop each (about 20
-    per iteration of torch's exported loop bodies). Decided once per body plan."""
-    return derived("body-without-frees", (plan,), lambda: GraphPlan(
-        plan.name, plan.input_names, plan.output_names, plan.constants, plan.free,
-        [st._replace(free=()) for st in plan.steps], plan.keep))
+    per iteration of torch's exported loop bodies)."""
+    return GraphPlan(plan.name, plan.input_names, plan.output_names, plan.constants, plan.free,
+                     [st._replace(free=()) for st in plan.steps], plan.keep)
 
 
 def _invariant_split(plan):
-    """(plan of the loop-invariant steps, plan of the others) of a body, or None when none is invariant;
-    decided once per body plan."""
+    """(plan of the loop-invariant steps, plan of the others) of a body, or None when none is invariant."""
     def split():
         varying = set(plan.input_names)
         hoisted, kept = [], []
@@ -91,7 +94,7 @@ def _invariant_split(plan):
         shared = set(plan.keep).union(*(st.outputs for st in hoisted))  # the iterations read them all
         return (GraphPlan(plan.name, [], [], {}, (), hoisted, shared),
                 GraphPlan(plan.name, plan.input_names, plan.output_names, plan.constants, plan.free, kept, plan.keep))
-    return derived("loop-invariant", (plan,), split)
+    return split()
 
 
 def _truth(cond) -> bool:
@@ -180,9 +183,20 @@ def loop(ctx, M, cond, *v_initial, body):
         i += 1
     for k in range(n_scan):
         charge_run(scan_bytes[k], f"Loop scan output {k}")
-    stacked = [np.stack(s) if s else _empty_scan_output(body.output[1 + n_carried + k])
+    stacked = [_stacked(s) if s else _empty_scan_output(body.output[1 + n_carried + k])
                for k, s in enumerate(scans)]
     return tuple(list(carried) + stacked)
+
+
+def _stacked(values: list) -> np.ndarray:
+    """np.stack of a Loop's scan values: one concatenation when every value has the first one's shape and
+    type (np.stack's own checks and expansions take twice as long at six 2x8 values), else np.stack (which
+    refuses different shapes)."""
+    first = values[0]
+    shape, dtype = first.shape, first.dtype
+    if shape and all(v.shape == shape and v.dtype == dtype for v in values):
+        return np.concatenate(values).reshape((len(values),) + shape)
+    return np.stack(values)
 
 
 # ---------------------------------------------------------------------------------------------- Scan
