@@ -35,18 +35,22 @@ class MatMulAdd:
         return y
 
     def bias_for(self, shape):
-        """The bias to add to a product of ``shape``: repeated to the whole shape for small products
-        (see :data:`TILED_BIAS_MAX_VALUES`), else the row itself."""
-        tiled = self._tiled.get(shape)
-        if tiled is None:
-            if len(shape) < 2 or shape[-1] != self.b.size or \
-                    int(np.prod(shape, dtype=np.int64)) > TILED_BIAS_MAX_VALUES:
-                return self.b
-            if len(self._tiled) >= _TILED_SHAPES_MAX:
-                self._tiled.clear()
-            tiled = self._tiled[shape] = np.broadcast_to(self.b, shape).copy()
-            tiled.flags.writeable = False
-        return tiled
+        """The bias to add to a product of ``shape`` (see :func:`tiled_bias`)."""
+        return tiled_bias(self._tiled, self.b, shape)
+
+
+def tiled_bias(cache: dict, b, shape):
+    """The bias row ``b`` to add to a product of ``shape``: repeated to the whole shape for small products
+    (see :data:`TILED_BIAS_MAX_VALUES`; kept read-only in ``cache`` by shape), else the row itself."""
+    tiled = cache.get(shape)
+    if tiled is None:
+        if len(shape) < 2 or shape[-1] != b.size or int(np.prod(shape, dtype=np.int64)) > TILED_BIAS_MAX_VALUES:
+            return b
+        if len(cache) >= _TILED_SHAPES_MAX:
+            cache.clear()
+        tiled = cache[shape] = np.broadcast_to(b, shape).copy()
+        tiled.flags.writeable = False
+    return tiled
 
 
 class SharedInputProducts:
@@ -54,17 +58,18 @@ class SharedInputProducts:
     weights side by side (rule ``shared_input_products``); returns each result as a view of its columns
     of the shared result. ``fallback`` (the original steps, one output each) for other inputs."""
 
-    __slots__ = ("w", "b", "bounds", "fallback")
+    __slots__ = ("w", "b", "bounds", "fallback", "_tiled")
 
     def __init__(self, w, b, bounds, fallback):
         self.w, self.b, self.bounds, self.fallback = w, b, bounds, fallback
+        self._tiled = {}  # product shape -> the bias repeated to it (read-only)
 
     def __call__(self, a):
         if type(a) is not np.ndarray or a.dtype != self.w.dtype or a.ndim < 2:
             return self.fallback(a)
-        y = np.matmul(a, self.w)
+        y = matrix_product(a, self.w)
         if self.b is not None:
-            y += self.b
+            y += tiled_bias(self._tiled, self.b, y.shape)
         return tuple(y[..., start:stop] for start, stop in self.bounds)
 
 
