@@ -116,16 +116,34 @@ def linear_regressor(X, *, coefficients=None, intercepts=None, targets, post_tra
 
 
 def _kernel_weights(vectors: np.ndarray, kernel_type: str, kernel_params):
-    """(weights, bias) for :func:`_svm_kernel`: the vectors [V, F] transposed and scaled by gamma (RBF:
-    [F + 1, V], 2 gamma v^T over a row of -gamma, the weight of |x|^2; bias -gamma |v|^2), once per node."""
+    """The weights of :func:`_svm_kernel`'s product: the vectors [V, F] transposed and scaled by gamma, once per
+    node. RBF: [F + 2, V + 1], the rows 2 gamma v^T, then -gamma (the weight of |x|^2), then -gamma |v|^2
+    (the weight of a column of ones), and a last column of zeros, whose exponential is a column of ones
+    in the kernel matrix (:data:`ONES_COLUMN_KERNELS`). Otherwise [F, V]."""
     gamma = (list(kernel_params or []) + [0.0])[0]
     scale = 2 * gamma if kernel_type == "RBF" else gamma if kernel_type in ("POLY", "SIGMOID") else 1.0
     weights = vectors.T * scale
-    bias = None
     if kernel_type == "RBF":
-        weights = np.vstack([weights, np.full((1, vectors.shape[0]), -gamma)])
-        bias = -gamma * (vectors * vectors).sum(axis=1)
-    return np.ascontiguousarray(weights), bias
+        weights = np.vstack([weights, np.full((1, vectors.shape[0]), -gamma), -gamma * (vectors * vectors).sum(axis=1)])
+        weights = np.hstack([weights, np.zeros((weights.shape[0], 1))])
+    return np.ascontiguousarray(weights)
+
+
+#: Kernels whose matrix :func:`_svm_kernel` gives with a last column of ones, so that the products after it
+#: (pair decisions, regression scores) take their offsets as one more row of weights instead of an
+#: addition: exp of the RBF exponent's zero column costs nothing more.
+ONES_COLUMN_KERNELS = ("RBF",)
+
+_ONES: dict = {}  # n -> an [n, 1] column of ones (the last few batch sizes)
+
+
+def _ones_column(n: int) -> np.ndarray:
+    ones = _ONES.get(n)
+    if ones is None:
+        if len(_ONES) >= 8:
+            _ONES.clear()
+        ones = _ONES[n] = np.ones((n, 1))
+    return ones
 
 
 @dataclass(frozen=True)
@@ -133,17 +151,20 @@ class _SVRTables:
     """An SVMRegressor's kernel weights and coefficients, built once per node (:mod:`.derived_cache`)."""
 
     kernel_weights: np.ndarray
-    vector_bias: np.ndarray | None
-    coefficients: np.ndarray  # [V]
+    coefficients: np.ndarray  # [V] (and a 0 for the kernel matrix's column of ones)
+    kernel_type: str  # LINEAR for a linear model (no support vectors) whatever the attribute says, as
+                      # onnxruntime runs it
 
 
 def _svr_tables(coefficients, support_vectors, n_supports, kernel_type, kernel_params):
     coef = np.asarray(coefficients or [], np.float64)
     if n_supports > 0:
         vectors, coef = np.asarray(support_vectors, np.float64).reshape(n_supports, -1), coef[:n_supports]
-    else:  # linear model: coefficients are one weight per feature, K(x, w) with coefficient 1
-        vectors, coef = coef.reshape(1, -1), np.ones(1)
-    return _SVRTables(*_kernel_weights(vectors, kernel_type, kernel_params), coef)
+    else:  # linear model: coefficients are one weight per feature, x . w with coefficient 1
+        vectors, coef, kernel_type = coef.reshape(1, -1), np.ones(1), "LINEAR"
+    if kernel_type in ONES_COLUMN_KERNELS:
+        coef = np.append(coef, 0.0)  # (the kernel matrix's column of ones)
+    return _SVRTables(_kernel_weights(vectors, kernel_type, kernel_params), coef, kernel_type)
 
 
 @kernel("SVMRegressor", since=1, domain=ML)
@@ -166,7 +187,7 @@ def _prepare_svm_regressor(a: dict, constants):
 
 def _svm_regress(X, tables, rho, kernel_type, kernel_params, one_class, post_transform):
     x = as_rows(X).astype(np.float64)
-    score = _svm_kernel(x, tables, kernel_type, kernel_params) @ tables.coefficients
+    score = _svm_kernel(x, tables, tables.kernel_type, kernel_params) @ tables.coefficients
     if rho:
         score += rho[0]
     if one_class:
@@ -230,15 +251,21 @@ class _Coupling:
                 constant[rows + width + t] += constant[rows + k + j] / k
             linear[:, rows + width + t] -= linear[:, rows + k + t]
             constant[rows + width + t] -= constant[rows + k + t]
-        self.linear_t, self.constant_t = np.ascontiguousarray(linear.T), constant[:, None].copy()
+        # [linear | constant] applied to [pr; pr^2; 1]: the constant comes with the product
+        self.affine = np.ascontiguousarray(np.concatenate([linear, constant[None]]).T)
         self.diagonal = (np.arange(k), k + np.arange(k))  # Q[t, t] within the [k, width] update rows
+        self.ones: dict = {}  # batch size -> a [1, n] row of ones (the last few sizes)
 
     def probabilities(self, pr: np.ndarray) -> np.ndarray:
         n, k, width = pr.shape[0], self.k, self.width
         # samples along the last axis: every per-sample quantity below is one contiguous row
         pr = pr.T
-        m = self.linear_t @ np.concatenate((pr, pr * pr))
-        m += self.constant_t
+        ones = self.ones.get(n)
+        if ones is None:
+            if len(self.ones) >= 4:
+                self.ones.clear()
+            ones = self.ones[n] = np.ones((1, n))
+        m = self.affine @ np.concatenate((pr, pr * pr, ones))
         update = m[:k * width].reshape(k, width, n)
         update /= update[self.diagonal[0], self.diagonal[1]][:, None, :]
         state = m[k * width:k * width + width]
@@ -282,7 +309,6 @@ class _SVMTables:
 
     labels: np.ndarray
     kernel_weights: np.ndarray  # [F, V] support vectors (or [F, C] weights of a linear SVM): _kernel_weights
-    vector_bias: np.ndarray | None  # [V]: -gamma |v|^2 (RBF)
     pair_weights: np.ndarray  # [V, P] (or [V, 2P]) coefficient of each vector in each pair's decision
                               # (then in its Platt argument decision * A + B)
     pair_offsets: np.ndarray  # [P] rho (then [2P]: rho, rho * A + B)
@@ -292,6 +318,8 @@ class _SVMTables:
     voted_labels: np.ndarray | None  # [2^P] the label the votes of each outcome elect (P <= VOTE_TABLE_PAIRS)
     rho: np.ndarray          # [P] (or [1])
     coupling: _Coupling | None
+    ones_column: bool = False  # the kernel matrix has a last column of ones (ONES_COLUMN_KERNELS), and
+                               # pair_weights a last row: the pair offsets (pair_offsets is then unused)
 
 
 def _svm_tables(coefficients, support_vectors, vectors_per_class, rho, classlabels_ints, classlabels_strings,
@@ -303,7 +331,8 @@ def _svm_tables(coefficients, support_vectors, vectors_per_class, rho, classlabe
     if not vectors_per_class:
         empty = np.zeros((0, k))
         weights = coef.reshape(-1, n_features)
-        return _SVMTables(labels, *_kernel_weights(weights, kernel_type, kernel_params), empty, rho, empty,
+        # a linear SVM whatever kernel_type says, as onnxruntime runs it
+        return _SVMTables(labels, _kernel_weights(weights, "LINEAR", None), empty, rho, empty,
                           np.zeros(k), None, None, rho, None)
     counts = np.asarray(vectors_per_class, np.int64)
     total = int(counts.sum())
@@ -328,13 +357,16 @@ def _svm_tables(coefficients, support_vectors, vectors_per_class, rho, classlabe
         offsets = np.concatenate([offsets, offsets * a + b])
         coupling = _Coupling(k, pi, pj)
     slopes, base = eye[pi] - eye[pj], eye[pj].sum(axis=0)
+    ones_column = kernel_type in ONES_COLUMN_KERNELS
+    if ones_column:
+        weights = np.vstack([weights, offsets])
     bits = voted = None
     if len(pairs) <= VOTE_TABLE_PAIRS:
         bits = 1 << np.arange(len(pairs), dtype=np.int64)
         outcomes = (np.arange(1 << len(pairs))[:, None] & bits) > 0  # [2^P, P] decision > 0 of each pair
         voted = labels[(outcomes @ slopes + base).argmax(axis=1)]
-    return _SVMTables(labels, *_kernel_weights(vectors, kernel_type, kernel_params), weights, offsets, slopes, base,
-                      bits, voted, rho, coupling)
+    return _SVMTables(labels, _kernel_weights(vectors, kernel_type, kernel_params), weights, offsets, slopes, base,
+                      bits, voted, rho, coupling, ones_column)
 
 
 #: Up to this many class pairs (6 classes), the label elected by the pairwise votes is read from a table
@@ -354,9 +386,9 @@ def _voted_labels(positive: np.ndarray, tables: _SVMTables) -> np.ndarray:
 def _svm_kernel(x, tables: _SVMTables, kernel_type, kernel_params):
     """K(x_n, v_j) [N, V] float64 from the prepared (scaled, transposed) vectors."""
     if kernel_type == "RBF":  # exp(-gamma |x - v|^2), the squared distance clipped at 0
-        # [x, |x|^2] @ [2 gamma v; -gamma] - gamma |v|^2: the exponent from one product
-        k = np.concatenate((x, np.vecdot(x, x)[:, None]), axis=1) @ tables.kernel_weights
-        k += tables.vector_bias
+        # [x, |x|^2, 1] @ [2 gamma v, 0; -gamma, 0; -gamma |v|^2, 0]: the exponent from one product, and
+        # a last column of ones (ONES_COLUMN_KERNELS)
+        k = np.concatenate((x, np.vecdot(x, x)[:, None], _ones_column(x.shape[0])), axis=1) @ tables.kernel_weights
         np.minimum(k, 0, out=k)
         return np.exp(k, out=k)
     k = x @ tables.kernel_weights
@@ -407,8 +439,9 @@ def _svm_classify(x, tables: _SVMTables, vectors_per_class, kernel_type, kernel_
     labels = tables.labels
     k = labels.size
     if not vectors_per_class:
-        # Linear SVM: one weight vector per class (or a single one for a binary problem).
-        scores = _svm_kernel(x, tables, kernel_type, kernel_params) + tables.rho[0]
+        # Linear SVM: one weight vector per class (or a single one for a binary problem), x . w whatever
+        # kernel_type says (as onnxruntime computes it)
+        scores = x @ tables.kernel_weights + tables.rho[0]
         if scores.shape[1] == 1 and k == 2:
             label = np.where(scores[:, 0] > 0, labels[1], labels[0]).astype(labels.dtype)
             return label, _binary_columns(scores[:, 0], post_transform).astype(np.float32)
@@ -416,7 +449,8 @@ def _svm_classify(x, tables: _SVMTables, vectors_per_class, kernel_type, kernel_
 
     kern = _svm_kernel(x, tables, kernel_type, kernel_params)  # [N, vectors]
     decisions = kern @ tables.pair_weights  # [N, pairs] (then the Platt arguments beside)
-    decisions += tables.pair_offsets
+    if not tables.ones_column:
+        decisions += tables.pair_offsets
     if tables.coupling is not None:
         n_pairs = tables.vote_slopes.shape[0]
         # Platt scaling of each pair, then coupling into class probabilities.
