@@ -256,6 +256,18 @@ def test_prepared_qlinear_ops_are_exactly_the_nodes(case):
         assert np.abs(g.astype(np.int32) - w.astype(np.int32)).max() <= 1  # (onnxruntime's fixed-point QLinearAdd)
 
 
+def test_prepared_qlinear_global_average_pool_of_an_empty_batch_is_the_nodes():
+    consts = {"sx": np.array(0.5, np.float32), "zx": np.array(7, np.uint8), "sy": np.array(0.25, np.float32),
+              "zy": np.array(2, np.uint8)}
+    node = helper.make_node("QLinearGlobalAveragePool", ["x", "sx", "zx", "sy", "zy"], ["y"], domain="com.microsoft")
+    x = np.zeros((0, 3, 4, 4), np.uint8)
+    model = graph_model([node], {"x": x}, [("y", 2)], consts, opset=13, extra_opsets=MS_OPSET)
+    optimized = Evaluator(model)
+    assert step_classes(optimized) == ["PreparedQLinearGlobalAveragePool"]
+    got, want = optimized.run(None, {"x": x})[0], Evaluator(model, optimize=0).run(None, {"x": x})[0]
+    assert got.dtype == want.dtype and got.shape == want.shape == (0, 3, 1, 1)
+
+
 def test_prepared_qlinear_global_average_pool_beyond_exact_float32_sums():
     """65,536 values a channel: float32 sums could round, so the step runs the node's int64 path."""
     consts = {"sx": np.array(0.5, np.float32), "zx": np.array(7, np.uint8), "sy": np.array(0.25, np.float32),

@@ -516,7 +516,7 @@ class PreparedQLinearGlobalAveragePool:
         self.factors: dict = {}
 
     def __call__(self, x):
-        if type(x) is not np.ndarray or x.dtype != self.dtype or x.ndim < 3:
+        if type(x) is not np.ndarray or x.dtype != self.dtype or x.ndim < 3 or not x.size:
             return self.fallback(x)
         size = x[0, 0].size
         factor = self.factors.get(size)
