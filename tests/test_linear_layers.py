@@ -81,7 +81,8 @@ _PRODUCTS = [((8, 64), (64, 64), np.float32), ((1, 7), (7, 3), np.float64), ((5,
              ((2, 3, 4), (4, 5), np.float32), ((4,), (4, 6), np.float32), ((3, 4), (4,), np.float32),
              ((6, 5), (5, 2), np.int64), ((0, 3), (3, 2), np.float32),
              ((16, 2, 64), (64, 192), np.float32), ((2, 3, 4, 5), (5, 6), np.float64),  # stacks: one product
-             ((3, 0, 4), (4, 2), np.float32), ((2, 3, 4), (2, 4, 5), np.float32),  # empty; batched b: matmul
+             ((3, 0, 4), (4, 2), np.float32), ((2, 3, 0), (0, 4), np.float32),  # empty stacks and inner axis
+             ((2, 3, 4), (2, 4, 5), np.float32),  # a batched b: matmul
              ((2, 3, 4), (5, 6), np.float32)]  # mismatched: matmul's own error
 
 
@@ -98,3 +99,12 @@ def test_matrix_product_is_matmul(a_shape, b_shape, dtype):
     got = matrix_product(a, b)
     assert type(got) is np.ndarray and got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)  # the same BLAS products
+
+
+def test_matrix_product_of_a_strided_stack_is_matmul():
+    """A stack that is a view (transposed, every other row) cannot be one product of its rows: matmul's."""
+    a = _RNG.standard_normal((4, 6, 5)).astype(np.float32)
+    b = _RNG.standard_normal((5, 3)).astype(np.float32)
+    for view in (a.transpose(1, 0, 2), a[:, ::2]):
+        assert not view.flags.c_contiguous
+        np.testing.assert_array_equal(matrix_product(view, b), np.matmul(view, b))

@@ -9,6 +9,8 @@ BLAS is much faster than numpy's integer matmul loop.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..registry import kernel
@@ -36,7 +38,8 @@ def matrix_product(a, b) -> np.ndarray:
         if a.ndim == 2:
             return np.dot(a, b)
         if a.ndim > 2 and a.flags.c_contiguous and a.shape[-1] == b.shape[0]:
-            return np.dot(a.reshape(-1, b.shape[0]), b).reshape(a.shape[:-1] + (b.shape[1],))
+            rows = math.prod(a.shape[:-1])  # (not -1: an empty inner dimension leaves it undetermined)
+            return np.dot(a.reshape(rows, b.shape[0]), b).reshape(a.shape[:-1] + (b.shape[1],))
     return np.asarray(np.matmul(a, b))
 
 
