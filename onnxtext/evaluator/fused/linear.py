@@ -27,11 +27,15 @@ class MatMulAdd:
     def __call__(self, a):
         if type(a) is not np.ndarray or a.dtype != self.w.dtype or a.ndim < 1:
             return self.fallback(a)
-        y = matrix_product(a, self.w)
-        if type(y) is not np.ndarray:  # a 1-D a gives a 1-D product; a 0-d result would be a scalar
-            return self.fallback(a)
+        if a.ndim == 2:  # (the usual linear layer, inline: each call saved is ~0.1 us of a 2-3 us step)
+            y = np.dot(a, self.w)
+        else:
+            y = matrix_product(a, self.w)
+            if type(y) is not np.ndarray:  # a 1-D a gives a 1-D product; a 0-d result would be a scalar
+                return self.fallback(a)
         if self.b is not None:
-            y += self.bias_for(y.shape)
+            tiled = self._tiled.get(y.shape)
+            y += tiled if tiled is not None else tiled_bias(self._tiled, self.b, y.shape)
         return y
 
     def bias_for(self, shape):
