@@ -10,7 +10,7 @@ import numpy as np
 from ..kernels.activation import row_max
 from ..kernels.attention import softmax_product
 from ..kernels.contrib.attention import attention_of_qkv
-from ..kernels.normalization import row_tile
+from .linear import tiled_bias
 
 _sum = np.add.reduce  # (without np.sum's argument handling: ~2 us a call)
 
@@ -244,20 +244,16 @@ class PackedQkvAttention:
         self.attrs, self.fallback = attrs, fallback
         self.bias_tiles: dict = {}
 
-    def __call__(self, x, mask_index=None):
+    def __call__(self, x, *mask):
         if type(x) is not np.ndarray or (x.dtype != np.float32 and x.dtype != np.float16) or x.ndim != 3 or \
                 x.shape[2] != self.weights.shape[0]:
-            return self.fallback(x) if mask_index is None else self.fallback(x, mask_index)
+            return self.fallback(x, *mask)
+        mask_index = mask[0] if mask else None
         b, length, width = x.shape  # (a 2-D product: numpy's 3-D by 2-D matmul costs more)
         qkv = np.dot((x if x.dtype == np.float32 else x.astype(np.float32)).reshape(b * length, width),
                      self.weights).reshape(b, length, self.weights.shape[1])
         if self.bias is not None:
-            tile = self.bias_tiles.get(qkv.shape)
-            if tile is None:
-                if len(self.bias_tiles) >= 16:
-                    self.bias_tiles.clear()
-                tile = self.bias_tiles[qkv.shape] = row_tile(self.bias, qkv.shape)
-            qkv += tile
+            qkv += tiled_bias(self.bias_tiles, self.bias, qkv.shape)
         a = self.attrs
         return attention_of_qkv(qkv, x.dtype, self.weights.shape[1], mask_index, None, None, a["num_heads"],
                                 a.get("qkv_hidden_sizes"), a.get("unidirectional", 0),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels.normalization import RowNorm, row_moments_ready, row_tile
+from .linear import tiled_bias
 
 _sum = np.add.reduce
 
@@ -133,12 +134,7 @@ class PreparedSkipNorm:
             total = input.astype(np.float32)
             total += skip
         if self.bias is not None:
-            tile = self.bias_tiles.get(total.shape)
-            if tile is None:
-                if len(self.bias_tiles) >= 16:
-                    self.bias_tiles.clear()
-                tile = self.bias_tiles[total.shape] = row_tile(self.bias, total.shape)
-            total += tile
+            total += tiled_bias(self.bias_tiles, self.bias, total.shape)
         y = self.norm(total, in_place=not self.with_sum)
         if dtype != np.float32:
             y = y.astype(dtype)
