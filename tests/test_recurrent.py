@@ -127,6 +127,12 @@ CASES = [
     Case("gru_bidirectional_one_step_fed_weights", "GRU", "bidirectional", steps=1, fed_weights=True),
     Case("rnn_bidirectional_one_step", "RNN", "bidirectional", steps=1, batch=2),
     Case("lstm_reverse_one_step_lengths", "LSTM", "reverse", steps=1, lens=(1, 0, 1), initial=True),
+    # one step, one direction, prepared weights: one product [W | R | bias] @ [x; h; 1] (rnn_cells._lstm_one_step)
+    Case("lstm_reverse_one_step", "LSTM", "reverse", steps=1, batch=2, hidden=16),
+    Case("lstm_one_step_no_bias_batch1", "LSTM", steps=1, batch=1, inputs=7, hidden=5, bias=False, initial=True),
+    Case("lstm_one_step_float64", "LSTM", steps=1, batch=2, hidden=8, initial=True, dtype="float64"),
+    Case("lstm_one_step_layout1", "LSTM", steps=1, batch=3, hidden=8, layout=1, initial=True),
+    Case("lstm_bidirectional_one_step", "LSTM", "bidirectional", steps=1, batch=2, hidden=8, initial=True),
 ]
 
 # DynamicQuantizeLSTM: W [dirs, input, 4H] and R [dirs, H, 4H] int8 with per-direction scales
@@ -367,6 +373,27 @@ def test_fast_eligible_cases_take_the_fast_path(case, optimize, monkeypatch):
     monkeypatch.setattr(quant_lstm, "_recurrent", general)
     model, feeds = _model(case, np.random.default_rng(2))
     Evaluator(model, **({} if optimize is None else {"optimize": optimize})).run(None, feeds)
+
+
+ONE_STEP = [c for c in FAST if c.op == "LSTM" and c.steps == 1 and c.direction != "bidirectional"
+            and c.lens is None and not c.fed_weights]
+
+
+@pytest.mark.parametrize("case", ONE_STEP, ids=lambda c: c.name)
+def test_one_step_lstm_takes_the_fused_product(case, monkeypatch):
+    """A one-step, one-direction LSTM with prepared weights runs rnn_cells._lstm_one_step (one product
+    [W | R | bias] @ [x; h; 1]), not the step loop, and equals the general path."""
+    from onnxtext.evaluator.kernels import rnn_cells
+
+    taken = []
+    real = rnn_cells._lstm_one_step
+    monkeypatch.setattr(rnn_cells, "_lstm_one_step", lambda *args: taken.append(1) or real(*args))
+    model, feeds = _model(case, np.random.default_rng(3))
+    got = Evaluator(model).run(None, feeds)
+    assert taken, "the one-step product was not taken"
+    monkeypatch.setattr(rnn_cells, "default_activations", lambda *args: False)
+    general = Evaluator(model).run(None, feeds)
+    assert_close(got, general, 1e-5, 1e-6, f"{case.name} one step vs general:")
 
 
 def _random_case(seed: int) -> Case:
