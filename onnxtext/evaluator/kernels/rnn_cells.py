@@ -301,9 +301,9 @@ def run(op, X, prep: Prepared, initial_states, reverse: list, lens=None):
 def _lstm_one_step(X, prep: Prepared, initial_states) -> tuple:
     """A one-step, one-direction LSTM with copied weights (silero-vad runs one step per call): the gates
     as one product ``[W | R | bias] @ [x; h; 1]`` (the matrix made once per weights) instead of two
-    products and two additions, then the cell of :func:`_lstm_loop` (gate order o, i, f, c):
-    27 -> 19 us at input and hidden 128, batch 2. The sums are the same terms added in another
-    order."""
+    products and two additions, then the cell of :func:`_lstm_loop` (gate order o, i, f, c): 0.88-0.94
+    of the time of those at input and hidden 128, batch 2 (each product of a 512-row matrix with two
+    columns takes about 8 us, the fused one 11). The sums are the same terms added in another order."""
     _, batch, inputs = X.shape
     hidden = prep.hidden
     ws = workspace("LSTM", X.dtype, 1, batch, 1, hidden)
