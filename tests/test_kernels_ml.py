@@ -592,8 +592,8 @@ BATCH_WALK = [
     ("tree_classifier", False),  # mixed modes
 ]
 
-# every form of the batch walk: (levels of the first block, matrix slots per level)
-BATCH_WALK_FORMS = [(levels, matrix) for levels in (0, 1, 2, 3) for matrix in (0, 10 ** 9)]
+# every form of the batch walk: (levels of the first block, matrix slots per level, largest leaf values per key)
+BATCH_WALK_FORMS = [(levels, matrix, 1 << 30) for levels in (0, 1, 2, 3) for matrix in (0, 10 ** 9)] + [(3, 0, 0)]
 
 
 @pytest.mark.parametrize("name, batch_walk", BATCH_WALK, ids=[b[0] for b in BATCH_WALK])
@@ -608,8 +608,9 @@ def test_batch_walk_equals_the_per_walker_walk(name, batch_walk, monkeypatch):
     sums = ml_tree_walk.BatchWalk.sums
     monkeypatch.setattr(ml_tree_walk.BatchWalk, "sums", lambda self, x: calls.append(1) or sums(self, x))
     fast = []
-    for levels, matrix in BATCH_WALK_FORMS:
+    for levels, matrix, values_bytes in BATCH_WALK_FORMS:
         monkeypatch.setattr(ml_tree_walk, "BLOCK_LEVELS", levels)
+        monkeypatch.setattr(ml_tree_walk, "BLOCK_VALUES_BYTES", values_bytes)
         monkeypatch.setattr(ml_tree_walk, "MATRIX_SLOTS_PER_LEVEL", matrix)
         fast.append(Evaluator(model).run(None, feeds))
     assert len(calls) == (len(BATCH_WALK_FORMS) if batch_walk else 0)

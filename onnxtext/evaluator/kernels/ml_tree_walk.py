@@ -36,6 +36,11 @@ BATCH_SHAPES_KEPT = 4
 #: classes 13.2 against 21.2 us, 20 trees of depth 6 15.7 against 18.7 us.
 BLOCK_LEVELS = 3
 
+#: Largest table of leaf values per key (targets x trees x 256 float64) a forest walked in one block keeps;
+#: over it (many trees and classes, a batch of one row) the block stops one level short and the last level
+#: reads the values per slot, within ``BATCH_TABLE_BYTES``.
+BLOCK_VALUES_BYTES = 4 << 20
+
 #: The one-level walk compares every slot at once when there are at most this many slots per level of
 #: depth: about 0.5 ns per slot against the three numpy calls (~1 us) it saves per level (measured:
 #: 3.2 against 4.3 us for skl_column_transformer's 132 slots over 3 levels; 2.3x / 1.5x slower at 29400
@@ -101,6 +106,8 @@ class BatchWalk:
         slots = np.arange(n, dtype=np.int64)[:, None] * (2 * m)  # first slot of each sample
         self.first_feature = None
         levels = min(BLOCK_LEVELS, depth)
+        if levels == depth and node_values.shape[0] * trees * 256 * 8 > BLOCK_VALUES_BYTES:
+            levels = min(levels, depth - 1)  # the leaf values per key would be too large: one level after
         if levels:
             first_nodes, reached = _first_block(forest, children, levels)
             rows = np.arange(n, dtype=np.int64)[:, None, None] * width
