@@ -37,6 +37,11 @@ def main(argv=None) -> int:
     # (blocks of 3 calls measured mostly the cost of switching between the runtimes' data: on
     # ort_cnn_qdq two rules' 6% vanished in them; blocks of 10 are warm like a model run in a loop)
     parser.add_argument("--calls", type=int, default=10, help="calls per runtime in each round")
+    # (on a loaded machine, blocks of 10 measured a 4-rule change on ort_cnn_qop as +2% one run and -4% the
+    # next; single calls alternating on/off in ABBA order, onnxruntime in its own block, gave 0.93-0.95 in
+    # three runs: both sides see the same cache state and the same load)
+    parser.add_argument("--alternate", action="store_true",
+                        help="on/off alternate call by call (ABBA), onnxruntime in its own block per round")
     args = parser.parse_args(argv)
 
     import onnxruntime as ort
@@ -65,7 +70,15 @@ def main(argv=None) -> int:
         for fn in runs.values():
             fn()
         for _ in range(args.rounds):
-            for key, fn in runs.items():
+            blocks = list(runs.items())
+            if args.alternate:
+                blocks = blocks[2:]
+                for i in range(args.calls):
+                    for key in (("on", "off") if i % 2 == 0 else ("off", "on")):
+                        start = time.perf_counter()
+                        runs[key]()
+                        times[key].append(time.perf_counter() - start)
+            for key, fn in blocks:
                 for _ in range(args.calls):
                     start = time.perf_counter()
                     fn()
