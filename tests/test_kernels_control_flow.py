@@ -258,3 +258,29 @@ def test_if_matches_onnxruntime(case):
     feeds = {"x": np.arange(4, dtype=np.float32), "cond": condition}
     got = Evaluator(model).run(None, feeds)
     assert_close(got, run_onnxruntime(model, feeds), 0, 0, "against onnxruntime:")
+
+
+def test_loop_scan_outputs_of_different_shapes_are_an_error():
+    """Scan values of lengths 2, 1, 3: as many elements as three of the first one's shape, which one
+    concatenation reshaped would take without a word; the Loop stacks them by concatenation only when
+    every shape agrees (control_flow._stacked), so this is np.stack's error, as before."""
+    from onnxtext.errors import EvalError
+
+    body = helper.make_graph(
+        [_N("Gather", ["lengths", "i"], ["n"], axis=0), _N("Range", ["zero", "n", "one"], ["s"]),
+         _N("Identity", ["c"], ["c2"])],
+        "body", [_vi("i", [], I64), _vi("c", [], TP.BOOL)], [_vi("c2", [], TP.BOOL), _vi("s", [None], I64)],
+        [onnx.numpy_helper.from_array(np.array([2, 1, 3], np.int64), "lengths"),
+         onnx.numpy_helper.from_array(np.array(0, np.int64), "zero"),
+         onnx.numpy_helper.from_array(np.array(1, np.int64), "one")])
+    graph = helper.make_graph([_N("Loop", ["M", ""], ["out"], body=body)], "g", [_vi("M", [], I64)],
+                              [helper.make_value_info("out", onnx.TypeProto())])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    with pytest.raises(EvalError, match="same shape"):
+        Evaluator(model).run(None, {"M": np.array(3, np.int64)})
+    # the same lengths throughout: stacked
+    model.graph.node[0].attribute[0].g.initializer[0].CopyFrom(
+        onnx.numpy_helper.from_array(np.array([2, 2, 2], np.int64), "lengths"))
+    got = Evaluator(model).run(None, {"M": np.array(3, np.int64)})
+    assert_close(got, run_onnxruntime(model, {"M": np.array(3, np.int64)}), 0, 0, "against onnxruntime:")
