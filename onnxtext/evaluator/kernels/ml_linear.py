@@ -252,8 +252,11 @@ class _Coupling:
             linear[:, rows + width + t] -= linear[:, rows + k + t]
             constant[rows + width + t] -= constant[rows + k + t]
         # [linear | constant] applied to [pr; pr^2; 1]: the constant comes with the product
+        # then Q[t, t] once more (the update rows' divisors, as a slice instead of a gather)
+        diagonal = [t * width + k + t for t in range(k)]
+        linear, constant = np.concatenate([linear, linear[:, diagonal]], axis=1), np.concatenate(
+            [constant, constant[diagonal]])
         self.affine = np.ascontiguousarray(np.concatenate([linear, constant[None]]).T)
-        self.diagonal = (np.arange(k), k + np.arange(k))  # Q[t, t] within the [k, width] update rows
         self.ones: dict = {}  # batch size -> a [1, n] row of ones (the last few sizes)
 
     def probabilities(self, pr: np.ndarray) -> np.ndarray:
@@ -267,7 +270,7 @@ class _Coupling:
             ones = self.ones[n] = np.ones((1, n))
         m = self.affine @ np.concatenate((pr, pr * pr, ones))
         update = m[:k * width].reshape(k, width, n)
-        update /= update[self.diagonal[0], self.diagonal[1]][:, None, :]
+        update /= m[-k:, None, :]
         state = m[k * width:k * width + width]
         p, q, w = state[:k], state[k:2 * k], state[2 * k]
         eps = 0.005 / k
@@ -284,7 +287,7 @@ class _Coupling:
                 gaps = gaps - q
                 moving = absolute(gaps).max(axis=0) >= eps * w
             else:
-                gaps = m[k * width + width:]
+                gaps = m[k * width + width:k * width + width + k]
                 moving = absolute(gaps).max(axis=0) >= eps
             # A sample that converged stops moving, so it stays converged: no need to remember it.
             count = count_nonzero(moving)
