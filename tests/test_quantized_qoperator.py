@@ -335,7 +335,7 @@ def test_quantized_codes_are_exactly_the_nodes(case):
 
 
 def test_codes_of_an_eight_bit_result_are_its_values_minus_the_zero_point():
-    from onnxtext.evaluator.fused.quantization import CodesOf
+    from onnxtext.evaluator.fused.qoperator import CodesOf
 
     codes = CodesOf(lambda v: v, 128)(np.array([0, 127, 128, 255], np.uint8))
     assert codes.dtype == np.float32 and codes.tolist() == [-128.0, -1.0, 0.0, 127.0]

@@ -1,7 +1,7 @@
 """Rule ``prepared_qlinear_ops``: com.microsoft QLinearAdd and QLinearGlobalAveragePool (onnxruntime's
 QOperator quantizer writes them for a CNN's residual additions and its head) whose scales and zero
-points are constants become :class:`~..fused.quantization.PreparedQLinearAdd` and
-:class:`~..fused.quantization.PreparedQLinearGlobalAveragePool` steps: the kernels' float32 ratios, fixed
+points are constants become :class:`~..fused.qoperator.PreparedQLinearAdd` and
+:class:`~..fused.qoperator.PreparedQLinearGlobalAveragePool` steps: the kernels' float32 ratios, fixed
 term and factor computed once instead of per call from six or four one-element tensors (about 4 us a
 call on this project's machine), the kernels' own arithmetic per call.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..fused.original import OriginalSteps
-from ..fused.quantization import PreparedQLinearAdd, PreparedQLinearGlobalAveragePool
+from ..fused.qoperator import PreparedQLinearAdd, PreparedQLinearGlobalAveragePool
 
 NAME = "prepared_qlinear_ops"
 LEVEL = 1

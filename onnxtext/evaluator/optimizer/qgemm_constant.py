@@ -1,6 +1,6 @@
 """Rule ``qgemm_constant``: a com.microsoft ``QGemm`` (onnxruntime's QOperator quantizer writes one for
 every Gemm: a classifier's head) whose B, scales, zero points and C are constants becomes one
-:class:`~..fused.quantization.PreparedQGemm`: ``B`` minus its zero points converted and transposed once,
+:class:`~..fused.qoperator.PreparedQGemm`: ``B`` minus its zero points converted and transposed once,
 the factor computed once, C as float32; per call one conversion of A, one product and the requantization.
 When the result is read only by a DequantizeLinear with the same per-tensor scale and zero point (a
 QOperator model's exit), that node is part of the step: the float result without the 8-bit tensor.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..fused.original import OriginalSteps
-from ..fused.quantization import PreparedQGemm
+from ..fused.qoperator import PreparedQGemm
 from ..kernels.quantize import per_tensor_float32
 
 NAME = "qgemm_constant"

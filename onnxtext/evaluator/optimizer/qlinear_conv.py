@@ -1,17 +1,17 @@
 """Rule ``qlinear_conv``: a QLinearConv whose weights, scales, zero points and bias are constants
-becomes a :class:`~..fused.quantization.PreparedQLinearConv`: shifted weights converted to float once,
+becomes a :class:`~..fused.qoperator.PreparedQLinearConv`: shifted weights converted to float once,
 the convolution through the conv algorithm selector (prepared per input shape), float32 when every
 partial sum is exact in float32, float64 otherwise. The same values as the kernel (level 1).
 
 When its input comes from a QuantizeLinear of a float32 value with the conv's own (per-tensor,
 constant) input scale and zero point, read by nothing else (a QOperator model's entry), both become
-one :class:`~..fused.quantization.QuantizedInputConv`: the conv's shifted input computed from the
+one :class:`~..fused.qoperator.QuantizedInputConv`: the conv's shifted input computed from the
 float value directly, without the 8-bit tensor.
 
 When its result is read only by a MaxPool (one output, its own kernel) and every requantization
 multiplier is > 0, the MaxPool is part of the step and pools the float32 sums before they are
 requantized (a requantization that never decreases commutes with taking a maximum; see
-:class:`~..fused.quantization.PreparedQLinearConv`): a 2x2 pool requantizes a quarter of the values.
+:class:`~..fused.qoperator.PreparedQLinearConv`): a 2x2 pool requantizes a quarter of the values.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import functools
 import numpy as np
 
 from ..fused.original import OriginalSteps
-from ..fused.quantization import PreparedQLinearConv, QuantizedInputConv
+from ..fused.qoperator import PreparedQLinearConv, QuantizedInputConv
 from ..kernels.quantize import per_tensor_float32
 from ..steps import KernelContext
 from .graph import GraphView

@@ -1,21 +1,21 @@
 """Rule ``quantized_codes``: an 8-bit value passed between QOperator steps (rules ``qlinear_conv`` and
 ``prepared_qlinear_ops``) travels as float32 codes, its values minus its zero point (exact, see
-:class:`~..fused.quantization.CodesOf`), when every step reading it takes codes: a producing conv or
+:class:`~..fused.qoperator.CodesOf`), when every step reading it takes codes: a producing conv or
 QLinearAdd skips adding the zero point and converting to 8 bits, a reading conv skips converting back
 and subtracting it (a QLinearAdd adds the zero point where it converted). onnxruntime's QOperator
 quantizer writes such chains through a whole CNN: conv -> conv, conv -> residual add -> conv.
 
 Condition: the value is neither a graph output nor read by a subgraph; its producer is a
-:class:`~..fused.quantization.PreparedQLinearConv`, :class:`~..fused.quantization.QuantizedInputConv`
-or :class:`~..fused.quantization.PreparedQLinearAdd`; every reader is a PreparedQLinearConv or a
+:class:`~..fused.qoperator.PreparedQLinearConv`, :class:`~..fused.qoperator.QuantizedInputConv`
+or :class:`~..fused.qoperator.PreparedQLinearAdd`; every reader is a PreparedQLinearConv or a
 PreparedQLinearAdd whose zero point and 8-bit type for it are the producer's. The same values as the
-nodes (level 1). The steps become :class:`~..fused.quantization.QLinearConvOnCodes`,
-:class:`~..fused.quantization.QuantizedInputConvToCodes` and :class:`~..fused.quantization.QLinearAddOnCodes`.
+nodes (level 1). The steps become :class:`~..fused.qoperator.QLinearConvOnCodes`,
+:class:`~..fused.qoperator.QuantizedInputConvToCodes` and :class:`~..fused.qoperator.QLinearAddOnCodes`.
 """
 
 from __future__ import annotations
 
-from ..fused.quantization import PreparedQLinearAdd, PreparedQLinearConv, QuantizedInputConv
+from ..fused.qoperator import PreparedQLinearAdd, PreparedQLinearConv, QuantizedInputConv
 
 NAME = "quantized_codes"
 LEVEL = 1
