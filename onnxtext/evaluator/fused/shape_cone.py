@@ -96,19 +96,53 @@ class LayoutViews:
     among this step's inputs after the data)`` for a reshape; ``fallback`` (the original steps) for
     data that is not an array."""
 
-    __slots__ = ("ops", "fallback")
+    __slots__ = ("ops", "fallback", "recipes")
 
     def __init__(self, ops, fallback):
         self.ops, self.fallback = tuple(ops), fallback
+        # (shape, strides of x, shapes of the sources) -> the chain as plain numpy calls: what each
+        # reshape did is a function of those alone, so later calls skip the ShapedView steps' own
+        # lookups (4.7 -> about 2 us for BERT's merge of the heads)
+        self.recipes: dict = {}
 
     def __call__(self, x, *sources):
         if type(x) is not np.ndarray:
             return self.fallback(x, *sources)
+        try:
+            key = (x.shape, x.strides) + tuple([s.shape for s in sources])
+        except AttributeError:  # (sources that are not tensors: the views' kernels say what is wrong)
+            return self._apply(x, sources, None)
+        recipe = self.recipes.get(key)
+        if recipe is None:
+            recipe = []
+            y = self._apply(x, sources, recipe)
+            if type(y) is np.ndarray and None not in recipe:
+                if len(self.recipes) >= MAX_SIGNATURES:
+                    self.recipes.clear()
+                self.recipes[key] = tuple(recipe)
+            return y
+        for reshape, arg in recipe:
+            x = x.reshape(arg) if reshape else x.transpose(arg)
+        return x
+
+    def _apply(self, x, sources, recipe):
+        """The chain through the views' own steps, recording into ``recipe`` (when given) each op as
+        ``(True, result shape)`` for a reshape that changes the shape or ``(False, perm)``, None for a
+        step that did not return an array."""
         for reshape, op, at in self.ops:
             if reshape:
-                x = op(x, *[sources[p] for p in at])
+                y = op(x, *[sources[p] for p in at])
+                if recipe is not None:
+                    if type(y) is not np.ndarray:
+                        recipe.append(None)  # (not a view of x: this chain is not cached)
+                    elif y.shape != x.shape:
+                        recipe.append((True, y.shape))
+                x = y
             else:
-                x = x.transpose(op) if op else x.T
+                perm = op if op else tuple(range(x.ndim - 1, -1, -1))
+                if recipe is not None:
+                    recipe.append((False, perm))
+                x = x.transpose(perm)
         return x
 
 
