@@ -262,10 +262,11 @@ def _legacy_forest(a: dict, prefix: str) -> Forest:
 
 
 def _base_values(a):
-    """The base values as a float64 array (None when absent or empty)."""
+    """The base values as a float64 array (None when absent, empty or all zeros: skl2onnx writes zeros for
+    gradient boosting classifiers, and adding them changes nothing but the sign of a zero score)."""
     tensor, values = a.get("base_values_as_tensor"), a.get("base_values")
     b = np.asarray(tensor if tensor is not None else values if values is not None else [], np.float64).ravel()
-    return b if b.size else None
+    return b if b.size and b.any() else None
 
 
 def _regressor_forest(a: dict) -> Forest:
@@ -313,11 +314,15 @@ def _classifier_run(forest: Forest, a: dict):
         binary = forest.binary
         return lambda X: binary.outputs(forest.scores(X, 1, "SUM", None)[:, 0], transform)
 
+    indexes = labels.dtype == np.int64 and np.array_equal(labels, np.arange(labels.size))  # a label is its index
+
     def run(X):
         scores = forest.scores(X, labels.size, "SUM", None)
         if base is not None:
             scores += base
-        label = labels[argmax_rows(scores)]
+        label = argmax_rows(scores)
+        if not indexes or label.dtype != np.int64:
+            label = labels[label]
         return label, (scores if transform == "NONE" else post_transform(scores, transform)).astype(np.float32)
     return run
 
