@@ -315,6 +315,7 @@ WORKSPACE_CASES = [
     Case("ws_gru_linear", "GRU", initial=True, attrs=dict(linear_before_reset=1)),
     Case("ws_rnn_bidirectional", "RNN", "bidirectional", batch=1),
     Case("ws_dq_lstm_bidirectional", "DynamicQuantizeLSTM", "bidirectional", batch=1, initial=True),
+    Case("ws_lstm_one_step", "LSTM", steps=1, batch=2, initial=True),
 ]
 
 
