@@ -115,12 +115,13 @@ class PreparedSkipNorm:
     ``with_sum`` (GPT-2's residual stream). The same values as the kernel; ``fallback`` (the
     original step) runs for inputs of another type or shape."""
 
-    __slots__ = ("norm", "bias", "dtype", "with_sum", "fallback", "bias_tiles")
+    __slots__ = ("norm", "bias", "dtype", "narrow", "with_sum", "fallback", "bias_tiles")
 
     def __init__(self, epsilon, gamma, beta, bias, simplified, dtype, with_sum, fallback):
         wide = (lambda v: None if v is None else v.astype(np.float32))
         self.norm = RowNorm(epsilon, wide(gamma), wide(beta), simplified)
         self.bias, self.dtype, self.with_sum, self.fallback = wide(bias), np.dtype(dtype), with_sum, fallback
+        self.narrow = self.dtype != np.float32  # (computed in float32, rounded to dtype once)
         self.bias_tiles: dict = {}
 
     def __call__(self, input, skip):
@@ -128,19 +129,20 @@ class PreparedSkipNorm:
         if type(input) is not np.ndarray or type(skip) is not np.ndarray or input.dtype != dtype or \
                 skip.dtype != dtype or input.shape != skip.shape or input.ndim < 2 or not input.shape[-1]:
             return self.fallback(input, skip)
-        if dtype == np.float32:
-            total = np.add(input, skip)
-        else:
+        if self.narrow:
             total = input.astype(np.float32)
             total += skip
+        else:
+            total = np.add(input, skip)
         if self.bias is not None:
             total += tiled_bias(self.bias_tiles, self.bias, total.shape)
-        y = self.norm(total, in_place=not self.with_sum)
-        if dtype != np.float32:
+        with_sum = self.with_sum
+        y = self.norm(total, not with_sum)
+        if self.narrow:
             y = y.astype(dtype)
-            if self.with_sum:
+            if with_sum:
                 total = total.astype(dtype)
-        return (y, total) if self.with_sum else y
+        return (y, total) if with_sum else y
 
 
 class PreparedEmbedNorm:
