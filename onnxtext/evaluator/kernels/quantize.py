@@ -111,16 +111,29 @@ def integer_range(dtype) -> tuple[int, int]:
     return r
 
 
+_REQUANTIZE_BOUNDS: dict = {}  # (zero point, target) -> (low - zp, high - zp, zp or None) as float32 scalars
+
+
 def requantize_finite(values: np.ndarray, zero_point: float, target: np.dtype) -> np.ndarray:
     """float32 ``values`` already in units of the output scale and never NaN (integer sums times a
     multiplier) -> ``target``: rounded half to even, saturated, zero point added (in place on
     ``values``; every step after the rounding exact). What QLinearConv, QGemm, QLinearAdd and the
-    integer pools end with, in three passes and a conversion."""
-    low, high = integer_range(target)
+    integer pools end with, in three passes and a conversion. The float32 bounds are kept per zero
+    point and type: making three numpy scalars cost more than the passes on a pooled head's 64 values
+    (and the clip ufunc runs slower with Python floats than with float32 scalars)."""
+    key = (float(zero_point), target)
+    bounds = _REQUANTIZE_BOUNDS.get(key)
+    if bounds is None:
+        if len(_REQUANTIZE_BOUNDS) >= 4096:
+            _REQUANTIZE_BOUNDS.clear()
+        low, high = integer_range(target)
+        bounds = _REQUANTIZE_BOUNDS[key] = (np.float32(low - zero_point), np.float32(high - zero_point),
+                                            np.float32(zero_point) if zero_point else None)
+    low, high, shift = bounds
     np.rint(values, out=values)
-    clip_ufunc(values, np.float32(low - zero_point), np.float32(high - zero_point), out=values)
-    if zero_point:
-        values += np.float32(zero_point)
+    clip_ufunc(values, low, high, out=values)
+    if shift is not None:
+        values += shift
     return values.astype(target)
 
 
