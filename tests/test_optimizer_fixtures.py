@@ -85,7 +85,7 @@ def test_every_new_style_rule_has_a_fixture():
     covered = {header(p.read_text(), "rule")[0] for p in FIXTURES}
     for rule in ("shape_arithmetic", "gelu", "layer_norm", "rms_norm", "attention", "matmul_add", "transpose_chain",
                  "reshape_chain", "shaped_views", "shared_input_products", "residual_add", "norm_casts",
-                 "layout_views"):
+                 "layout_views", "contrib_transformer"):
         assert rule in covered, rule
 
 
