@@ -111,7 +111,21 @@ def integer_range(dtype) -> tuple[int, int]:
     return r
 
 
-_REQUANTIZE_BOUNDS: dict = {}  # (zero point, target) -> (low - zp, high - zp, zp or None) as float32 scalars
+_SHIFTED_BOUNDS: dict = {}  # (zero point, target) -> (min - zp, max - zp, zp or None) as float32 scalars
+
+
+def _shifted_bounds(zero_point: float, target: np.dtype) -> tuple:
+    """``(min - zp, max - zp, zp or None)`` of an integer ``target`` as float32 scalars, kept: making
+    them costs ~0.4 us each (np.iinfo ~2 us), more than a pass over a small tensor."""
+    key = (float(zero_point), target)
+    bounds = _SHIFTED_BOUNDS.get(key)
+    if bounds is None:
+        if len(_SHIFTED_BOUNDS) >= 4096:
+            _SHIFTED_BOUNDS.clear()
+        low, high = integer_range(target)
+        bounds = _SHIFTED_BOUNDS[key] = (np.float32(low - zero_point), np.float32(high - zero_point),
+                                         np.float32(zero_point) if zero_point else None)
+    return bounds
 
 
 def requantize_finite(values: np.ndarray, zero_point: float, target: np.dtype) -> np.ndarray:
@@ -121,15 +135,7 @@ def requantize_finite(values: np.ndarray, zero_point: float, target: np.dtype) -
     integer pools end with, in three passes and a conversion. The float32 bounds are kept per zero
     point and type: making three numpy scalars cost more than the passes on a pooled head's 64 values
     (and the clip ufunc runs slower with Python floats than with float32 scalars)."""
-    key = (float(zero_point), target)
-    bounds = _REQUANTIZE_BOUNDS.get(key)
-    if bounds is None:
-        if len(_REQUANTIZE_BOUNDS) >= 4096:
-            _REQUANTIZE_BOUNDS.clear()
-        low, high = integer_range(target)
-        bounds = _REQUANTIZE_BOUNDS[key] = (np.float32(low - zero_point), np.float32(high - zero_point),
-                                            np.float32(zero_point) if zero_point else None)
-    low, high, shift = bounds
+    low, high, shift = _shifted_bounds(zero_point, target)
     np.rint(values, out=values)
     clip_ufunc(values, low, high, out=values)
     if shift is not None:
@@ -172,10 +178,10 @@ def quantize_float32(x: np.ndarray, scale: np.float32, zero_point: float, target
     """``saturate(rint(x / scale) + zero_point)`` for float32 ``x`` and an 8/16-bit ``target``, in
     float32: the rounded ratio is clipped to ``[min - zp, max - zp]`` before the zero point is added,
     so every step is exact and the result equals the float64 path's (NaN: the minimum)."""
-    info = np.iinfo(target)
-    q = shifted_codes(x, scale, np.float32(info.min - zero_point), np.float32(info.max - zero_point))
-    if zero_point:
-        q += np.float32(zero_point)
+    low, high, shift = _shifted_bounds(zero_point, target)
+    q = shifted_codes(x, scale, low, high)
+    if shift is not None:
+        q += shift
     return q.astype(target)
 
 
