@@ -23,11 +23,12 @@ states by masked copies after each step (two or three calls a step more). What m
   direction is one matmul before the loop (W's rows already gate-major across directions), copied
   with the biases into *step order* (at step k the forward direction reads time k and the reverse
   direction time T-1-k) in one call per direction, or one for all when none runs backwards (a
-  one-step run has BLAS write ``W x^T`` in the loop's layout directly). Each
+  one-step run has BLAS write ``W x^T`` in the loop's layout directly; a one-step, one-direction LSTM
+  with prepared weights takes ``[W | R | bias] @ [x; h; 1]`` as its only product). Each
   step then runs both directions at once (a stacked matmul) and writes into preallocated buffers
-  with positional ``out`` arguments: about ten numpy calls per step for LSTM, whatever the number of
-  directions. The hidden states are collected in step order and put back in time order (and
-  batch-major) at the end.
+  with positional ``out`` arguments: nine numpy calls per step for an LSTM with prepared weights (gate
+  order o, i, f, c: :data:`LSTM_ORDER`), whatever the number of directions. The hidden states are
+  collected in step order and put back in time order (and batch-major) at the end.
 * **Buffers kept per thread.** A run's step inputs, states and gate buffers, and the per-step views
   the loops index, stay in a :class:`Workspace` of this thread between runs of the same shape (a view
   made per step cost about 0.2 us each, three to five a step); outputs are always copied out.
