@@ -1,8 +1,9 @@
-"""Rule ``layout_views`` on Splits (``SplitViews``, onnxtext/evaluator/fused/shape_cone.py): a Split whose
-parts only reach BLAS products through views returns views of its input. The positive case is the
-fixture tests/fixtures/optimizer/layout_views.split.onnxtext; here, the Splits that must keep their
-copies (a part read by another operator, or kept as an output), and the views against the kernel's
-copies on several shapes and split sizes.
+"""Rule ``layout_views`` on Splits and one-index Gathers (``SplitViews``, ``IndexView`` in
+onnxtext/evaluator/fused/shape_cone.py): their results, when they only reach BLAS products through
+views, are views of their input. The positive cases are the fixtures
+tests/fixtures/optimizer/layout_views.split.onnxtext and layout_views.gather.onnxtext; here, the ones
+that must keep their copies (a part read by another operator, kept as an output, a Gather of a 1-D
+index), and the views against the kernel's copies on several shapes and split sizes.
 """
 
 from __future__ import annotations
@@ -85,3 +86,49 @@ def test_split_views_equal_the_parts(case):
             np.testing.assert_array_equal(got, want)
     assert calls == [shape]
     assert all(np.shares_memory(p, data) for p in parts if p.size)
+
+
+GATHER_AFTER_STACK = """<ir_version: 8, opset_import: ["": 17]>
+g (float[3, N, S, 8] x) => (float[N, S, 2, 4] y{extra_output}) {{
+  i0 = Constant <value = int64 {{0}}> ()
+  i1 = Constant <value = int64 {{1}}> ()
+  i2 = Constant <value = {v_index}> ()
+  axes = Constant <value = int64[1] {{0}}> ()
+  heads = Constant <value = int64[4] {{0, 0, 2, 4}}> ()
+  q = Gather <axis = 0> (x, i0)
+  k = Gather <axis = 0> (x, i1)
+  v = Gather <axis = 0> (x, i2){v_reshape}
+  qh = Reshape(q, heads)
+  kh = Reshape(k, heads)
+  vh = Reshape({v_name}, heads)
+  qt = Transpose <perm = [0, 2, 1, 3]> (qh)
+  kt = Transpose <perm = [0, 2, 3, 1]> (kh)
+  vt = Transpose <perm = [0, 2, 1, 3]> (vh)
+  s = MatMul(qt, kt)
+  p = Softmax <axis = -1> (s)
+  o = MatMul(p, vt)
+  y = Transpose <perm = [0, 2, 1, 3]> (o){extra_node}
+}}
+"""
+
+# (id, v's index constant, a step between v and its reshape, the name reshaped, extra output, extra node,
+#  Gathers expected as views)
+GATHER_CASES = [
+    ("all_three_views", "int64 {2}", "", "v", "", "", 3),
+    ("v_read_by_relu", "int64 {2}", "", "v", ", float[N, S, 8] r", "\n  r = Relu(v)", 2),
+    ("v_through_identity", "int64 {2}", "\n  v2 = Identity(v)", "v2", "", "", 2),
+    ("v_index_one_element_1d", "int64[1] {2}", "\n  v2 = Squeeze(v, axes)", "v2", "", "", 2),
+]
+
+
+@pytest.mark.parametrize("case", GATHER_CASES, ids=[c[0] for c in GATHER_CASES])
+def test_gathers_of_one_index(case):
+    _, v_index, v_reshape, v_name, extra_output, extra_node, views = case
+    model = text_model(GATHER_AFTER_STACK.format(v_index=v_index, v_reshape=v_reshape, v_name=v_name,
+                                                 extra_output=extra_output, extra_node=extra_node))
+    ev = Evaluator(model)
+    assert sum(type(st.fn).__name__ == "IndexView" for st in ev._plan_for(None, ()).steps) == views
+    rng = np.random.default_rng(2)
+    for shape in ((3, 2, 5, 8), (3, 1, 3, 8)):
+        feeds = {"x": rng.standard_normal(shape).astype(np.float32)}
+        assert_close(ev.run(None, feeds), run_onnxruntime(model, feeds), 1e-5, 1e-5)

@@ -177,3 +177,32 @@ class SplitViews:
                 self.indices.clear()
             self.indices[data.shape] = tuple(index)
         return parts
+
+
+class IndexView:
+    """A Gather of one constant index (a 0-d ``indices``) along ``axis`` whose result is read only by
+    steps that take strided operands (rule ``layout_views``: torch's nn.MultiheadAttention export picks
+    q, k and v out of one projection this way): the basic-indexing view ``data[..., index, ...]``
+    instead of ``take``'s copy. The node's own step (``fallback``) runs on the first call for a data
+    shape (its errors: an index out of range); later calls index directly."""
+
+    __slots__ = ("fallback", "axis", "index", "indices")
+
+    def __init__(self, fallback, axis: int, index: int):
+        self.fallback, self.axis, self.index = fallback, axis, index
+        self.indices: dict = {}
+
+    def __call__(self, data, *rest):
+        if type(data) is not np.ndarray:
+            return self.fallback(data, *rest)
+        index = self.indices.get(data.shape)
+        if index is not None:
+            return data[index]
+        out = self.fallback(data, *rest)
+        axis = self.axis + data.ndim if self.axis < 0 else self.axis
+        if type(out) is np.ndarray and 0 <= axis < data.ndim:
+            i = self.index + data.shape[axis] if self.index < 0 else self.index
+            if len(self.indices) >= MAX_SIGNATURES:
+                self.indices.clear()
+            self.indices[data.shape] = (slice(None),) * axis + (i,)
+        return out

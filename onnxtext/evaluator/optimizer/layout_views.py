@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..fused.attention import DotProductAttention, HeadsAttention
 from ..fused.linear import MatMulAdd, MatMulAddResidual, SharedInputProducts
 from ..fused.original import OriginalSteps
-from ..fused.shape_cone import LayoutViews, ShapedView, SplitViews
+from ..fused.shape_cone import IndexView, LayoutViews, ShapedView, SplitViews
 from ..registry import lookup
 from .graph import GraphView
 
@@ -43,7 +43,7 @@ def _strided_reader(view: GraphView, j: int) -> bool:
     return type(view.step(j)[0]) in STRIDED_READERS or view.op(j) in ("MatMul", "Gemm")
 
 
-def _read_as_views(view: GraphView, name: str, depth: int = 2) -> bool:
+def _read_as_views(view: GraphView, name: str, depth: int = 4) -> bool:
     """Whether every reader of ``name`` takes strided operands: a strided reader, a cached reshape
     reading only its shape, or (``depth`` times) a reshape, Transpose or LayoutViews step whose result
     is read that way too."""
@@ -66,27 +66,36 @@ def _read_as_views(view: GraphView, name: str, depth: int = 2) -> bool:
     return True
 
 
-def _runs_split(st) -> bool:
-    """Whether the step runs an ONNX Split node's own kernel (a context kernel, which
+def _runs_own(st, op: str) -> bool:
+    """Whether the step runs the ONNX ``op`` node's own kernel (also a context kernel, which
     :meth:`GraphView.op` does not name)."""
     info = st[5]
-    if info is None or info.domain or info.node.op_type != "Split" or tuple(info.node.input) != tuple(st[1]):
+    if info is None or info.domain or info.node.op_type != op or tuple(info.node.input) != tuple(st[1]):
         return False
-    k = lookup("Split", "", info.opset or 0)
+    k = lookup(op, "", info.opset or 0)
     return k is not None and k.fn is st[0]
 
 
 def _split_views(view: GraphView) -> bool:
-    """Splits whose parts are all read as views (:func:`_read_as_views`) become SplitViews steps."""
+    """Splits, and Gathers of one constant index, whose results are all read as views
+    (:func:`_read_as_views`) become SplitViews and IndexView steps."""
     changed = False
     for i in range(len(view)):
         st = view.step(i)
-        if st is None or not _runs_split(st) or len(st[2]) < 2 or not all(st[2]) or \
-                any(n and view.constant(n) is None for n in st[1][1:]) or \
-                not all(_read_as_views(view, n) for n in st[2]):
+        if st is None or not all(st[2]) or any(n and view.constant(n) is None for n in st[1][1:]):
+            continue
+        if _runs_own(st, "Split") and len(st[2]) >= 2:
+            make = lambda fallback, st=st: SplitViews(fallback, int(st[3].get("axis", 0)))  # noqa: E731
+        elif _runs_own(st, "Gather") and len(st[1]) == 2 and getattr(view.constant(st[1][1]), "ndim", None) == 0 \
+                and view.constant(st[1][1]).dtype.kind in "iu":
+            make = lambda fallback, st=st: IndexView(fallback, int(st[3].get("axis", 0)),  # noqa: E731
+                                                     int(view.constant(st[1][1])))
+        else:
+            continue
+        if not all(_read_as_views(view, n) for n in st[2]):
             continue
         constants = {n: view.constant(n) for n in st[1][1:] if n}
-        fused = SplitViews(OriginalSteps([st], st[1], st[2], constants), int(st[3].get("axis", 0)))
+        fused = make(OriginalSteps([st], st[1], st[2], constants))
         view.replace(i, (fused, st[1], st[2], {}, st[4], st[5], False), view.steps[i][1])
         changed = True
     return changed
