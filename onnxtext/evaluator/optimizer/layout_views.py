@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..fused.attention import DotProductAttention, HeadsAttention
 from ..fused.linear import MatMulAdd, MatMulAddResidual, SharedInputProducts
 from ..fused.original import OriginalSteps
-from ..fused.shape_cone import IndexView, LayoutViews, ShapedView, SplitViews
+from ..fused.shape_cone import IndexView, LayoutViews, ShapeCone, ShapedView, SplitViews
 from ..registry import lookup
 from .graph import GraphView
 
@@ -44,8 +44,8 @@ def _strided_reader(view: GraphView, j: int) -> bool:
 
 
 def _read_as_views(view: GraphView, name: str, depth: int = 4) -> bool:
-    """Whether every reader of ``name`` takes strided operands: a strided reader, a cached reshape
-    reading only its shape, or (``depth`` times) a reshape, Transpose or LayoutViews step whose result
+    """Whether every reader of ``name`` takes strided operands: a strided reader, a shape cone or a
+    cached reshape reading only its shape, or (``depth`` times) a reshape, Transpose or LayoutViews step whose result
     is read that way too."""
     if name in view.keep:
         return False
@@ -56,7 +56,7 @@ def _read_as_views(view: GraphView, name: str, depth: int = 4) -> bool:
         if _strided_reader(view, j):
             continue
         st = view.step(j)
-        if type(st[0]) is ShapedView and name not in st[1][:1]:
+        if type(st[0]) is ShapeCone or (type(st[0]) is ShapedView and name not in st[1][:1]):
             continue  # (read as a shape source: only its shape is used)
         if depth and st[1][0] == name and len(st[2]) == 1 and \
                 (_layout(view, j) is not None or type(st[0]) is LayoutViews) and \
