@@ -100,7 +100,9 @@ def class_labels(classlabels_strings, classlabels_int64s):
 
 
 def as_rows(X: np.ndarray) -> np.ndarray:
-    """[N, F] view of a model input (a 1-D input is one sample)."""
+    """[N, F] view of a model input (a 1-D input is one sample; a 2-D one is itself)."""
+    if X.ndim == 2:
+        return X
     return X.reshape(1, -1) if X.ndim == 1 else X.reshape(X.shape[0], -1)
 
 
