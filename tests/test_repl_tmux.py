@@ -65,6 +65,17 @@ class Terminal:
             time.sleep(0.1)
         pytest.fail(f"{text!r} did not appear on the screen:\n{self.screen()}")
 
+    def wait_for_prompt(self, n: int) -> str:
+        """The screen once the ``n``-th ``onnx>`` prompt is drawn: keys typed before it would reach a terminal
+        still in cooked mode, whose echo garbles the screen (seen on a loaded machine)."""
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if screen.count("onnx>") >= n:
+                return screen
+            time.sleep(0.1)
+        pytest.fail(f"prompt {n} did not appear on the screen:\n{self.screen()}")
+
     def close(self):
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=30)
 
@@ -93,6 +104,7 @@ def test_repl_in_a_real_terminal(terminal, tmp_path):
 
     terminal.type("y = Relu(x)")
     terminal.wait_for("float[3] y = {1.5, 0.0, 3.0}")
+    terminal.wait_for_prompt(3)
 
     # Tab completes the operator; the toolbar shows its signature while the arguments are typed
     terminal.type("z = LeakyRe", enter=False)
