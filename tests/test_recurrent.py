@@ -397,6 +397,27 @@ def test_one_step_lstm_takes_the_fused_product(case, monkeypatch):
     assert_close(got, general, 1e-5, 1e-6, f"{case.name} one step vs general:")
 
 
+BATCH_MAJOR = [c for c in FAST if c.op == "LSTM" and c.direction == "bidirectional" and c.steps > 1
+               and c.lens is None and not c.fed_weights]
+
+
+@pytest.mark.parametrize("case", BATCH_MAJOR, ids=lambda c: c.name)
+def test_bidirectional_lstm_takes_the_batch_major_loop(case, monkeypatch):
+    """A bidirectional LSTM with prepared weights and sequences as long as X runs kernels/lstm_batch_major
+    (states [dirs, B, H], the product h @ R^T), and equals the general path."""
+    from onnxtext.evaluator.kernels import lstm_batch_major, rnn_cells
+
+    taken = []
+    real = lstm_batch_major.run
+    monkeypatch.setattr(lstm_batch_major, "run", lambda *args: taken.append(1) or real(*args))
+    model, feeds = _model(case, np.random.default_rng(4))
+    got = Evaluator(model).run(None, feeds)
+    assert taken, "the batch-major loop was not taken"
+    monkeypatch.setattr(rnn_cells, "default_activations", lambda *args: False)
+    general = Evaluator(model).run(None, feeds)
+    assert_close(got, general, 1e-5, 1e-6, f"{case.name} batch-major vs general:")
+
+
 def _random_case(seed: int) -> Case:
     """A seeded random configuration: operator, direction, sizes, lengths (empty ones included), layout,
     initial states, bias, weights fed as inputs."""

@@ -48,6 +48,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from . import lstm_batch_major
 from .derived_cache import derived
 
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
@@ -92,7 +93,7 @@ class Prepared:
     saves; a block-diagonal matrix, one product without the copy, measured slower)."""
 
     __slots__ = ("w_t", "bias", "r", "r_stacked", "r_gate", "r_gate_stacked", "gate_bias", "r_augmented", "hidden",
-                 "dirs", "scaled", "order", "one_step", "nbytes")
+                 "dirs", "scaled", "order", "one_step", "r_batch_major", "nbytes")
 
     def __init__(self, op, W, R, B, hidden, linear_before_reset, scaled=True):
         """``scaled``: W and R copied with the sigmoid gate rows halved (the layout kept between runs);
@@ -132,6 +133,9 @@ class Prepared:
             R = R[:, : 2 * hidden]
             gates -= 1
         self.r, self.r_stacked = recurrence_matrices(R, gates, hidden)
+        # R^T per direction [dirs, H, 4H] for a bidirectional LSTM's batch-major loop (lstm_batch_major)
+        self.r_batch_major = np.ascontiguousarray(R.transpose(0, 2, 1)) if self.order is not None and dirs == 2 \
+            else None
         self.r_augmented = None
         if self.gate_bias is not None and self.r is not None and scaled:
             # [R | 0 ... 0 Rbh]: with a row of ones under the state, one product adds Rbh too
@@ -140,7 +144,8 @@ class Prepared:
             self.r_augmented = np.concatenate([self.r, column], axis=1)
         self.bias = gate_major((bias * scale)[:, :, None], GATES[op], hidden)
         self.nbytes = sum(a.nbytes for a in (self.w_t, self.r, self.r_stacked, self.r_gate, self.r_gate_stacked,
-                                             self.bias, self.gate_bias, self.r_augmented) if a is not None)
+                                             self.bias, self.gate_bias, self.r_augmented, self.r_batch_major)
+                          if a is not None)
 
 
 # An LSTM's gate blocks in the loop when its weights are copied (Prepared.scaled): o, i, f, c from ONNX's
@@ -282,8 +287,11 @@ def run(op, X, prep: Prepared, initial_states, reverse: list, lens=None):
     ``lens`` (int64 [B], or None when every sequence is as long as X): a batch entry's state stays as
     it is at the steps beyond its length (for a reverse direction, those before its last valid
     element, which it starts from), and its Y rows there are zero."""
-    if op == "LSTM" and X.shape[0] == 1 and lens is None and prep.r is not None and prep.scaled:
-        return _lstm_one_step(X, prep, initial_states)
+    if op == "LSTM" and lens is None and prep.scaled:
+        if X.shape[0] == 1 and prep.r is not None:
+            return _lstm_one_step(X, prep, initial_states)
+        if prep.r_batch_major is not None:
+            return lstm_batch_major.run(X, prep, initial_states, reverse, kept_for_thread)
     ws = begin(op, X, prep, initial_states, reverse)
     block = len(reverse) * prep.hidden
     frozen = None if lens is None else _frozen_steps(ws, lens, reverse, prep.hidden)
