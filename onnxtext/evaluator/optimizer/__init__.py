@@ -51,7 +51,7 @@ def _rules() -> tuple[Rule, ...]:
     from . import redundant_fake_quantize
     from . import layout_views, norm_casts, residual_add, shaped_views, shared_input_products, silu
     from . import common_steps, contrib_transformer, repeated_heads
-    from . import dequantized_gather
+    from . import dequantized_gather, space_to_depth_slices
     from . import max_pool_before_fake_quantize, prepared_qlinear_ops, quantized_codes, shared_codes_products
 
     def module_rule(m):
@@ -63,6 +63,7 @@ def _rules() -> tuple[Rule, ...]:
     return (
         module_rule(shape_arithmetic),
         module_rule(float16_in_float32),
+        module_rule(space_to_depth_slices),
         *(pattern_rule(m) for m in (gelu, hard_swish, layer_norm, rms_norm, attention, matmul_add, gemm_constant,
                                     qdq_pair, integer_matmul_to_float, dequantized_gather)),
         pattern_rule(silu),
