@@ -70,6 +70,9 @@ ROWS_MIN_TAPS = 25
 SHORT_ROWS_MAX = 0.75
 SHORT_ROWS_MAX_UNIT = 3
 SHORT_ROWS_MIN_KERNEL = 5
+# the bias as one more weight per channel times a row of ones under each block of columns (see the
+# module docstring); False adds it in the crop copy, as before (kept for benchmarks/conv_depthwise.py)
+BIAS_BY_ONES = True
 
 
 def prepare_depthwise(w, shape, pads_begin, strides, dilations, out, bias=None):
@@ -145,9 +148,13 @@ def prepare_depthwise(w, shape, pads_begin, strides, dilations, out, bias=None):
         groups.append((len(order), view))
         order.extend(int(np.ravel_multi_index(tuple(k for k, _ in combo), kshape))
                      for combo in itertools.product(*per_axis))
-    wk = w.reshape(m, k_size)[:, order].reshape(m, 1, k_size)
+    wk = w.reshape(m, k_size)[:, order]
+    ones = bias is not None and BIAS_BY_ONES
+    if ones:
+        wk = np.concatenate([wk, bias.reshape(m, 1).astype(dtype, copy=False)], axis=1)
+    wk = wk.reshape(m, 1, k_size + ones)
     chunk = max(1, min(m, BLOCK // (k_size * length)))
-    block = scratch((chunk, k_size, length), dtype, slot="depthwise")
+    block = scratch((chunk, k_size + ones, length), dtype, slot="depthwise")
     steps = []
     for b in range(n):
         for c0 in range(0, m, chunk):
@@ -164,11 +171,13 @@ def prepare_depthwise(w, shape, pads_begin, strides, dilations, out, bias=None):
     crop = (Ellipsis,) + tuple(slice(0, o) for o in out)
     exact = tuple(phase_shape[1:]) == tuple(out[1:])
     result_shape = (n, m) + tuple(out)
-    channel_bias = None if bias is None else bias.reshape((m,) + (1,) * nd)
+    channel_bias = None if bias is None or ones else bias.reshape((m,) + (1,) * nd)
 
     def depthwise(x, dest):
         for dst, src in fills:
             np.copyto(dst, x[src])
+        if ones:  # every block reuses the same buffer and the taps never write this row
+            block[:, k_size] = 1
         # cropped results are computed in a (hot) scratch buffer and copied out
         direct = exact and dest is None
         y = np.empty((n, m, 1, length), dtype) if direct else scratch((n, m, 1, length), dtype, slot="depthwise_out")

