@@ -146,11 +146,11 @@ class LayoutViews:
         return x
 
 
-class SplitViews:
-    """A Split whose parts are read only by steps that take strided operands (products through BLAS,
-    and views on the way to them: rule ``layout_views``): each part is a view of the data along
-    ``axis`` instead of a copy. The node's own step (``fallback``) runs on the first call for a data
-    shape, and the parts' bounds are read from what it returns; its other inputs are constants."""
+class _CachedViews:
+    """A node whose results are basic-indexing views of its data (rule ``layout_views``, when they are
+    read only by steps that take strided operands): the node's own step (``fallback``) runs on the
+    first call for a data shape, the index of each result is read from what it returns
+    (:meth:`_index`), and later calls index the data directly (:meth:`_views`)."""
 
     __slots__ = ("fallback", "axis", "indices")
 
@@ -163,46 +163,55 @@ class SplitViews:
             return self.fallback(data, *rest)
         index = self.indices.get(data.shape)
         if index is not None:
-            return tuple([data[i] for i in index])
-        parts = self.fallback(data, *rest)
-        axis = self.axis + data.ndim if self.axis < 0 else self.axis
-        if type(parts) is tuple and 0 <= axis < data.ndim:
-            lead = (slice(None),) * axis
-            index, begin = [], 0
-            for part in parts:
-                end = begin + part.shape[axis]
-                index.append(lead + (slice(begin, end),))
-                begin = end
-            if len(self.indices) >= MAX_SIGNATURES:
-                self.indices.clear()
-            self.indices[data.shape] = tuple(index)
-        return parts
-
-
-class IndexView:
-    """A Gather of one constant index (a 0-d ``indices``) along ``axis`` whose result is read only by
-    steps that take strided operands (rule ``layout_views``: torch's nn.MultiheadAttention export picks
-    q, k and v out of one projection this way): the basic-indexing view ``data[..., index, ...]``
-    instead of ``take``'s copy. The node's own step (``fallback``) runs on the first call for a data
-    shape (its errors: an index out of range); later calls index directly."""
-
-    __slots__ = ("fallback", "axis", "index", "indices")
-
-    def __init__(self, fallback, axis: int, index: int):
-        self.fallback, self.axis, self.index = fallback, axis, index
-        self.indices: dict = {}
-
-    def __call__(self, data, *rest):
-        if type(data) is not np.ndarray:
-            return self.fallback(data, *rest)
-        index = self.indices.get(data.shape)
-        if index is not None:
-            return data[index]
+            return self._views(data, index)
         out = self.fallback(data, *rest)
         axis = self.axis + data.ndim if self.axis < 0 else self.axis
-        if type(out) is np.ndarray and 0 <= axis < data.ndim:
-            i = self.index + data.shape[axis] if self.index < 0 else self.index
+        index = self._index(data, axis, out) if 0 <= axis < data.ndim else None
+        if index is not None:
             if len(self.indices) >= MAX_SIGNATURES:
                 self.indices.clear()
-            self.indices[data.shape] = (slice(None),) * axis + (i,)
+            self.indices[data.shape] = index
         return out
+
+
+class SplitViews(_CachedViews):
+    """A Split whose parts are views of the data along ``axis`` instead of copies (the parts' bounds
+    read from the node's own step; its other inputs are constants)."""
+
+    __slots__ = ()
+
+    def _views(self, data, index):
+        return tuple([data[i] for i in index])
+
+    def _index(self, data, axis, parts):
+        if type(parts) is not tuple:
+            return None
+        lead = (slice(None),) * axis
+        index, begin = [], 0
+        for part in parts:
+            end = begin + part.shape[axis]
+            index.append(lead + (slice(begin, end),))
+            begin = end
+        return tuple(index)
+
+
+class IndexView(_CachedViews):
+    """A Gather of one constant index (a 0-d ``indices``) along ``axis``: the view
+    ``data[..., index, ...]`` instead of ``take``'s copy (torch's nn.MultiheadAttention export picks q,
+    k and v out of one projection this way); the node's own step gives the errors (an index out of
+    range) on the first call for a shape."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, fallback, axis: int, index: int):
+        super().__init__(fallback, axis)
+        self.index = index
+
+    def _views(self, data, index):
+        return data[index]
+
+    def _index(self, data, axis, out):
+        if type(out) is not np.ndarray:
+            return None
+        i = self.index + data.shape[axis] if self.index < 0 else self.index
+        return (slice(None),) * axis + (i,)
