@@ -76,7 +76,8 @@ def _padding_mask(mask, batch, seq, total, mask_filter_value):
             out.flags.writeable = False
             if total and (out != 0).all(axis=-1).any():
                 first = out.reshape(-1)[0]
-                out = FullyMasked(out, float(first) if (out == first).all() else None)
+                uniform = np.isfinite(first) and (out == first).all()  # (an infinite value: the per-row form)
+                out = FullyMasked(out, float(first) if uniform else None)
         _MASKS[key] = out
     return out
 
