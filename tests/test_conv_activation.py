@@ -40,3 +40,30 @@ def test_inplace_activation_is_the_kernel(name, activation, kernel, dtype, size)
     np.testing.assert_array_equal(y, expected)  # (NaN equal to NaN: its sign bit carries nothing)
     numbers = ~np.isnan(expected)
     np.testing.assert_array_equal(np.signbit(y[numbers]), np.signbit(expected[numbers]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size", [20, fused.BLOCK + 7])
+def test_divided_silu_within_one_ulp(dtype, size):
+    """Rule ``conv_silu_divided`` (level 2): ``y / (1 + exp(-y))`` against the nodes' ``y * sigmoid(y)``: at
+    most one ulp apart where the result is a normal number, at most the smallest normal apart below; NaN,
+    infinities and signed zeros as the nodes give them; the fallback call gives the in-place values bit for
+    bit."""
+    x = _values(dtype, size)
+    x[12:16] = [-80.0, -87.0, -88.5, -104.0]  # exp(-y) near and past float32's overflow
+    y = x.copy()
+    with np.errstate(all="ignore"):
+        fused.InPlaceSiLUDivided().inplace(y)
+        called = fused.InPlaceSiLUDivided()(x.copy())
+        nodes = np.asarray(x * sigmoid(x), dtype=dtype)
+    np.testing.assert_array_equal(called, y)
+    numbers = ~np.isnan(nodes)
+    np.testing.assert_array_equal(np.isnan(y), ~numbers)
+    np.testing.assert_array_equal(np.signbit(y[numbers]), np.signbit(nodes[numbers]))
+    infinite = np.isinf(nodes)
+    np.testing.assert_array_equal(y[infinite], nodes[infinite])
+    normal = numbers & ~infinite & (np.abs(nodes) >= np.finfo(dtype).tiny)
+    ulps = np.abs(y[normal] - nodes[normal]) / np.spacing(np.abs(nodes[normal]))
+    assert ulps.max() <= 1, f"{ulps.max()} ulps from the nodes at {x[normal][ulps.argmax()]!r}"
+    tiny = numbers & ~infinite & ~normal  # (subnormal results: the product rounds its factor there)
+    assert np.all(np.abs(y[tiny] - nodes[tiny]) <= np.finfo(dtype).tiny)

@@ -46,7 +46,7 @@ def _rules() -> tuple[Rule, ...]:
                    rms_norm, shape_arithmetic, shuffle_into_conv)
     from . import (attention_operands, clamped_pointwise, gemm_constant, pool_after_pointwise_map,
                    pool_before_pointwise_conv)
-    from . import conv_activation, hard_swish
+    from . import conv_activation, conv_silu_divided, hard_swish
     from . import dynamic_quantized_matmul, fake_quantize_into_conv, prepared_matmul_nbits, qgemm_constant
     from . import redundant_fake_quantize
     from . import layout_views, norm_casts, residual_add, shaped_views, shared_input_products, silu
@@ -79,6 +79,7 @@ def _rules() -> tuple[Rule, ...]:
         module_rule(conv_affine),
         module_rule(prepared_conv),
         module_rule(conv_activation),
+        module_rule(conv_silu_divided),
         module_rule(prepared_recurrent),
         module_rule(qlinear_conv),
         module_rule(contrib_transformer),

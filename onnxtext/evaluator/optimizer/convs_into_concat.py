@@ -14,7 +14,7 @@ def _convs_into_concat(steps, keep, known=None):
     become :class:`ConcatInto` steps that run those Convs (the Conv steps are removed). The Convs
     run later than before, at the Concat, which is safe: their inputs are still there (values are
     released after their last reader, computed after fusion) and nothing else reads their results."""
-    from ..fused.conv_activation import ActivatedConv
+    from ..fused.conv_activation import ActivatedConv, DividedSiLUConv
     from ..kernels.conv_fused import ConcatInto, DepthwisePointwise
     from ..kernels.conv_prepared import PreparedConv
 
@@ -31,7 +31,7 @@ def _convs_into_concat(steps, keep, known=None):
         for name in ins:
             k = producer.get(name)
             conv = out[k][0][0] if k is not None and out[k] is not None else None
-            if type(conv) in (PreparedConv, DepthwisePointwise, ActivatedConv) and readers[name] == 1 and name not in keep and \
+            if type(conv) in (PreparedConv, DepthwisePointwise, ActivatedConv, DividedSiLUConv) and readers[name] == 1 and name not in keep and \
                     attrs.get("axis") in (1, 1 - conv.w.ndim):
                 parts.append(conv)
                 args.append(out[k][0][1][0])
