@@ -18,6 +18,7 @@ import pytest
 from onnxtext.evaluator.kernels import conv as conv_module
 from onnxtext.evaluator.kernels import conv_depthwise
 from onnxtext.evaluator.kernels.conv import conv, shared_image
+from onnxtext.evaluator.kernels.conv_fused import ConvAdd
 from onnxtext.evaluator.kernels.conv_prepared import PreparedConv
 from onnxtext.evaluator.kernels.conv_relu import relu_inplace
 
@@ -307,3 +308,71 @@ def test_general_kernel_shifted_matmuls(geometry, monkeypatch):
     x, w, b, attrs, expected = _case(geometry, True)
     for _ in range(2):  # the scratch image is reused: its border must be zero again
         np.testing.assert_allclose(conv(x, w, b, **attrs), expected, rtol=1e-4, atol=1e-4)
+
+
+# (ufunc, operand kind) for PreparedConv.combined: a residual Add's other operand of the result's
+# shape, one broadcast over the batch, a requantization's per-channel multiplier, a scalar one
+EPILOGUES = [(np.add, "result"), (np.add, "one sample"), (np.multiply, "per channel"), (np.multiply, "scalar")]
+
+
+def _operand(kind, shape):
+    if kind == "result":
+        return RNG.standard_normal(shape).astype(np.float32)
+    if kind == "one sample":
+        return RNG.standard_normal((1,) + shape[1:]).astype(np.float32)
+    if kind == "per channel":
+        return RNG.uniform(0.01, 2, (shape[1],) + (1,) * (len(shape) - 2)).astype(np.float32)
+    return np.float32(0.37)
+
+
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("epilogue", EPILOGUES, ids=lambda e: f"{e[0].__name__}-{e[1]}")
+@pytest.mark.parametrize("geometry", GEOMETRIES, ids=str)
+def test_combined_applies_the_epilogue_after_the_conv(geometry, epilogue, relu):
+    """``combined(x, ufunc, operand)`` is ``ufunc(conv(x), operand)`` on every path (the flat-image
+    columns apply it in their crop, the others after the conv), on the first call and on the
+    prepared buffers, bit for bit the prepared conv followed by the ufunc."""
+    ufunc, kind = epilogue
+    x, w, b, attrs, expected = _case(geometry, True)
+    prepared = PreparedConv(w, b, attrs, relu)
+    for _ in range(2):
+        operand = _operand(kind, expected.shape)
+        want = ufunc(np.maximum(expected, 0) if relu else expected, operand)
+        y = prepared.combined(x, ufunc, operand)
+        assert y.shape == expected.shape and y.dtype == np.float32
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+        np.testing.assert_array_equal(y, ufunc(prepared(x), operand))
+        x = RNG.standard_normal(x.shape).astype(np.float32)
+        expected = reference_conv(x, w, b, attrs["group"], attrs["strides"], attrs["dilations"], attrs["pads"])
+
+
+@pytest.mark.parametrize("geometry", FLAT[:2], ids=str)
+def test_combined_refuses_an_operand_that_widens_the_result(geometry):
+    """An operand broadcasting the result to a larger shape raises (the caller runs the original
+    kernel then), before anything is returned."""
+    x, w, b, attrs, expected = _case(geometry, True)
+    prepared = PreparedConv(w, b, attrs)
+    prepared(x)
+    wider = np.ones((3,) + expected.shape[1:] if expected.shape[0] == 1 else (2,) + expected.shape, np.float32)
+    with pytest.raises(ValueError):
+        prepared.combined(x, np.add, wider)
+
+
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("other", ["result", "one sample", "wider"])
+@pytest.mark.parametrize("geometry", FLAT[:3] + GEOMETRIES[:2], ids=str)
+def test_conv_add_matches_the_definition(geometry, other, relu):
+    """ConvAdd (residual Add, then maybe Relu) over the conv's crop or after it; an operand that widens
+    the result goes to the Add kernel (here numpy's add) with the original operand order."""
+    x, w, b, attrs, expected = _case(geometry, True)
+    shape = {"result": expected.shape, "one sample": (1,) + expected.shape[1:],
+             "wider": (2,) + expected.shape}[other]
+    fused = ConvAdd(PreparedConv(w, b, attrs), np.add, {}, relu, conv_first=False)
+    for _ in range(2):
+        addend = RNG.standard_normal(shape).astype(np.float32)
+        want = addend + expected
+        if relu:
+            want = np.maximum(want, 0)
+        np.testing.assert_allclose(fused(x, addend), want, rtol=1e-4, atol=1e-4)
+        x = RNG.standard_normal(x.shape).astype(np.float32)
+        expected = reference_conv(x, w, b, attrs["group"], attrs["strides"], attrs["dilations"], attrs["pads"])

@@ -86,14 +86,18 @@ class PreparedQLinearConv:
 
     def on_shifted(self, xf):
         """The result from the input minus its zero point, in the ``work`` type."""
-        acc = self.conv(xf)
-        if acc.dtype != _F32:
-            acc = acc.astype(_F32)  # (the float64 path: the kernel converts its int32 sums the same way)
-        if self.pool is not None:
-            acc = self.pool(acc)
-            if not acc.flags.writeable:
-                acc = acc.copy()
-        acc *= self.multiplier
+        if self.pool is None and self.work == _F32:
+            # the multiplier in the conv's crop where it has one (PreparedConv.combined): one pass fewer
+            acc = self.conv.combined(xf, np.multiply, self.multiplier)
+        else:
+            acc = self.conv(xf)
+            if acc.dtype != _F32:
+                acc = acc.astype(_F32)  # (the float64 path: the kernel converts its int32 sums the same way)
+            if self.pool is not None:
+                acc = self.pool(acc)
+                if not acc.flags.writeable:
+                    acc = acc.copy()
+            acc *= self.multiplier
         np.rint(acc, out=acc)
         clip_ufunc(acc, self.low, self.high, out=acc)  # (integer sums times a multiplier: never NaN)
         if self.codes_out:

@@ -145,7 +145,8 @@ def _reshaped(shape, target, allowzero):
 
 class ConvAdd:
     """``conv(x) + other`` (then Relu), added in place into the conv's fresh result when ``other``
-    has its shape and dtype (float addition commutes, so the order of the operands does not matter);
+    has its shape and dtype (float addition commutes, so the order of the operands does not matter),
+    or in the conv's crop (:meth:`PreparedConv.combined`) when ``other`` broadcasts to its shape;
     otherwise the original Add/Sum kernel with the original operand order."""
 
     __slots__ = ("conv", "add", "attrs", "relu", "conv_first")
@@ -154,7 +155,19 @@ class ConvAdd:
         self.conv, self.add, self.attrs, self.relu, self.conv_first = conv, add, attrs, relu, conv_first
 
     def __call__(self, x, other):
-        y = self.conv(x)
+        conv = self.conv
+        if type(conv) is PreparedConv and type(other) is np.ndarray and type(x) is np.ndarray and \
+                other.dtype == x.dtype == conv.w.dtype and other.ndim == x.ndim:
+            # the add in the conv's crop where it has one (PreparedConv.combined): one pass fewer
+            try:
+                y = conv.combined(x, np.add, other)
+            except ValueError:  # (other broadcast to a larger shape: the Add kernel below)
+                y = None
+            if y is not None:
+                if self.relu:
+                    relu_inplace(y)
+                return y
+        y = conv(x)
         if type(other) is np.ndarray and other.shape == y.shape and other.dtype == y.dtype and y.flags.writeable:
             np.add(y, other, out=y)
             if self.relu:

@@ -100,6 +100,21 @@ class PreparedConv:
             return self._general(x, out)
         return run(x, out)
 
+    def combined(self, x, ufunc, operand):
+        """``ufunc(self(x), operand)`` in a fresh array: a residual Add's other operand, a
+        requantization's multiplier. ``operand`` must broadcast to the result's shape without changing
+        it (numpy raises ValueError otherwise). The closures that crop their products into the result
+        (the flat-image columns) apply ``ufunc`` in the crop instead of copying: one pass fewer; the
+        others run it in place after the conv (after the fused Relu, when there is one)."""
+        run = self._shapes.get(x.shape) if type(x) is np.ndarray and x.dtype == self.w.dtype else None
+        if run is not None and getattr(run, "epilogue", False) and threading.get_ident() == self._owner:
+            return run(x, None, ufunc, operand)
+        y = self(x)
+        if not y.flags.writeable:
+            return ufunc(y, operand)
+        ufunc(y, operand, out=y)
+        return y
+
     def output_shape(self, shape):
         """Shape of the result for inputs of ``shape`` (None when the geometry is invalid)."""
         probe = np.empty((0,) + tuple(shape[1:]), self.w.dtype)
@@ -306,7 +321,8 @@ def _flat_columns(w, b, shape, padded_shape, pads_begin, dilations, out, relu):
     full_shape = (n, m) + tuple(out)
     zero = np.zeros((), dtype)
 
-    def flat_columns_conv(x, dest):
+    def flat_columns_conv(x, dest, ufunc=None, operand=None):
+        """``ufunc(conv, operand)`` when given (see ``PreparedConv.combined``): in the crop."""
         np.copyto(interior, x)
         cols = scratch(cols_shape, dtype)
         cols[:, :taps].reshape(window.shape, copy=False)[...] = window
@@ -317,9 +333,14 @@ def _flat_columns(w, b, shape, padded_shape, pads_begin, dilations, out, relu):
         src = acc.reshape(computed)[crop]
         if relu:  # the crop applies the Relu: one pass
             np.maximum(src, zero, out=y)
+            if ufunc is not None:
+                ufunc(y, operand, out=y)
+        elif ufunc is not None:  # the crop applies the epilogue: one pass
+            ufunc(src, operand, out=y)
         else:
             np.copyto(y, src)
         return y
+    flat_columns_conv.epilogue = True  # (PreparedConv.combined: the closures taking ufunc and operand)
     return flat_columns_conv
 
 
