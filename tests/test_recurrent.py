@@ -472,3 +472,27 @@ def test_input_quantization_equals_dynamic_quantize_uint8():
             got, scale = quantized_input(x)
         np.testing.assert_array_equal(got, want, err_msg=str(x))
         assert got.dtype == want.dtype and np.float32(scale) == np.float32(want_scale), (x, scale, want_scale)
+
+
+# Views the quantized LSTM's input quantization reads in place, writing the codes in C order into ``out``
+# (a strided X is not copied first): (id, view of a [6, 4, 10] array).
+INPUT_VIEWS = [
+    ("columns_every_other", lambda a: a[:, :, ::2]),
+    ("transposed_time_batch", lambda a: a.transpose(1, 0, 2)),
+    ("time_reversed", lambda a: a[::-1]),
+]
+
+
+@pytest.mark.parametrize("view", [v[1] for v in INPUT_VIEWS], ids=[v[0] for v in INPUT_VIEWS])
+def test_input_quantization_of_views_writes_c_order_codes(view):
+    from onnxtext.evaluator.kernels.contrib.quant_lstm import quantized_input
+    from onnxtext.evaluator.kernels.quantize import dynamic_quantize_uint8
+
+    x = view(np.random.default_rng(3).normal(size=(6, 4, 10)).astype(np.float32))
+    assert not x.flags.c_contiguous
+    out = np.empty(x.shape, np.float32)
+    codes, scale = quantized_input(x, out)
+    want, want_scale = dynamic_quantize_uint8(np.ascontiguousarray(x))
+    assert codes is out
+    np.testing.assert_array_equal(out, want)
+    assert np.float32(scale) == np.float32(want_scale)

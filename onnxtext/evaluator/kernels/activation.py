@@ -295,12 +295,15 @@ def _log_softmax(x, axis):
         return x.copy()
     n = _unshifted_row(x, axis) if x.size <= _UNSHIFTED_LOG_MAX_SIZE else 0
     if n:
-        p = np.abs(x)
+        # (contiguous x as a matrix of rows: the reduction, the row sums' product and the broadcast
+        # division each cost less on 2-D operands than on a 3-D stack, 0.5-1 us each on 3x12x5)
+        rows = x.reshape(-1, n) if x.flags.c_contiguous else x
+        p = np.abs(rows)
         if _max_all(p, axis=None) <= _UNSHIFTED_LOG_BOUND:  # (NaN compares false)
-            np.exp(x, out=p)
+            np.exp(rows, out=p)
             np.divide(p, matrix_product(p, _ones_column(n, p.dtype)), out=p)
             np.log(p, out=p)
-            return p
+            return p.reshape(x.shape) if p.ndim != x.ndim else p
     shifted = np.subtract(x, row_max(x, axis))
     total = row_sums(np.exp(shifted), axis)
     np.log(total, total)
