@@ -181,7 +181,8 @@ def _compiled_runs_match_the_loop(model, feeds: dict, optimize: int) -> Evaluato
     loop_results = ev.run(None, feeds)
     for _ in range(COMPILE_AFTER):
         ev.run(None, feeds)
-    assert ev._plan_for(None, ())._compiled, "the plan was not compiled"
+    plan = ev._plan_for(None, ())  # (run by the usual call on the feeds themselves, or on a bound dict)
+    assert plan._scoped or plan._compiled, "the plan was not compiled"
     for got, want in zip(ev.run(None, feeds), loop_results):
         np.testing.assert_array_equal(got, want)
     return ev
@@ -195,7 +196,8 @@ def _runs_then(model, good: dict, bad: dict):
     ev = Evaluator(model)
     for _ in range(COMPILE_AFTER + 1):
         ev.run(None, good)
-    assert ev._plan_for(None, ())._compiled, "the plan was not compiled"
+    plan = ev._plan_for(None, ())  # (run by the usual call on the feeds themselves, or on a bound dict)
+    assert plan._scoped or plan._compiled, "the plan was not compiled"
     with pytest.raises(EvalError) as info:
         ev.run(None, bad)
     return ev, info.value
@@ -327,3 +329,72 @@ def test_plans_without_steps_compile(body):
     x = {"x": np.array([1, 2], F)}
     (y,) = _compiled_runs_match_the_loop(model, x, 2).run(None, x)
     np.testing.assert_array_equal(y, np.array([1, 2], F))
+
+
+from onnxtext.evaluator.plan import COMPILE_AFTER  # noqa: E402
+
+# An If branch runs from its COMPILE_AFTER-th run on as one generated function reading the enclosing
+# values directly, its own values in locals (plan_code.compile_scoped, GraphPlan.run_in_scope). Each
+# model runs with c true and false, COMPILE_AFTER + 2 times each, at optimize 0 and 2; the expected
+# values are numpy's arithmetic on the feeds (x = [1, -2]), or an error (message, path) from a later run
+# with the feeds ``bad``.
+IF_BRANCHES = [
+    # constants, outer values, a multi-output step, a value freed early
+    ("""(float[2] a, float[2] b) <float[2] k = {1, 2}> { p, q = Split <num_outputs = 2> (w)  s = Add(x, k)
+          a = Mul(s, p)  b = Neg(q) }""",
+     "(float[2] a, float[2] b) { a = Identity(x)  b = Abs(x) }",
+     {"x": [1, -2]}, ([[2, 0], [-3, -4]], [[1, -2], [1, 2]])),
+    # outputs that are an outer value and a constant, no step at all
+    ("(float[2] a, float[1] b) <float[1] k = {7}> { a = Identity(x)  b = Identity(k) }",
+     "(float[2] a, float[1] b) <float[1] k = {8}> { a = Neg(x)  b = Identity(k) }",
+     {"x": [1, -2]}, ([[1, -2], [7]], [[-1, 2], [8]])),
+    # a nested If (a context step: that branch keeps the bound dict) beside a plain one
+    ("""(float[2] a, float[2] b) { a = If <then_branch = tt () => (float[2] r) { r = Neg(x) },
+          else_branch = te () => (float[2] r) { r = Abs(x) }> (c)  b = Identity(a) }""",
+     "(float[2] a, float[2] b) { a = Abs(x)  b = Neg(x) }",
+     {"x": [1, -2]}, ([[-1, 2], [-1, 2]], [[1, 2], [-1, 2]])),
+    # a failing step after a local was computed: named with its path, the local among its inputs
+    ("(float[2] a, float[2] b) { s = Neg(x)  a = Add(s, z)  b = Identity(s) }",
+     "(float[2] a, float[2] b) { a = Identity(x)  b = Identity(x) }",
+     {"x": [1, -2], "bad": {"z": [1, 2, 3]}},
+     (r"Add.*s: float32\[2\], z: float32\[3\]", "graph.node[0].attribute[then_branch].g.node[1]")),
+]
+
+
+@pytest.mark.parametrize("optimize", [0, 2])
+@pytest.mark.parametrize("case", range(len(IF_BRANCHES)))
+def test_if_branches_compiled_on_the_enclosing_values_run_as_the_loop(case, optimize):
+    then_text, else_text, feeds, expected = IF_BRANCHES[case]
+    model = text_model(f"""<ir_version: 9, opset_import: ["": 18]>
+    g (bool c, float[2] x, float[N] z, float[4] w) => (float[?] y1, float[?] y2) {{
+      y1, y2 = If <then_branch = t () => {then_text}, else_branch = e () => {else_text}> (c)
+    }}""")
+    ev = Evaluator(model, optimize=optimize)
+    base = {"x": np.array(feeds["x"], F), "z": np.array([1, 2], F), "w": np.array([1, 2, 3, 4], F)}
+    for _ in range(COMPILE_AFTER + 2):
+        for c in (True, False):
+            got = ev.run(None, {**base, "c": np.array(c)})
+            if not isinstance(expected[0], str):
+                assert [v.tolist() for v in got] == expected[0 if c else 1]
+    branches = [p for st in ev._main.steps for _, p in st.info.subplans.values()]
+    assert all(p._scoped is not None for p in branches)  # (compiled, or found not to fit: the nested If's)
+    assert any(p._scoped for p in branches)
+    if isinstance(expected[0], str):
+        bad = {**base, "c": np.array(True), **{k: np.array(v, F) for k, v in feeds["bad"].items()}}
+        with pytest.raises(EvalError, match=expected[0]) as info:
+            ev.run(None, bad)
+        assert info.value.path == expected[1]
+
+
+def test_a_compiled_if_branch_reading_a_missing_outer_value_says_so():
+    model = text_model("""<ir_version: 9, opset_import: ["": 18]>
+    g (bool c, float[2] x) => (float[2] y) {
+      y = If <then_branch = t () => (float[2] a) { a = Neg(x) }, else_branch = e () => (float[2] a) { a = Abs(x) }> (c)
+    }""")
+    ev = Evaluator(model)
+    for _ in range(COMPILE_AFTER + 1):
+        ev.run(None, {"c": np.array(True), "x": np.ones(2, F)})
+    (plan,) = [p for st in ev._main.steps for g, p in st.info.subplans.values() if g.name == "t"]
+    assert plan._scoped
+    with pytest.raises(EvalError, match="graph 't' reads 'x', which no enclosing scope defines"):
+        plan.run_in_scope({})  # (as bind_outer says it; a run cannot get here with x missing)

@@ -125,3 +125,50 @@ def test_string_map_and_sequence_feeds(feeds, expected):
     assert int(c) == expected[1] and v.tolist() == [expected[2]]
     if isinstance(feeds["q"], list):
         assert len(feeds["q"]) == expected[1]  # (the caller's list is not the run's)
+
+
+# The usual call runs as one generated function (onnxtext/evaluator/run_code.py) when every required
+# input is a numeric tensor: these models each have something that function must handle as the general
+# path does. (text, feeds, expected outputs as lists or an error message); each case runs three times
+# (the plan is compiled from the third run on) and on evaluators with the thread count fixed and not.
+GENERATED_CASES = [
+    # no input at all
+    ("g () => (float[2] y) { y = Constant<value = float[2] {1, 2}>() }", {}, [[1, 2]]),
+    # an initializer listed as an input, its declared size shared with a feed's: checked on its value
+    ("g (float[N] x, float[N] w) => (float[N] y) <float[2] w = {1, 2}> { y = Add(x, w) }",
+     {"x": np.float32([1, 1])}, [[2, 3]]),
+    ("g (float[N] x, float[N] w) => (float[N] y) <float[2] w = {1, 2}> { y = Add(x, w) }",
+     {"x": np.float32([1, 1, 1])}, r"input 'w': dimension 0 \(N\) is 2, but input 'x' dimension 0 gives N = 3"),
+    # a symbol shared by two axes of one input, and a fixed size after it
+    ("g (float[N, N, 2] x) => (float[N, N, 2] y) { y = Neg(x) }", {"x": np.zeros((2, 2, 2), np.float32)},
+     [np.zeros((2, 2, 2)).tolist()]),
+    ("g (float[N, N, 2] x) => (float[N, N, 2] y) { y = Neg(x) }", {"x": np.zeros((2, 3, 2), np.float32)},
+     r"input 'x': dimension 1 \(N\) is 3, but input 'x' dimension 0 gives N = 2"),
+    ("g (float[N, N, 2] x) => (float[N, N, 2] y) { y = Neg(x) }", {"x": np.zeros((2, 2, 3), np.float32)},
+     r"input 'x': dimension 2 is 3, but the model declares 2"),
+    # a scalar input: a 0-d array, and a numpy scalar (converted by the general path)
+    ("g (float x) => (float y) { y = Neg(x) }", {"x": np.array(3, np.float32)}, [-3]),
+    ("g (float x) => (float y) { y = Neg(x) }", {"x": np.float32(3)}, [-3]),
+    # an output that is an input, and one that is a constant
+    ("g (float[2] x) => (float[2] x, float[1] c) <float[1] c = {7}> { }", {"x": np.float32([1, 2])}, [[1, 2], [7]]),
+    # a step that fails: named as the general path names it
+    ("g (float[2] x, int64[1] s) => (float[?] y) { y = Reshape(x, s) }",
+     {"x": np.float32([1, 2]), "s": np.array([5])}, "Reshape"),
+    # a feed too many, one of another name
+    ("g (float[2] x) => (float[2] y) { y = Neg(x) }", {"x": np.float32([1, 2]), "z": np.float32([1])},
+     "'z' is not an input"),
+    ("g (float[2] x) => (float[2] y) { y = Neg(x) }", {"z": np.float32([1, 2])}, "'z' is not an input"),
+]
+
+
+@pytest.mark.parametrize("threads", [1, None])
+@pytest.mark.parametrize("text, feeds, expected", GENERATED_CASES, ids=[f"case{i}" for i in range(len(GENERATED_CASES))])
+def test_the_generated_usual_call_accepts_and_refuses_as_the_general_path(text, feeds, expected, threads):
+    ev = Evaluator(text_model('<ir_version: 9, opset_import: ["": 18]>\n' + text), threads=threads)
+    assert ev._fast_run is not None  # (these models' inputs are all numeric tensors)
+    for _ in range(3):
+        if isinstance(expected, str):
+            with pytest.raises(EvalError, match=expected):
+                ev.run(None, feeds)
+        else:
+            assert [np.asarray(v).tolist() for v in ev.run(None, feeds)] == expected

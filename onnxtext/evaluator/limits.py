@@ -61,6 +61,9 @@ MAX_ALLOCATION_BYTES = _from_env("ONNXTEXT_MAX_ALLOCATION_BYTES", _machine_memor
 MAX_RUN_ALLOCATION_BYTES = _from_env("ONNXTEXT_MAX_RUN_ALLOCATION_BYTES", 4 * _machine_memory())
 
 _run = threading.local()  # .used: bytes charged to the current run on this thread (absent outside runs)
+#: the thread-local whose ``used`` :func:`begin_run` and :func:`end_run` set (the generated run of
+#: :mod:`.run_code` sets it in place, without the two calls)
+current_run = _run
 
 
 def begin_run() -> None:

@@ -31,7 +31,7 @@ from .. import schemas, tensors
 from ..errors import EvalError, OnnxTextError
 from .optimizer import MAX_LEVEL, optimize
 from .optimizer.graph import Constants
-from .plan_code import compile_steps
+from .plan_code import compile_scoped, compile_steps
 from .registry import lookup, normalize_domain, prepared_form
 from .steps import (CONTROL, UNUSED, KernelContext, RunControl, RunStopped, Step, StepInfo,  # noqa: F401
                     describe_node, describe_value, step_error)
@@ -133,7 +133,7 @@ class GraphPlan:
     """A graph prepared for repeated execution (see the module docstring)."""
 
     __slots__ = ("name", "input_names", "output_names", "constants", "free", "steps", "keep", "_loop", "_runs",
-                 "_compiled")
+                 "_compiled", "_scoped")
 
     def __init__(self, name, input_names, output_names, constants, free, steps, keep):
         self.name = name
@@ -146,6 +146,7 @@ class GraphPlan:
         self._loop = None  # what execute() iterates, built from steps on first use (see _loop_records)
         self._runs = 0  # plain runs so far: the steps are compiled into one function at COMPILE_AFTER
         self._compiled = None  # that function (plan_code.compile_steps), False when the plan keeps the loop
+        self._scoped = None  # run_in_scope's function (plan_code.compile_scoped), False when it has none
 
     def _loop_records(self) -> list:
         """Per step ``(fn, get, kind, outputs, attrs, free, info, context, step)``: ``get(env)`` is an
@@ -182,6 +183,26 @@ class GraphPlan:
         env = base.copy()
         for n, v in zip(self.input_names, inputs):
             env[n] = v
+        self.execute(env)
+        return [env[n] for n in self.output_names]
+
+    def run_in_scope(self, scope: dict) -> list:
+        """The output values of this plan run on ``scope``, which holds the outer values it reads and
+        its inputs (an If branch's enclosing values; the usual call's feeds, for the main plan).
+
+        From the :data:`COMPILE_AFTER`-th run on, a plain run (no trace or timeout) is one generated
+        function reading ``scope`` itself, with the plan's values in locals (:func:`.plan_code.compile_scoped`:
+        no dict bound per call); before, or when the plan does not fit it, :meth:`bind_outer` and
+        :meth:`execute` (which compiles its own function then). A missing output is a KeyError."""
+        run = self._scoped
+        if run is None and self._runs >= COMPILE_AFTER - 1 and CONTROL not in scope:
+            run = self._scoped = compile_scoped(self) or False
+        if run and CONTROL not in scope:
+            return run(scope)
+        env = self.bind_outer(scope)
+        for n in self.input_names:
+            if n in scope:
+                env[n] = scope[n]
         self.execute(env)
         return [env[n] for n in self.output_names]
 

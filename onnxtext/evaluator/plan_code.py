@@ -107,3 +107,85 @@ def _local_values(steps, keep) -> dict:
             produced[n] = produced.get(n, 0) + 1
     wanted = [n for n, count in produced.items() if count == 1 and n not in keep and n]
     return {n: f"v{j}" for j, n in enumerate(wanted)}
+
+
+def compile_scoped(plan) -> object | None:
+    """``run(scope) -> list`` of ``plan``'s output values, running its steps on the outer values in
+    ``scope`` with no dict of its own (an If branch run per call: :meth:`.plan.GraphPlan.run_in_scope`),
+    or None when the plan does not fit: a context step (it reads the run's values through a dict), a
+    value produced twice, a name that is not an exact ``str``, more than :data:`MAX_STEPS` steps.
+
+    The plan's constants are names of the function's global namespace, every value a step produces a
+    local, and every other name (the outer values it reads, its inputs) a subscript of ``scope``; the
+    output list is built by the function itself. A failure builds what :meth:`~.plan.GraphPlan.bind_outer`
+    would have (its error when an outer value is missing), adds the scope's inputs and the locals computed
+    so far, and raises the :func:`~.steps.step_error` the loop raises; an output no step computed raises
+    the KeyError reading it from the loop's dict raises."""
+    steps = plan.steps
+    if len(steps) > MAX_STEPS or any(st[6] for st in steps):
+        return None
+    outputs = list(plan.output_names)
+    names = [n for st in steps for part in (st[1], st[2], st[4]) for n in part] + outputs + list(plan.constants)
+    if any(type(n) is not str for n in names):
+        return None
+    from .steps import UNUSED
+
+    produced: dict = {}
+    for st in steps:
+        for n in st[2]:
+            if n != UNUSED:
+                if n in produced:
+                    return None
+                produced[n] = f"v{len(produced)}"
+    consts = {n: f"c{j}" for j, n in enumerate(plan.constants)}
+    glob = {"_steps": steps, "_step_error": step_error, "_bind": plan.bind_outer, "_locals": tuple(produced.items()),
+            "_inputs": tuple(plan.input_names),
+            "_outputs": tuple((n, produced[n]) for n in outputs if n in produced)}
+    glob.update((v, plan.constants[n]) for n, v in consts.items())
+    done: set = set()
+
+    def read(n):
+        if n in done:
+            return produced[n]
+        if n in consts:
+            return consts[n]
+        return "None" if n == "" else f"e[{n!r}]"
+
+    lines = ["def run(e):", "    i = -1", "    try:"]
+    for i, st in enumerate(steps):
+        fn, ins, outs, attrs, free = st[:5]
+        glob[f"f{i}"] = fn
+        args = [read(n) for n in ins]
+        if attrs:
+            glob[f"a{i}"] = attrs
+            args.append(f"**a{i}")
+        lines.append(f"        i = {i}")
+        lines.append(f"        o = f{i}({', '.join(args)})")
+        targets = [produced.get(n, "_") for n in outs]
+        if len(outs) == 1:  # as the loop's store: a tuple gives its first value (none when empty)
+            lines.append(f"        if type(o) is not tuple: {targets[0]} = o")
+            lines.append(f"        elif o: {targets[0]} = o[0]")
+        else:  # a tuple fills the outputs in order (as far as it goes), anything else the first
+            lines.append("        if type(o) is not tuple: o = (o,)")
+            lines.extend(f"        if len(o) > {j}: {t} = o[{j}]" for j, t in enumerate(targets))
+        done.update(outs)
+        lines.extend(f"        {produced[n]} = None" for n in free if n in produced and n in done)
+    if not steps:
+        lines.append("        pass")
+    lines += ["    except (Exception, KeyboardInterrupt) as exc:",
+              "        env = _bind(e)  # (what the loop's run had: bind_outer's error when an outer value is missing)",
+              "        env.update((n, e[n]) for n in _inputs if n in e)",
+              "        values = locals()",
+              "        env.update((n, values[v]) for n, v in _locals if v in values)",
+              "        raise _step_error(_steps[i] if i >= 0 else None, env, exc) from exc",
+              "    try:",
+              f"        return [{', '.join(read(n) for n in outputs)}]",
+              "    except NameError:  # an output its step did not compute: the loop's dict has no such key",
+              "        values = locals()",
+              "        raise KeyError(next(n for n, v in _outputs if v not in values)) from None",
+              "    except KeyError:  # an outer value missing: bind_outer's error",
+              "        _bind(e)",
+              "        raise"]
+    code = compile("\n".join(lines) + "\n", "<onnxtext scoped plan>", "exec")
+    exec(code, glob)  # noqa: S102 - code generated above from the plan's own names (reprs)
+    return glob["run"]

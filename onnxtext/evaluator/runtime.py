@@ -123,6 +123,7 @@ class Evaluator:
         self._input_types = {i.name: i.type for i in g.input}
         self._dims = DimensionCheck(self._input_types)
         self._plain_feeds = _plain_feed_types(self.input_names, self._input_types)
+        self._fast_run = None  # run_code.compile_run's function for the usual call, when it covers the model
         if engine == "onnxruntime":
             self._ort = _onnxruntime_session(self.model, model, self.base_dir, threads)
             return
@@ -161,6 +162,11 @@ class Evaluator:
         missing = [n for n in self._main.free if n not in self._state]
         if missing:
             raise EvalError(f"graph {g.name!r}: value {missing[0]!r} is used but never defined")
+        if _FLOAT_ERRORS is not None:  # the usual call as one generated function (None: the general path)
+            from .run_code import compile_run
+
+            self._fast_run = compile_run(self._plain_feeds, self._dims, self._main, self._state, self._threads,
+                                         (_FLOAT_ERRORS, _IGNORED_FLOAT_ERRORS))
 
     # ------------------------------------------------------------------------------------ preparation
     def decode_initializer(self, init: onnx.TensorProto) -> np.ndarray:
@@ -202,6 +208,12 @@ class Evaluator:
         every node is a step). ``timeout`` (seconds) stops the run between steps with an EvalError
         naming the node reached, as Ctrl-C does.
         """
+        if output_names is None and trace is None and timeout is None:
+            fast = self._fast_run
+            if fast is not None:
+                outputs = fast(feeds)
+                if outputs is not None:
+                    return outputs
         if self.engine == "onnxruntime":
             try:
                 return self._ort.run(output_names, feeds)

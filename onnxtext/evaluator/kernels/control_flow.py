@@ -109,14 +109,9 @@ def _truth(cond) -> bool:
 # ---------------------------------------------------------------------------------------------- If
 @kernel("If", since=1, context=True)
 def if_(ctx, cond, then_branch, else_branch):
-    # a branch has no inputs: run it on its freshly bound values directly (no second copy)
-    plan = ctx.info.subplan(then_branch if _truth(cond) else else_branch)
-    env = plan.bind_outer(ctx.scope)
-    plan.execute(env)
-    names = plan.output_names
-    if len(names) == 1:
-        return env[names[0]]
-    return tuple([env[n] for n in names])
+    # a branch has no inputs: run on the enclosing values themselves (GraphPlan.run_in_scope)
+    out = ctx.info.subplan(then_branch if _truth(cond) else else_branch).run_in_scope(ctx.scope)
+    return out[0] if len(out) == 1 else tuple(out)
 
 
 # ---------------------------------------------------------------------------------------------- Loop

@@ -1,0 +1,114 @@
+"""The usual call of :meth:`.runtime.Evaluator.run` as one generated function, decided once per model.
+
+The usual call asks for every output, has no trace or timeout, and feeds each required input a numpy
+array of exactly its declared element type and rank whose dimensions fit the declared sizes and
+symbols. For it, :meth:`~.runtime.Evaluator.run` did, one Python call each: choose the plan, bind the
+constants and state, check the feeds' types, check their dimensions (a loop over a table of
+constraints), choose the thread count, set numpy's float error state, open the run's allocation
+budget, run the plan, close both, build the output list. :func:`compile_run` writes all of that for
+one model as straight-line code, with everything known at construction in place: the feed names as
+subscripts, each declared dtype and rank as a comparison, each fixed size and each symbol's other
+occurrences as a comparison of ``shape`` items, the state names the plan reads, and no thread-chooser
+code when the caller fixed the count.
+
+A feed the function does not accept (another type or rank, a size that contradicts the declaration,
+a feed too many or missing) makes it return None before anything runs, and the Evaluator takes its
+general path, which converts the feed or refuses it with its own message; so the two paths cannot
+differ in what they accept or how they word a refusal. Models with a string, sequence, map or
+optional input keep the general path (its feed check covers them).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..errors import EvalError
+from . import limits
+
+
+def _missing_output(name) -> EvalError:
+    return EvalError(f"no value named {name!r} was computed")
+
+
+def compile_run(feed_types, dims, plan, state: dict, chooser, float_errors):
+    """``run(feeds) -> list or None`` for one model (see the module docstring), or None when the model's
+    inputs are not all numeric tensors or a name is not an exact ``str``.
+
+    ``feed_types`` is ``(name, dtype, rank or -1, kind)`` per required input (as
+    :func:`.runtime._plain_feed_types` gives them; only kind 0, a numeric tensor, is covered);
+    ``dims`` the model's :class:`.feed_dims.DimensionCheck`; ``plan`` the main plan;
+    ``state`` the Evaluator's training-state dict (read at each run: training updates it); ``chooser``
+    its ThreadChooser or None; ``float_errors`` the ``(context variable, value ignoring every float
+    error)`` pair of numpy's error state."""
+    if feed_types is None or any(kind != 0 for *_, kind in feed_types):
+        return None
+    names = [n for n, *_ in feed_types]
+    constraints = dims.constraints
+    names += [n for n, _ in constraints] + list(plan.free) + list(plan.output_names)
+    if any(type(n) is not str for n in names):  # (names enter the code as reprs of exact strs only)
+        return None
+    var, ignored = float_errors
+    base = dict(plan.constants)
+    base[""] = None
+    glob = {"ndarray": np.ndarray, "copy": base.copy, "state": state, "execute": plan.execute, "run_in_scope": plan.run_in_scope,
+            "set_errors": var.set, "reset_errors": var.reset, "IGNORED": ignored, "budget": limits.current_run,
+            "chooser": chooser, "dims": dims.check, "clock": time.perf_counter, "_missing": _missing_output}
+    lines = ["def run(feeds):", f"    if len(feeds) != {len(feed_types)}: return None"]
+    local = {}
+    if feed_types:
+        lines.append("    try:")
+        for i, (name, dtype, rank, _) in enumerate(feed_types):
+            local[name] = f"a{i}"
+            lines.append(f"        a{i} = feeds[{name!r}]")
+        lines.append("    except KeyError: return None")
+    for i, (name, dtype, rank, _) in enumerate(feed_types):
+        glob[f"d{i}"] = dtype
+        check = f"type(a{i}) is not ndarray" + (f" or a{i}.ndim != {rank}" if rank >= 0 else "")
+        lines.append(f"    if {check}: return None")
+        lines.append(f"    if a{i}.dtype is not d{i} and a{i}.dtype != d{i}: return None")
+    symbols: dict = {}
+    # an initializer listed as an input with a declared shape is checked too, as the general path does
+    # (its value may give a symbol the feeds share): then the table's own check runs on the bound values
+    whole = any(name not in local for name, _ in constraints)
+    for name, axes in ([] if whole else constraints):
+        lines.append(f"    s = {local[name]}.shape")
+        for axis, size, symbol in axes:  # (the rank is checked above, and every constrained axis is below it)
+            if size is not None:
+                lines.append(f"    if s[{axis}] != {size}: return None")
+            if symbol is not None:
+                if symbol in symbols:
+                    lines.append(f"    if s[{axis}] != {symbols[symbol]}: return None")
+                else:
+                    symbols[symbol] = f"n{len(symbols)}"
+                    lines.append(f"    {symbols[symbol]} = s[{axis}]")
+    # without state or a shape check on bound values the plan runs on the feeds themselves
+    # (GraphPlan.run_in_scope: no dict of values per run once it is compiled)
+    scoped = not plan.free and not whole
+    if not scoped:
+        lines.append("    e = copy()")
+        lines.extend(f"    e[{n!r}] = state[{n!r}]" for n in plan.free)
+        lines.extend(f"    e[{name!r}] = a{i}" for i, (name, *_) in enumerate(feed_types))
+    if whole:
+        lines.append("    dims(e)")
+    if chooser is not None:
+        lines.append("    threads = chooser.begin()")
+        lines.append("    if threads is not None: start = clock()")
+    # inf/nan results are ONNX semantics, not errors: numpy's float warnings are off for the run (and
+    # the caller's state back after it); the allocation budget is the run's (limits.begin_run/end_run)
+    run = ["        out = run_in_scope(feeds)", "    except KeyError as k:", "        raise _missing(k.args[0]) from None"] \
+        if scoped else ["        execute(e)"]
+    lines += ["    token = set_errors(IGNORED)", "    budget.used = 0", "    try:", *run,
+              "    finally:", "        budget.used = None", "        reset_errors(token)"]
+    if chooser is not None:
+        lines.append("    if threads is not None: chooser.record(threads, clock() - start)")
+    if scoped:
+        lines.append("    return out")
+    else:
+        outs = ", ".join(f"e[{n!r}]" for n in plan.output_names)
+        lines += ["    try:", f"        return [{outs}]", "    except KeyError as k:",
+                  "        raise _missing(k.args[0]) from None"]
+    code = compile("\n".join(lines) + "\n", "<onnxtext run>", "exec")
+    exec(code, glob)  # noqa: S102 - code generated above from the model's names (reprs) and numbers
+    return glob["run"]
