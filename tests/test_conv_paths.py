@@ -376,3 +376,22 @@ def test_conv_add_matches_the_definition(geometry, other, relu):
         np.testing.assert_allclose(fused(x, addend), want, rtol=1e-4, atol=1e-4)
         x = RNG.standard_normal(x.shape).astype(np.float32)
         expected = reference_conv(x, w, b, attrs["group"], attrs["strides"], attrs["dilations"], attrs["pads"])
+
+
+def test_scratch_views_follow_the_shared_buffer():
+    """A closure's scratch views are made once, and again over the new buffer when a larger request
+    (another layer's) replaced the slot's buffer, so the layers keep sharing one buffer."""
+    from onnxtext.evaluator.kernels.conv import scratch
+    from onnxtext.evaluator.kernels.scratch_views import ScratchViews
+
+    made = []
+
+    def make():
+        made.append(1)
+        return (scratch((4, 8), np.float32, slot="test_views"),)
+    views = ScratchViews(make, ("test_views",))
+    first = views.get()
+    assert views.get() is first and len(made) == 1
+    larger = scratch((64, 64), np.float32, slot="test_views")  # replaces the slot's buffer
+    again = views.get()
+    assert len(made) == 2 and np.shares_memory(again[0], larger) and not np.shares_memory(again[0], first[0])

@@ -43,6 +43,7 @@ from .conv_depthwise import prepare_depthwise
 from .conv_kernel_rows import prepare_kernel_rows, use_kernel_rows
 from .conv_patches import is_patch_conv, prepare_patches
 from .conv_relu import relu_inplace
+from .scratch_views import ScratchViews
 from .conv_shifted import prepare_shifted
 from .conv_winograd import prepare_winograd, use_winograd
 
@@ -250,11 +251,17 @@ class PreparedConv:
         if n > 1:
             cols_shape = (n, group, rows, p_size)
 
+            def make_views():
+                cols = scratch(cols_shape, dtype)
+                return cols, cols[:, :, :cg * k_size].reshape(window.shape, copy=False), cols[:, :, cg * k_size:]
+            views = ScratchViews(make_views, ("columns",))
+
             def im2col_conv(x, out):
                 np.copyto(interior, x)
-                cols = scratch(cols_shape, dtype)
-                cols[:, :, :cg * k_size].reshape(window.shape, copy=False)[...] = window
-                cols[:, :, cg * k_size:] = 1
+                cols, taps_part, ones_part = views.get()
+                np.copyto(taps_part, window)
+                if ones:
+                    ones_part.fill(1)
                 y, flat = destination(out)
                 _multiply(wg, cols, flat, bias, relu)
                 return y
@@ -321,16 +328,20 @@ def _flat_columns(w, b, shape, padded_shape, pads_begin, dilations, out, relu):
     full_shape = (n, m) + tuple(out)
     zero = np.zeros((), dtype)
 
+    def make_views():
+        cols = scratch(cols_shape, dtype)
+        acc = scratch((n, m, length), dtype, slot="flat_result")
+        return cols, cols[:, :taps].reshape(window.shape, copy=False), cols[:, taps:], acc, acc.reshape(computed)[crop]
+    views = ScratchViews(make_views, ("columns", "flat_result"))
+
     def flat_columns_conv(x, dest, ufunc=None, operand=None):
         """``ufunc(conv, operand)`` when given (see ``PreparedConv.combined``): in the crop."""
         np.copyto(interior, x)
-        cols = scratch(cols_shape, dtype)
-        cols[:, :taps].reshape(window.shape, copy=False)[...] = window
-        cols[:, taps:] = 1
-        acc = scratch((n, m, length), dtype, slot="flat_result")
+        cols, taps_part, ones_part, acc, src = views.get()
+        np.copyto(taps_part, window)
+        ones_part.fill(1)
         np.matmul(wg, cols, out=acc)
         y = np.empty(full_shape, dtype) if dest is None else dest
-        src = acc.reshape(computed)[crop]
         if relu:  # the crop applies the Relu: one pass
             np.maximum(src, zero, out=y)
             if ufunc is not None:
