@@ -35,8 +35,8 @@ STEPS = 12  # the model's sequence length
 def minimal_loop(ws, weights, steps):
     """The fast loop's numpy calls (quant_lstm._quantized_lstm_loop) without the per-step range arithmetic
     in Python: the scales and multipliers stay those the workspace holds."""
-    hs, negated, signed, xs, g = ws.h_states, ws.negated_states, ws.signed_states, ws.x_steps, ws.gates
-    codes, product, ranges, flat = ws.codes, ws.product, ws.ranges, ws.flat_states
+    g = ws.gates
+    codes, product, ranges = ws.codes, ws.product, ws.ranges
     dirs, batch, hidden = codes.shape
     flat_codes, flat_scale = codes.reshape(dirs, -1), ws.scale.reshape(dirs, 1)
     extremes = ranges.reshape(4) if dirs == 2 else ranges[:, 0]
@@ -44,22 +44,21 @@ def minimal_loop(ws, weights, steps):
     multiplier, r_t, tmp, c = ws.multiplier, weights.r_t, ws.tmp, g[4]
     gates, sig, pairs, partners, gi, gf, go = g[:4], g[:3], g[1:3], g[3:5], g[1], g[2], g[0]
     half = np.array(0.5, np.float32)
-    for k in range(steps):
-        h = hs[k]
-        np.negative(h, negated[k])
-        np.maximum.reduce(signed[k], 1, None, extremes, False, 0.0)
-        np.divide(flat[k], flat_scale, flat_codes)
+    for h, negated, signed, flat, x, h_next in ws.step_views:
+        np.negative(h, negated)
+        np.maximum.reduce(signed, 1, None, extremes, False, 0.0)
+        np.divide(flat, flat_scale, flat_codes)
         np.rint(codes, codes)
         np.matmul(codes, r_t, product)
         np.multiply(product_gates, multiplier, gates)
-        np.add(gates, xs[k], gates)
+        np.add(gates, x, gates)
         np.tanh(gates, gates)
         np.multiply(sig, half, sig)
         np.add(sig, half, sig)
         np.multiply(pairs, partners, pairs)
         np.add(gi, gf, c)
         np.tanh(c, tmp)
-        np.multiply(go, tmp, hs[k + 1])
+        np.multiply(go, tmp, h_next)
 
 
 def main(argv=None) -> int:
