@@ -9,7 +9,9 @@ median microseconds per call of the prepared conv the selector picks (``Prepared
 layer's bias, as the plan runs it) and of onnxruntime (one intra-op thread), calls alternating so
 both see the same load, and their ratio. ``--variants`` adds the closures of
 ``conv_depthwise`` forced one by one (``VARIANTS`` below), each as a ratio to the selected one, to
-re-check the selector's thresholds. One BLAS thread (OPENBLAS_NUM_THREADS=1, set here before numpy
+re-check the selector's thresholds. ``--models NAME...`` (corpus names, light_<name>) times whole models
+instead: the evaluator with this module's row bands and bias-by-ones switched off (``BEFORE``, as at
+the session's start) and on, and onnxruntime, calls alternating, timed by the thread's CPU time. One BLAS thread (OPENBLAS_NUM_THREADS=1, set here before numpy
 is imported).
 """
 
@@ -105,7 +107,45 @@ def _onnxruntime(x, w, b, attrs):
     return lambda x: session.run(None, {"x": x})[0]
 
 
-def _alternate(fns, x, rounds):
+# the switches as before this session's changes (``--models``)
+BEFORE = {"BAND_MIN_WIDTH": 0, "BIAS_BY_ONES": False}
+
+
+def _models(names, rounds):
+    sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "tests")]
+    import onnxruntime
+    from eval_models import cases
+
+    import onnxtext
+
+    print("| model | before ms | after ms | onnxruntime ms | before/ort | after/ort | after/before |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, _, _, load in cases(names):
+        path, model, feeds = load()
+        evaluators = []
+        for settings in (BEFORE, {}):
+            saved = {k: getattr(conv_depthwise, k) for k in settings}
+            for k, v in settings.items():
+                setattr(conv_depthwise, k, v)
+            try:
+                ev = onnxtext.Evaluator(model)
+                for _ in range(4):  # prepared and compiled with the switches as set
+                    ev.run(None, feeds)
+            finally:
+                for k, v in saved.items():
+                    setattr(conv_depthwise, k, v)
+            evaluators.append(ev)
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = options.inter_op_num_threads = 1
+        session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        fns = [lambda f, ev=ev: ev.run(None, f) for ev in evaluators] + [lambda f: session.run(None, f)]
+        # the thread's CPU time: leaves out the time the process waits for a core on a shared machine
+        before, after, ort = (m / 1000 for m in _alternate(fns, feeds, rounds, time.thread_time))
+        print(f"| {name} | {before:.2f} | {after:.2f} | {ort:.2f} | {before / ort:.2f} | {after / ort:.2f} | "
+              f"{after / before:.2f} |", flush=True)
+
+
+def _alternate(fns, x, rounds, clock=time.perf_counter):
     times = [[] for _ in fns]
     for _ in range(3):
         for fn in fns:
@@ -113,9 +153,9 @@ def _alternate(fns, x, rounds):
     for i in range(rounds):
         order = list(enumerate(fns))
         for j, fn in (order if i % 2 else order[::-1]):
-            t = time.perf_counter()
+            t = clock()
             fn(x)
-            times[j].append(time.perf_counter() - t)
+            times[j].append(clock() - t)
     return [float(np.median(t)) * 1e6 for t in times]
 
 
@@ -124,7 +164,11 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=30, help="alternating calls of each path")
     ap.add_argument("--only", help="only geometries whose description contains this")
     ap.add_argument("--variants", action="store_true", help="also time the forced closures of VARIANTS")
+    ap.add_argument("--models", nargs="+", metavar="NAME", help="time whole models before/after instead")
     args = ap.parse_args(argv)
+    if args.models:
+        _models(args.models, args.rounds)
+        return 0
     names = list(VARIANTS) if args.variants else []
     print("| input | kernel | stride | closure | onnxtext us | onnxruntime us | onnxtext/ort |"
           + "".join(f" {n}/selected |" for n in names))

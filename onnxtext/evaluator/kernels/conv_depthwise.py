@@ -262,6 +262,17 @@ def _prepare_row_bands(w, shape, pads_begin, strides, dilations, out, bias):
     chunk = max(1, min(m, BLOCK // ((taps + ones) * bands * wo)))
     blocks = [(b, c0, min(m, c0 + chunk)) for b in range(n) for c0 in range(0, m, chunk)]
     result_shape = (n, m) + tuple(out)
+    full, last = divmod(ho, band)
+    within = {}
+
+    def blocks_within(per_group):
+        """The blocks cut at multiples of ``per_group`` channels (kept per group size)."""
+        cut = within.get(per_group)
+        if cut is None:
+            cut = within[per_group] = [(b, c0, min(c0 + chunk, (c0 // per_group + 1) * per_group))
+                                       for b in range(n) for g0 in range(0, m, per_group)
+                                       for c0 in range(g0, g0 + per_group, chunk)]
+        return cut
 
     def depthwise_bands(x, dest):
         np.copyto(interior, x[src])
@@ -269,21 +280,19 @@ def _prepare_row_bands(w, shape, pads_begin, strides, dilations, out, bias):
         prod = scratch((chunk, band, bands, wo), dtype, slot="depthwise_part")
         if ones:
             cols[:, taps] = 1
-        y = np.empty(result_shape, dtype) if dest is None or dest.ndim != 4 else dest
-        for b, c0, c1 in blocks:
+        y = np.empty(result_shape, dtype) if dest is None else dest
+        split = y.ndim == 5  # channels split in groups (N, G, M / G, H, W): blocks within one group
+        for b, c0, c1 in blocks_within(y.shape[2]) if split else blocks:
             k = c1 - c0
             part, p = cols[:k], prod[:k]
             np.copyto(part[:, :taps].reshape(k, rows, kw, bands, wo), view[b, c0:c1])
             np.matmul(weights[c0:c1], part, out=p.reshape(k, band, bands * wo))
+            target = y[b, c0 // y.shape[2], c0 % y.shape[2]:(c1 - 1) % y.shape[2] + 1] if split else y[b, c0:c1]
             # (channel, row in band, band, column) -> (channel, output row, column), the last band cropped
-            full, last = divmod(ho, band)
             if full:
-                np.copyto(y[b, c0:c1, :full * band].reshape(k, full, band, wo), p[:, :, :full].transpose(0, 2, 1, 3))
+                np.copyto(target[:, :full * band].reshape(k, full, band, wo), p[:, :, :full].transpose(0, 2, 1, 3))
             if last:
-                np.copyto(y[b, c0:c1, full * band:], p[:, :last, full])
-        if dest is not None and y is not dest:
-            np.copyto(dest, y.reshape(dest.shape))  # (channels split in groups: splitting an axis is a view)
-            return dest
+                np.copyto(target[:, full * band:], p[:, :last, full])
         return y
     return depthwise_bands
 
