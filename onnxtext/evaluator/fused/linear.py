@@ -5,12 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels.linalg import matrix_product
+from ..kernels.normalization import TILED_MAX_SIZE, row_tile
 
-#: a bias is added as an array of the product's whole shape (built once per shape) for products of at
-#: most this many values: numpy adds a row broadcast to a matrix row by row, about 2x the time of an
-#: elementwise sum of two arrays of the same shape (8x64: 0.9 against 0.45 us; 128x768: 27 against
-#: 16 us; at 1024x1024 the 4 MB copy is slower, 1.16 against 0.76 ms), numpy 2.4
-TILED_BIAS_MAX_VALUES = 1 << 16
+#: a bias is added as an array of the product's whole shape (built once per shape, by
+#: :func:`~..kernels.normalization.row_tile`) for products of at most this many values: numpy adds a row
+#: broadcast to a matrix row by row, about 2x the time of an elementwise sum of two arrays of the same
+#: shape (8x64: 0.9 against 0.45 us; 128x768: 27 against 16 us; at 1024x1024 the 4 MB copy is slower,
+#: 1.16 against 0.76 ms), numpy 2.4
+TILED_BIAS_MAX_VALUES = TILED_MAX_SIZE
 _TILED_SHAPES_MAX = 8  # product shapes remembered per step (then the cache starts again)
 
 
@@ -52,8 +54,7 @@ def tiled_bias(cache: dict, b, shape):
             return b
         if len(cache) >= _TILED_SHAPES_MAX:
             cache.clear()
-        tiled = cache[shape] = np.broadcast_to(b, shape).copy()
-        tiled.flags.writeable = False
+        tiled = cache[shape] = row_tile(b, shape)
     return tiled
 
 
