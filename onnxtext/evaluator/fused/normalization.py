@@ -106,22 +106,6 @@ class CastNorm:
         return self.fallback(x)
 
 
-class UnchangedCast:
-    """A Cast to float ``dtype`` before a norm whose input is read again (Llama's residual, rule
-    ``norm_casts``): a value already of that type is passed on as it is (the Cast kernel copies it);
-    ``fallback`` (the Cast) for anything else."""
-
-    __slots__ = ("dtype", "fallback")
-
-    def __init__(self, dtype, fallback):
-        self.dtype, self.fallback = np.dtype(dtype), fallback
-
-    def __call__(self, x):
-        if type(x) is np.ndarray and x.dtype == self.dtype:
-            return x
-        return self.fallback(x)
-
-
 class PreparedSkipNorm:
     """com.microsoft SkipLayerNormalization / SkipSimplifiedLayerNormalization with constant gamma,
     beta and bias (rule ``contrib_transformer``): ``input + skip (+ bias)`` normalized over the last

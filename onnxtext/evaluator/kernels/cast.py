@@ -178,9 +178,11 @@ def cast(x, to, saturate=1, round_mode="up"):
     if type(x) is np.ndarray:
         source, out = x.dtype, target.np
         if source in _PLAIN and out in _PLAIN and (source.kind in "iub" or out.kind == "f" == source.kind):
+            if source == out:  # values are never mutated in place (see Identity): no copy
+                return x
             if source == _F16 and out == _F32:
                 return float16_to_float32(x)
-            return x.astype(out)  # (a copy when the types are equal, as cast_array; a run silences float warnings)
+            return x.astype(out)  # (a run silences float warnings)
     return np.asarray(cast_array(x, target, saturate, round_mode))
 
 

@@ -9,10 +9,9 @@ else the original steps run). Up to three steps fewer per norm.
 Condition: any of: a Cast before the norm read only by it, a Cast after it, a Mul by a float constant
 of rank at most 1 (of the first Cast's type, if there is one) after those, each the only reader of
 what it reads; the Mul only when the norm has no scale or bias of its own for it to join. The Llama
-exports read the first Cast's result again for the residual, so there it stays a step, an
-:class:`~..fused.normalization.UnchangedCast` that passes a value already of its type on (values are
-never changed in place, as Identity passes them on) instead of copying it. Exact (level 1): a Cast to
-a value's own type is the value, and ``w * y`` is ``y * w``.
+exports read the first Cast's result again for the residual, so there it stays a step (the Cast
+kernel passes a value already of its type on without a copy). Exact (level 1): a Cast to a value's
+own type is the value, and ``w * y`` is ``y * w``.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...dtypes import np_dtype
-from ..fused.normalization import CastNorm, LastAxisLayerNorm, LastAxisRmsNorm, UnchangedCast
+from ..fused.normalization import CastNorm, LastAxisLayerNorm, LastAxisRmsNorm
 from ..fused.original import OriginalSteps
 from .graph import GraphView
 
@@ -54,12 +53,6 @@ def apply(steps: list, keep: set, known) -> list:
             in_dtype = _cast_to(view, k_in)
             covered.append(k_in)
             first = k_in
-        elif _cast_to(view, k_in) is not None and st[1][0] not in keep:
-            # (read again, by the residual: a step of its own that passes a value already of its type on)
-            cast = view.step(k_in)
-            view.replace(k_in, (UnchangedCast(_cast_to(view, k_in), OriginalSteps([cast], cast[1], cast[2], {})),
-                                cast[1], cast[2], {}, cast[4], cast[5], False), view.steps[k_in][1])
-            changed = True
         after = view.only_reader(st[2][0])
         if after is not None and _cast_to(view, after) is not None:
             out_dtype = _cast_to(view, after)
