@@ -115,6 +115,7 @@ MIXED_CASES = [
 def test_string_map_and_sequence_feeds(feeds, expected):
     ev = Evaluator(MIXED)
     assert ev._plain_feeds is not None  # (the fast check covers this model's inputs)
+    assert ev._fast_run is not None  # (and so does the generated usual call, run_code.py)
     ev.run(None, {"s": S, "q": Q, "d": D})  # the plain call first
     if isinstance(expected, str):
         with pytest.raises(EvalError, match=expected):
@@ -162,7 +163,8 @@ GENERATED_CASES = [
 
 
 @pytest.mark.parametrize("threads", [1, None])
-@pytest.mark.parametrize("text, feeds, expected", GENERATED_CASES, ids=[f"case{i}" for i in range(len(GENERATED_CASES))])
+@pytest.mark.parametrize("text, feeds, expected", GENERATED_CASES,
+                         ids=[f"case{i}" for i in range(len(GENERATED_CASES))])
 def test_the_generated_usual_call_accepts_and_refuses_as_the_general_path(text, feeds, expected, threads):
     ev = Evaluator(text_model('<ir_version: 9, opset_import: ["": 18]>\n' + text), threads=threads)
     assert ev._fast_run is not None  # (these models' inputs are all numeric tensors)

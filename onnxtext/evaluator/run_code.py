@@ -14,8 +14,10 @@ code when the caller fixed the count.
 A feed the function does not accept (another type or rank, a size that contradicts the declaration,
 a feed too many or missing) makes it return None before anything runs, and the Evaluator takes its
 general path, which converts the feed or refuses it with its own message; so the two paths cannot
-differ in what they accept or how they word a refusal. Models with a string, sequence, map or
-optional input keep the general path (its feed check covers them).
+differ in what they accept or how they word a refusal. String tensors (numpy ``str``/``bytes``
+arrays made ``object``), maps and sequences of numeric tensors are taken as the general path's fast
+check takes them; a model with an input of another kind (optional, sequences of maps) keeps the
+general path.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ from ..errors import EvalError
 from . import limits
 
 
+#: the kinds of feed the generated check covers (the ``kind`` of :func:`.runtime._plain_feed_types`)
+TENSOR, STRINGS, MAP, SEQUENCE = range(4)
+
+
 def _missing_output(name) -> EvalError:
     return EvalError(f"no value named {name!r} was computed")
 
@@ -37,12 +43,12 @@ def compile_run(feed_types, dims, plan, state: dict, chooser, float_errors):
     inputs are not all numeric tensors or a name is not an exact ``str``.
 
     ``feed_types`` is ``(name, dtype, rank or -1, kind)`` per required input (as
-    :func:`.runtime._plain_feed_types` gives them; only kind 0, a numeric tensor, is covered);
+    :func:`.runtime._plain_feed_types` gives them), None when one is of a kind not covered;
     ``dims`` the model's :class:`.feed_dims.DimensionCheck`; ``plan`` the main plan;
     ``state`` the Evaluator's training-state dict (read at each run: training updates it); ``chooser``
     its ThreadChooser or None; ``float_errors`` the ``(context variable, value ignoring every float
     error)`` pair of numpy's error state."""
-    if feed_types is None or any(kind != 0 for *_, kind in feed_types):
+    if feed_types is None:
         return None
     names = [n for n, *_ in feed_types]
     constraints = dims.constraints
@@ -52,8 +58,9 @@ def compile_run(feed_types, dims, plan, state: dict, chooser, float_errors):
     var, ignored = float_errors
     base = dict(plan.constants)
     base[""] = None
-    glob = {"ndarray": np.ndarray, "copy": base.copy, "state": state, "execute": plan.execute, "run_in_scope": plan.run_in_scope,
-            "set_errors": var.set, "reset_errors": var.reset, "IGNORED": ignored, "budget": limits.current_run,
+    glob = {"ndarray": np.ndarray, "copy": base.copy, "state": state, "execute": plan.execute,
+            "run_in_scope": plan.run_in_scope, "set_errors": var.set, "reset_errors": var.reset,
+            "IGNORED": ignored, "budget": limits.current_run,
             "chooser": chooser, "dims": dims.check, "clock": time.perf_counter, "_missing": _missing_output}
     lines = ["def run(feeds):", f"    if len(feeds) != {len(feed_types)}: return None"]
     local = {}
@@ -63,11 +70,28 @@ def compile_run(feed_types, dims, plan, state: dict, chooser, float_errors):
             local[name] = f"a{i}"
             lines.append(f"        a{i} = feeds[{name!r}]")
         lines.append("    except KeyError: return None")
-    for i, (name, dtype, rank, _) in enumerate(feed_types):
+    converted = False  # (a feed the run takes converted: the plan runs on a dict of the values taken)
+    for i, (name, dtype, rank, kind) in enumerate(feed_types):
         glob[f"d{i}"] = dtype
-        check = f"type(a{i}) is not ndarray" + (f" or a{i}.ndim != {rank}" if rank >= 0 else "")
-        lines.append(f"    if {check}: return None")
-        lines.append(f"    if a{i}.dtype is not d{i} and a{i}.dtype != d{i}: return None")
+        ranked = f" or a{i}.ndim != {rank}" if rank >= 0 else ""
+        if kind == TENSOR:
+            lines.append(f"    if type(a{i}) is not ndarray{ranked}: return None")
+            lines.append(f"    if a{i}.dtype is not d{i} and a{i}.dtype != d{i}: return None")
+        elif kind == STRINGS:  # object arrays as they are, numpy str/bytes arrays made object (as check_input does)
+            lines.append(f"    if type(a{i}) is not ndarray{ranked}: return None")
+            lines.append(f"    if a{i}.dtype != d{i}:")
+            lines.append(f"        if a{i}.dtype.kind not in 'US': return None")
+            lines.append(f"        a{i} = a{i}.astype(object)")
+            converted = True
+        elif kind == MAP:
+            lines.append(f"    if type(a{i}) is not dict: return None")
+        else:  # SEQUENCE of numeric tensors: a new list (as check_input makes: the caller's stays theirs)
+            ranked = f" or t.ndim != {rank}" if rank >= 0 else ""
+            lines.append(f"    if type(a{i}) is not list: return None")
+            lines.append(f"    for t in a{i}:")
+            lines.append(f"        if type(t) is not ndarray{ranked} or t.dtype != d{i}: return None")
+            lines.append(f"    a{i} = list(a{i})")
+            converted = True
     symbols: dict = {}
     # an initializer listed as an input with a declared shape is checked too, as the general path does
     # (its value may give a symbol the feeds share): then the table's own check runs on the bound values
@@ -86,6 +110,8 @@ def compile_run(feed_types, dims, plan, state: dict, chooser, float_errors):
     # without state or a shape check on bound values the plan runs on the feeds themselves
     # (GraphPlan.run_in_scope: no dict of values per run once it is compiled)
     scoped = not plan.free and not whole
+    if scoped and converted:
+        lines.append(f"    feeds = {{{', '.join(f'{n!r}: a{i}' for i, (n, *_) in enumerate(feed_types))}}}")
     if not scoped:
         lines.append("    e = copy()")
         lines.extend(f"    e[{n!r}] = state[{n!r}]" for n in plan.free)
@@ -97,8 +123,8 @@ def compile_run(feed_types, dims, plan, state: dict, chooser, float_errors):
         lines.append("    if threads is not None: start = clock()")
     # inf/nan results are ONNX semantics, not errors: numpy's float warnings are off for the run (and
     # the caller's state back after it); the allocation budget is the run's (limits.begin_run/end_run)
-    run = ["        out = run_in_scope(feeds)", "    except KeyError as k:", "        raise _missing(k.args[0]) from None"] \
-        if scoped else ["        execute(e)"]
+    run = ["        execute(e)"] if not scoped else \
+        ["        out = run_in_scope(feeds)", "    except KeyError as k:", "        raise _missing(k.args[0]) from None"]
     lines += ["    token = set_errors(IGNORED)", "    budget.used = 0", "    try:", *run,
               "    finally:", "        budget.used = None", "        reset_errors(token)"]
     if chooser is not None:

@@ -27,6 +27,7 @@ from .optimizer import MAX_LEVEL, check_options
 from .plan import (GraphPlan, KernelContext, Preparation, attribute_value, prepare_graph,  # noqa: F401
                    schema_defaults)
 from .limits import begin_run, end_run
+from .run_code import MAP as _MAP, SEQUENCE as _SEQUENCE, STRINGS as _STRINGS, TENSOR as _TENSOR, compile_run
 from .registry import normalize_domain
 from .steps import CONTROL, RunControl
 
@@ -163,8 +164,6 @@ class Evaluator:
         if missing:
             raise EvalError(f"graph {g.name!r}: value {missing[0]!r} is used but never defined")
         if _FLOAT_ERRORS is not None:  # the usual call as one generated function (None: the general path)
-            from .run_code import compile_run
-
             self._fast_run = compile_run(self._plain_feeds, self._dims, self._main, self._state, self._threads,
                                          (_FLOAT_ERRORS, _IGNORED_FLOAT_ERRORS))
 
@@ -371,7 +370,6 @@ class Evaluator:
 
 
 # ---------------------------------------------------------------------------------------- input checks
-_TENSOR, _STRINGS, _MAP, _SEQUENCE = range(4)  # the kinds of feed the fast check covers
 
 
 def _plain_tensor_type(tt):
