@@ -37,7 +37,7 @@ row ``oy`` and zeros elsewhere; the bias is one more weight column times a row o
 ``kw * rows`` per channel instead of ``kh * kw * out rows``, and one matrix product per channel
 instead of one vector product; the product does ``rows / kh`` times the useful multiplications.
 
-Unit strides, 2-D, outputs at least ``BAND_MIN_WIDTH`` (28) wide: banded row-Toeplitz products.
+Unit strides, 2-D, outputs at least ``BAND_MIN_WIDTH`` (32) wide: banded row-Toeplitz products.
 Output rows are taken ``B`` at a time (B from 4 to 8, whichever computes the fewest rows past the
 output); band ``j`` reads padded rows ``j * B .. j * B + B + kh - 2``, and its columns are those rows'
 ``kw`` horizontal shifts, ``kw * (B + kh - 1)`` rows of output width (one strided copy per block of
@@ -47,9 +47,11 @@ row ``r - b`` against band row ``r`` for output row ``b`` (zeros elsewhere; the 
 weight times a row of ones), and a transposing copy puts the bands' rows in order. 18 multiplications
 per output instead of 9 for 3x3 and B = 4, but in a matrix product (about 0.02 ns each, measured)
 instead of the columns' matrix-vector product per channel (0.15-0.45 ns per tap); 1.5-2.25 rows of
-columns per output instead of 9. Measured against the columns on the corpus's 3x3 layers of 28 to 160
-columns (one thread, loaded machine, best of 40 alternating calls): 0.58-0.95x; on 7 and 14 columns
-1.3-1.5x and on strided layers 1.0-1.45x, which keep the columns.
+columns per output instead of 9. Measured against the columns on the corpus's 3x3 layers (one thread,
+loaded machine, best of 40 alternating calls): 40 to 160 columns 0.58-0.88x; 28 columns 0.88-0.95x
+with a bias but 0.97-1.05x without one (ShuffleNet's, written into a grouped pointwise Conv's
+columns), so 28 keeps the columns; 7 and 14 columns 1.3-1.5x; strided layers 1.0-1.45x; 5x5 layers
+against the short-rows closure 1.2-2.5x.
 
 The columns closure adds the bias as one more weight times a row of ones under each block (written once
 per call: every block reuses the buffer and the taps never write that row) rather than in the crop
@@ -94,7 +96,7 @@ BIAS_BY_ONES = True
 # the row-band closure (see the module docstring): unit strides, outputs at least BAND_MIN_WIDTH wide,
 # bands of BAND_ROWS output rows (the one of them computing the fewest rows beyond the output, the
 # longest on ties); BAND_MIN_WIDTH = 0 switches it off
-BAND_MIN_WIDTH = 28
+BAND_MIN_WIDTH = 32
 BAND_ROWS = (8, 7, 6, 5, 4)
 
 
