@@ -24,11 +24,14 @@ matrices, 16-64 outputs, well below its speed on taller ones, and packs the colu
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .conv import scratch, shared_image
 from .conv_relu import relu_inplace
+from .scratch_views import ScratchViews
 
 # elements of columns plus products per band (float32: 2 MiB), so that a band's columns, the matmul's
 # products and the results stay in L2 between the copy, the matmul and the adds
@@ -85,20 +88,21 @@ def prepare_kernel_rows(w, b, shape, pads_begin, pads_end, dilations, out, relu)
         # the kw horizontal shifts of the band's padded rows, as one (samples, kw, C, length) view
         shifts = as_strided(flat[s0:s1, :, r0 * wp:], (s1 - s0, kw, c, length),
                             (flat.strides[0], dw * item, flat.strides[1], item), writeable=False)
-        bands.append((s0, s1, r0, r1, shifts, (s1 - s0, k, length), (s1 - s0, kh, m, r1 - r0 + extra, wp)))
+        views = ScratchViews(functools.partial(_band_views, (s1 - s0, k, length), shifts.shape, taps,
+                                               (s1 - s0, kh, m, r1 - r0 + extra, wp), kh * m, dtype),
+                             ("kernel_rows", "kernel_rows_products"))
+        bands.append((s0, s1, r0, r1, shifts, views))
     full_shape = (n, m, ho, wo)
 
     def kernel_rows_conv(x, dest):
         np.copyto(interior, x)
         y = np.empty(full_shape, dtype) if dest is None else dest
-        for s0, s1, r0, r1, shifts, cols_shape, products_shape in bands:
-            cols = scratch(cols_shape, dtype, slot="kernel_rows")
-            cols[:, :taps].reshape(shifts.shape, copy=False)[...] = shifts
+        for s0, s1, r0, r1, shifts, views in bands:
+            cols, shifts_part, ones_part, products, z = views.get()
+            np.copyto(shifts_part, shifts)
             if k > taps:
-                cols[:, taps] = 1
-            z = scratch((cols_shape[0], kh * m, cols_shape[2]), dtype, slot="kernel_rows_products")
-            np.matmul(w3, cols, out=z)
-            z = z.reshape(products_shape)
+                ones_part.fill(1)
+            np.matmul(w3, cols, out=products)
             rb = r1 - r0
             dst = y[s0:s1, :, r0:r1]
             if kh == 1:
@@ -111,3 +115,12 @@ def prepare_kernel_rows(w, b, shape, pads_begin, pads_end, dilations, out, relu)
                 relu_inplace(dst)
         return y
     return kernel_rows_conv
+
+
+def _band_views(cols_shape, shifts_shape, taps, products_shape, rows, dtype):
+    """A band's (columns, their shifts part, their row of ones, the products, the products by kernel
+    row), over the shared scratch buffers (see :class:`.scratch_views.ScratchViews`)."""
+    cols = scratch(cols_shape, dtype, slot="kernel_rows")
+    products = scratch((cols_shape[0], rows, cols_shape[2]), dtype, slot="kernel_rows_products")
+    return (cols, cols[:, :taps].reshape(shifts_shape, copy=False), cols[:, taps:], products,
+            products.reshape(products_shape))

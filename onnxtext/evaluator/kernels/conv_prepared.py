@@ -184,10 +184,15 @@ class PreparedConv:
                 wb = np.concatenate([wg, bias], axis=2)
                 aug_shape = (n, group, cg + 1, p_size)
 
-                def pointwise_ones(x, out):
+                def make_views():
                     cols = scratch(aug_shape, dtype, slot="pointwise")
-                    cols[:, :, :cg] = x.reshape(flat_in)
-                    cols[:, :, cg] = 1
+                    return cols, cols[:, :, :cg], cols[:, :, cg]
+                views = ScratchViews(make_views, ("pointwise",))
+
+                def pointwise_ones(x, out):
+                    cols, inputs_part, ones_part = views.get()
+                    np.copyto(inputs_part, x.reshape(flat_in))
+                    ones_part.fill(1)
                     y, flat = destination(out)
                     np.matmul(wb, cols, out=flat)
                     if relu:
