@@ -28,6 +28,9 @@ closure that only moves data and calls BLAS, and finishes the result (bias, fuse
 
 A call may pass ``out``, a channel slice of a Concat buffer, to write the result in place (see
 ``fusion.ConcatInto``); :class:`ShuffledConv` writes its channels in channel-shuffled order.
+:meth:`PreparedConv.combined` adds a binary ufunc after the conv (a residual Add's operand, a
+requantization's multiplier), in the crop of the closures that crop. The closures keep their views of
+the shared scratch buffers (:class:`.scratch_views.ScratchViews`) instead of asking for them per call.
 """
 
 from __future__ import annotations
