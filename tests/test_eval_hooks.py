@@ -398,3 +398,26 @@ def test_a_compiled_if_branch_reading_a_missing_outer_value_says_so():
     assert plan._scoped
     with pytest.raises(EvalError, match="graph 't' reads 'x', which no enclosing scope defines"):
         plan.run_in_scope({})  # (as bind_outer says it; a run cannot get here with x missing)
+
+
+# Attributes reach a compiled step's call as keywords written out (name=value), or unpacked from their
+# dict when a name could not be written so (a Python keyword, not an identifier): the kernel gets the
+# same arguments either way. Attribute names are the schemas' after preparation; this builds a step
+# with such names directly.
+@pytest.mark.parametrize("attrs", [{"axis": 1, "perm": [1, 0]}, {"lambda": 2.0}, {"a-b": 1, "ok": 2}, {}])
+def test_compiled_steps_pass_every_attribute_as_the_loop_does(attrs):
+    from onnxtext.evaluator.plan_code import compile_scoped, compile_steps
+    from onnxtext.evaluator.steps import Step
+
+    def kernel(x, **kw):
+        return (x, dict(kw))
+
+    step = Step(kernel, ("x",), ("y", "kw"), attrs, (), None, False, None)
+    run = compile_steps([step])
+    env = {"x": 1}
+    run(env)
+    assert env["kw"] == attrs and env["y"] == 1
+
+    class Plan:  # (what compile_scoped reads of a GraphPlan)
+        steps, output_names, constants, input_names, bind_outer = [step], ["kw"], {}, [], None
+    assert compile_scoped(Plan)({"x": 1}) == [attrs]

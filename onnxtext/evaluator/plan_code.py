@@ -15,6 +15,8 @@ Plans with a trace or a timeout do not come here (:meth:`.plan.GraphPlan.execute
 
 from __future__ import annotations
 
+from keyword import iskeyword
+
 from .steps import KernelContext, step_error
 
 #: plans with more steps keep the loop (compiling the function would take longer than it saves)
@@ -64,9 +66,7 @@ def compile_steps(steps, keep=None) -> object | None:
         if context:
             names[f"n{i}"] = info
             args.insert(0, f"K(n{i}, e)")
-        if attrs:
-            names[f"a{i}"] = attrs
-            args.append(f"**a{i}")
+        args += _keywords(i, attrs, names)
         lines.append(f"        i = {i}")
         lines.append(f"        o = f{i}({', '.join(args)})")
         if not any(n in local for n in outs):
@@ -95,6 +95,23 @@ def compile_steps(steps, keep=None) -> object | None:
     code = compile("\n".join(lines) + "\n", "<onnxtext plan>", "exec")
     exec(code, names)  # noqa: S102 - code generated above from the plan's own names (reprs)
     return names["run"]
+
+
+def _keywords(i: int, attrs: dict, names: dict) -> list:
+    """The keyword arguments of step ``i``'s call: ``name=a{i}_{j}`` per attribute, each value a global
+    of the function (a call unpacking a dict of two graph attributes cost about 0.3 us more than the same
+    call with the keywords written out), or ``**a{i}`` when a name is not a plain identifier (names come
+    from the model)."""
+    if not attrs:
+        return []
+    if not all(type(k) is str and k.isidentifier() and not iskeyword(k) for k in attrs):
+        names[f"a{i}"] = attrs
+        return [f"**a{i}"]
+    args = []
+    for j, (k, v) in enumerate(attrs.items()):
+        names[f"a{i}_{j}"] = v
+        args.append(f"{k}=a{i}_{j}")
+    return args
 
 
 def _local_values(steps, keep) -> dict:
@@ -156,9 +173,7 @@ def compile_scoped(plan) -> object | None:
         fn, ins, outs, attrs, free = st[:5]
         glob[f"f{i}"] = fn
         args = [read(n) for n in ins]
-        if attrs:
-            glob[f"a{i}"] = attrs
-            args.append(f"**a{i}")
+        args += _keywords(i, attrs, glob)
         lines.append(f"        i = {i}")
         lines.append(f"        o = f{i}({', '.join(args)})")
         targets = [produced.get(n, "_") for n in outs]

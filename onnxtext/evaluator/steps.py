@@ -110,12 +110,16 @@ class Step(NamedTuple):
 class KernelContext:
     """What a ``context=True`` kernel sees: the node, its opset, and a way to run subgraphs."""
 
-    __slots__ = ("info", "scope", "evaluator")
+    __slots__ = ("info", "scope")
 
-    def __init__(self, info: StepInfo, scope: dict):
+    def __init__(self, info: StepInfo, scope: dict):  # (one per context step run: two stores, nothing else)
         self.info = info
         self.scope = scope
-        self.evaluator = info.prep.evaluator
+
+    @property
+    def evaluator(self):
+        """The Evaluator running the model."""
+        return self.info.prep.evaluator
 
     @property
     def node(self):

@@ -110,7 +110,8 @@ def _truth(cond) -> bool:
 @kernel("If", since=1, context=True)
 def if_(ctx, cond, then_branch, else_branch):
     # a branch has no inputs: run on the enclosing values themselves (GraphPlan.run_in_scope)
-    out = ctx.info.subplan(then_branch if _truth(cond) else else_branch).run_in_scope(ctx.scope)
+    truth = bool(cond) if type(cond) is np.ndarray and cond.size == 1 else _truth(cond)
+    out = ctx.info.subplan(then_branch if truth else else_branch).run_in_scope(ctx.scope)
     return out[0] if len(out) == 1 else tuple(out)
 
 
