@@ -1,6 +1,6 @@
 """Where ort_lstm_qdyn's time goes, and the floor of its DynamicQuantizeLSTM steps in numpy.
 
-    python benchmarks/eval_quant_lstm_floor.py [--rounds 150]
+    python benchmarks/eval_quant_lstm_floor.py [--rounds 150] [--phases 1000]
 
 One process, one thread each. Per round, each measurement is the best of 10 calls; the table gives the
 median over the rounds (us): onnxruntime's whole run, onnxtext's whole run, and each of the model's two
@@ -9,6 +9,9 @@ they are, with the step loop replaced by nothing (the node's setup: input quanti
 scaling, copies), and with the loop replaced by its 14 numpy calls per step alone (the scales of the
 first step kept, none of the Python arithmetic that finds each step's range and scale). The last line
 puts the minimal loop into the whole run: what the model would cost if the loop's Python work were free.
+``--phases N`` adds a table of each node's run phase by phase (the run written out with a clock between
+its phases, as the model's nodes take it: exact float32 product, every sequence as long as X), median of
+N calls.
 The machine may be shared: compare the rows of one run with each other.
 """
 
@@ -61,9 +64,79 @@ def minimal_loop(ws, weights, steps):
         np.multiply(go, tmp, h_next)
 
 
+PHASES = ("workspace lookup", "X's range and codes", "product with W", "scales and biases", "into step order",
+          "initial states", "the steps", "Y", "final states")
+
+
+def setup_phases(prepared, X, initial_states, reverse, times: dict) -> None:
+    """One call of quant_lstm._FastWeights.run written out with perf_counter between its phases (the same
+    calls in the same order for the model's nodes, whose W takes the exact float32 product; keep in step
+    with it): each phase's time appended to ``times[phase]``."""
+    from onnxtext.evaluator.kernels import rnn_cells
+    from onnxtext.evaluator.kernels.contrib import quant_lstm
+
+    clock = time.perf_counter
+    t = [clock()]
+    steps, batch, inputs = X.shape
+    dirs, hidden = prepared.dirs, prepared.hidden
+    ws = rnn_cells.kept_for_thread(("DynamicQuantizeLSTM", steps, batch, inputs, dirs, hidden),
+                                   lambda: quant_lstm._Workspace(steps, batch, inputs, dirs, hidden))
+    t.append(clock())
+    _, scale = quant_lstm.quantized_input(X, ws.x_codes)
+    t.append(clock())
+    np.matmul(ws.x_rows, prepared.w_all, ws.projected)
+    t.append(clock())
+    np.multiply(ws.projected, np.multiply(prepared.w_scales, scale, ws.column_factors), ws.projected)
+    np.add(ws.projected, prepared.bias, ws.projected)
+    t.append(clock())
+    p5 = ws.projected.reshape(steps, batch, dirs, 4, hidden).transpose(0, 3, 2, 1, 4)
+    for d, backwards in enumerate(reverse):
+        np.copyto(ws.x_steps[:, :, d], p5[::-1, :, d] if backwards else p5[:, :, d])
+    t.append(clock())
+    for state, initial in zip((ws.h_states[0], ws.cell), initial_states):
+        np.copyto(state, 0 if initial is None else initial)
+    t.append(clock())
+    quant_lstm._quantized_lstm_loop(ws, prepared, steps)
+    t.append(clock())
+    hs = ws.hs[:, 0]
+    y = np.empty((steps, batch, dirs, hidden), np.float32).transpose(0, 2, 1, 3)
+    for d, backwards in enumerate(reverse):
+        np.copyto(y[:, d], hs[:0:-1, d] if backwards else hs[1:, d])
+    t.append(clock())
+    np.array(hs[steps]), np.array(ws.cell)
+    t.append(clock())
+    for phase, start, end in zip(PHASES, t, t[1:]):
+        times.setdefault(phase, []).append(end - start)
+
+
+def phase_table(steps, values, calls: int) -> None:
+    """The median time of each phase of the model's DynamicQuantizeLSTM steps over ``calls`` calls."""
+    from onnxtext.evaluator.kernels import rnn_cells
+
+    tables = []
+    for st in steps:
+        fn = st.fn  # fused.recurrent.PreparedRecurrent
+        args = fn.args.copy()
+        for position, name in zip(fn.positions, st.inputs):
+            args[position] = values.get(name)
+        reverse = rnn_cells.REVERSE[fn.attrs.get("direction", "forward")]
+        times: dict = {}
+        for _ in range(calls):
+            setup_phases(fn.attrs["prepared"], args[0], [args[5], args[6]], reverse, times)
+        tables.append({k: statistics.median(v) * 1e6 for k, v in times.items()})
+    print(f"\nthe DynamicQuantizeLSTM steps phase by phase (median of {calls} calls, us)\n")
+    print("| phase | " + " | ".join(f"layer {j + 1}" for j in range(len(tables))) + " |")
+    print("|---|" + "---:|" * len(tables))
+    for phase in PHASES:
+        print(f"| {phase} | " + " | ".join(f"{t[phase]:.1f}" for t in tables) + " |")
+    print("| all but the steps | " + " | ".join(f"{sum(t.values()) - t['the steps']:.1f}" for t in tables) + " |")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=150, help="rounds of 10 calls per measurement")
+    parser.add_argument("--phases", type=int, default=0, metavar="CALLS",
+                        help="also time the DynamicQuantizeLSTM steps phase by phase over CALLS calls")
     args = parser.parse_args(argv)
     import onnxruntime as ort
     import realmodels
@@ -124,6 +197,8 @@ def main(argv=None) -> int:
     floor_run = med["onnxtext"] - sum(med[f"layer {j}"] - med[f"layer {j} minimal loop"]
                                       for j in range(1, len(calls) + 1))
     print(f"the run with the loops' numpy calls alone: {floor_run:.1f} us, {floor_run / med['onnxruntime']:.2f}x")
+    if args.phases:
+        phase_table(steps, values, args.phases)
     return 0
 
 
