@@ -10,8 +10,9 @@ layer's bias, as the plan runs it) and of onnxruntime (one intra-op thread), cal
 both see the same load, and their ratio. ``--variants`` adds the closures of
 ``conv_depthwise`` forced one by one (``VARIANTS`` below), each as a ratio to the selected one, to
 re-check the selector's thresholds. ``--models NAME...`` (corpus names, light_<name>) times whole models
-instead: the evaluator with this module's row bands and bias-by-ones switched off (``BEFORE``, as at
-the session's start) and on, and onnxruntime, calls alternating, timed by the thread's CPU time. One BLAS thread (OPENBLAS_NUM_THREADS=1, set here before numpy
+instead: the evaluator with this module's row bands for 3x3 and bias-by-ones switched off (``BEFORE``,
+as at the session's start except the 5x5 layers of 16 rows or more, which take the row bands on both
+sides: the shifted rows they replaced are gone) and on, and onnxruntime, calls alternating, timed by the thread's CPU time. One BLAS thread (OPENBLAS_NUM_THREADS=1, set here before numpy
 is imported).
 """
 

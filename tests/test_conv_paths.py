@@ -70,7 +70,7 @@ GEOMETRIES = [
     ((1, 2, 12, 12), (2, 1, 2, 2), 2, [4, 4], [1, 1], [0, 0, 0, 0]),  # phases no tap reads
     ((1, 3, 7, 7), (3, 1, 3, 3), 3, [2, 2], [1, 1], [0, 0, 0, 0]),
     ((1, 3, 6, 6), (3, 1, 3, 3), 3, [2, 1], [1, 1], [3, 3, 3, 3]),  # padding wider than the kernel
-    # depthwise, 25 taps or more, unit strides, at least 4 output rows per padded row: shifted rows
+    # depthwise, 25 taps or more, unit strides, at least 4 output rows per padded row: row bands
     # (5x5 images of more than 15 rows: shorter ones take the short-rows closure)
     ((1, 3, 26, 11), (3, 1, 5, 5), 3, [1, 1], [1, 1], [2, 2, 2, 2]),
     ((2, 4, 27, 9), (4, 1, 5, 7), 4, [1, 1], [1, 1], [2, 3, 1, 2]),
@@ -274,13 +274,13 @@ def _assert_writes_into_a_channel_slice(prepared, x, expected):
                                       len(g[1]) == 4 and g[1][2] * g[1][3] >= 25 and set(g[3]) == {1} and
                                       len(g[0]) == 4 and 4 * (g[1][2] - 1) * g[4][0] <= g[0][2] + g[5][0] +
                                       g[5][2] - (g[1][2] - 1) * g[4][0]], ids=str)
-def test_large_depthwise_kernels_run_as_shifted_rows(geometry):
+def test_large_depthwise_kernels_run_as_row_bands(geometry):
     """The table's large-kernel depthwise geometries really take that path, also writing into a
     given result (a channel slice of a larger buffer)."""
     x, w, b, attrs, expected = _case(geometry, True)
     prepared = PreparedConv(w, b, attrs)
     np.testing.assert_allclose(prepared(x), expected, rtol=1e-4, atol=1e-4)
-    assert prepared._shapes[x.shape].__name__ == "depthwise_rows"
+    assert prepared._shapes[x.shape].__name__ == "depthwise_bands"
     _assert_writes_into_a_channel_slice(prepared, x, expected)
 
 

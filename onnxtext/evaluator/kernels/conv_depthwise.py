@@ -17,14 +17,10 @@ Where the columns come from:
   phase ``(k * d) % s``: a unit-stride shift again, so every tap is a contiguous run as well. The
   phases are filled by one strided copy each, instead of strided gathers for every tap.
 
-Kernels of 25 taps or more (5x5), unit strides, 2-D: the columns of a block would be 25 times its
-input. Instead, each of the ``kw`` horizontal shifts of the flat padded image is copied once (``kw``
-times the input), and each kernel row ``ky`` is one matmul of the ``(1 x kw)`` weights with the
-rows of those copies starting ``ky`` image rows later (a plain strided view, no copy), summed over
-``ky`` (measured on 5x5 layers of 128-256 channels at 14x14 to 100x76: 0.85-0.93x the time of the
-columns; on 3x3 layers it was slower, 1.0-1.1x, and they keep the columns). Only for outputs of at
-least 4 rows per padded row added (16 rows for 5x5): the shifts copy the padding rows too, which on
-PP-OCR's 2-3 row layers made them 1.2x slower.
+Kernels of 25 taps or more (5x5), unit strides, 2-D, at least 4 output rows per kernel row beyond
+the first (16 rows for 5x5): the row bands below, whatever the output width (they replaced session
+8's shifted rows, one matmul per kernel row over the ``kw`` horizontal shifts of the flat image:
+0.58-0.86x its time on 5x5 layers of 32-240 channels at 16x20 to 56x56 and a 7x7 layer at 40x40).
 
 Short images (2-D, at most 3/4 as many rows as the kernel: the text lines of OCR models, 2-3 rows
 high under 5x5 kernels; with unit strides and kernels of 5 rows or more, at most 3 rows per kernel
@@ -75,10 +71,8 @@ from .conv import scratch, shared_image
 # elements (float32: 4 bytes each) of one block of columns: 512 KiB, measured best among 32 KiB..4 MiB
 # on ShuffleNet's depthwise layers (smaller blocks pay per-call overhead, larger ones leave L2)
 BLOCK = 1 << 17
-# elements of one block of horizontal shifts (5x5 layers, see the module docstring): 1 MiB,
-# measured best among 256 KiB..2 MiB on 5x5 layers of 128-256 channels
-ROWS_BLOCK = 1 << 18
-# the fewest taps for which the shifted rows beat the columns
+# kernels of at least this many taps (5x5), unit strides, 2-D, at least 4 output rows per kernel row
+# beyond the first take the row bands at any output width (see the module docstring)
 ROWS_MIN_TAPS = 25
 # images of at most this many rows per kernel row take the short-rows closure (see the module
 # docstring): with any strides up to SHORT_ROWS_MAX (PP-OCR's 5x5 layers of 2-3 rows: 0.11-0.24x the
@@ -119,7 +113,7 @@ def prepare_depthwise(w, shape, pads_begin, strides, dilations, out, bias=None):
         return _prepare_short_rows(w, shape, pads_begin, strides, dilations, out, bias)
     if nd == 2 and k_size >= ROWS_MIN_TAPS and all(s == 1 for s in strides) and \
             4 * (kshape[0] - 1) * dilations[0] <= out[0]:
-        return _prepare_shifted_rows(w, shape, pads_begin, dilations, out, bias)
+        return _prepare_row_bands(w, shape, pads_begin, strides, dilations, out, bias)
     if BAND_MIN_WIDTH and nd == 2 and out[1] >= BAND_MIN_WIDTH and all(s == 1 for s in strides):
         return _prepare_row_bands(w, shape, pads_begin, strides, dilations, out, bias)
     # per axis: phase size, and for every tap index its (phase, shift within the phase)
@@ -297,61 +291,6 @@ def _prepare_row_bands(w, shape, pads_begin, strides, dilations, out, bias):
                 np.copyto(target[:, full * band:], p[:, :last, full])
         return y
     return depthwise_bands
-
-
-def _prepare_shifted_rows(w, shape, pads_begin, dilations, out, bias):
-    """The closure of :func:`prepare_depthwise` for 2-D unit-stride layers of many taps: the
-    horizontal shifts copied once, one matmul per kernel row (see the module docstring)."""
-    n, m, height, width = shape
-    kh, kw = w.shape[2:]
-    dy, dx = dilations
-    dtype = w.dtype
-    hp = out[0] + (kh - 1) * dy  # padded rows read (padding at the end is implied by out)
-    wp = max(out[1] + (kw - 1) * dx, pads_begin[1] + width)
-    hp = max(hp, pads_begin[0] + height)
-    plane = hp * wp
-    length = out[0] * wp  # computed positions per channel (output rows at full padded width)
-    tail = (kw - 1) * dx
-    flat = shared_image((n, m, plane + tail), dtype, ("rows", tuple(shape), tuple(pads_begin), (hp, wp)))
-    interior = flat[:, :, :plane].reshape(n, m, hp, wp)[:, :, pads_begin[0]:pads_begin[0] + height,
-                                                        pads_begin[1]:pads_begin[1] + width]
-    # rows of the input beyond the padded rows read are never needed (the conv drops them)
-    src = (Ellipsis, slice(0, min(height, hp - pads_begin[0])), slice(0, min(width, wp - pads_begin[1])))
-    interior = interior[src]
-    wk = np.ascontiguousarray(w.reshape(m, kh, kw).transpose(1, 0, 2)).reshape(kh, m, 1, kw)
-    chunk = max(1, min(m, ROWS_BLOCK // (kw * plane)))
-    blocks = [(b, c0, min(m, c0 + chunk)) for b in range(n) for c0 in range(0, m, chunk)]
-    crop = (Ellipsis, slice(0, out[0]), slice(0, out[1]))
-    result_shape = (n, m) + tuple(out)
-    channel_bias = None if bias is None else bias.reshape(m, 1, 1)
-
-    def depthwise_rows(x, dest):
-        np.copyto(interior, x[src])
-        shifts = scratch((chunk, kw, plane), dtype, slot="depthwise")
-        part = scratch((chunk, 1, length), dtype, slot="depthwise_part")
-        y = scratch((n, m, 1, length), dtype, slot="depthwise_out")
-        for b, c0, c1 in blocks:
-            k = c1 - c0
-            image, rows, acc = flat[b, c0:c1], shifts[:k], y[b, c0:c1]
-            for j in range(kw):
-                np.copyto(rows[:, j], image[:, j * dx:j * dx + plane])
-            np.matmul(wk[0, c0:c1], rows[:, :, :length], out=acc)
-            for i in range(1, kh):
-                start = i * dy * wp
-                np.matmul(wk[i, c0:c1], rows[:, :, start:start + length], out=part[:k])
-                acc += part[:k]
-        result = np.empty(result_shape, dtype) if dest is None else dest
-        computed = y.reshape(n, m, out[0], wp)[crop]
-        if result.ndim != computed.ndim:  # channels split in groups: (splitting an axis is always a view)
-            computed = computed.reshape(result.shape)
-        if channel_bias is None:
-            np.copyto(result, computed)
-        else:  # the crop copy adds the bias: one pass instead of two
-            np.add(computed, channel_bias.reshape(result.shape[1:-2] + (1, 1)), out=result)
-        return result
-    return depthwise_rows
-
-
 
 
 def _prepare_short_rows(w, shape, pads_begin, strides, dilations, out, bias):
