@@ -162,6 +162,16 @@ GENERATED_CASES = [
 ]
 
 
+def test_every_output_named_takes_the_usual_call_and_a_subset_its_own_plan():
+    ev = Evaluator(text_model("""<ir_version: 9, opset_import: ["": 18]>
+    g (float[N, 3] x) => (float[N, 3] y, float[N, 3] z) { y = Neg(x)  z = Abs(x) }"""))
+    for _ in range(4):  # (compiled from the third run on)
+        y, z = ev.run(["y", "z"], {"x": X})
+        (z2,) = ev.run(["z"], {"x": X})
+        assert np.array_equal(y, -X) and np.array_equal(z, np.abs(X)) and np.array_equal(z2, np.abs(X))
+    assert ev._main._scoped  # (the named call ran the main plan, compiled on the feeds themselves)
+
+
 @pytest.mark.parametrize("threads", [1, None])
 @pytest.mark.parametrize("text, feeds, expected", GENERATED_CASES,
                          ids=[f"case{i}" for i in range(len(GENERATED_CASES))])

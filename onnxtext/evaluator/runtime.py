@@ -207,8 +207,8 @@ class Evaluator:
         every node is a step). ``timeout`` (seconds) stops the run between steps with an EvalError
         naming the node reached, as Ctrl-C does.
         """
-        if output_names is None and trace is None and timeout is None:
-            fast = self._fast_run
+        if (output_names is None or output_names == self.output_names) and trace is None and timeout is None:
+            fast = self._fast_run  # (every output, as None or as onnxruntime's callers often name them)
             if fast is not None:
                 outputs = fast(feeds)
                 if outputs is not None:
