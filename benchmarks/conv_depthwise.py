@@ -10,10 +10,11 @@ layer's bias, as the plan runs it) and of onnxruntime (one intra-op thread), cal
 both see the same load, and their ratio. ``--variants`` adds the closures of
 ``conv_depthwise`` forced one by one (``VARIANTS`` below), each as a ratio to the selected one, to
 re-check the selector's thresholds. ``--models NAME...`` (corpus names, light_<name>) times whole models
-instead: the evaluator with this module's row bands for 3x3 and bias-by-ones switched off (``BEFORE``,
-as at the session's start except the 5x5 layers of 16 rows or more, which take the row bands on both
-sides: the shifted rows they replaced are gone) and on, and onnxruntime, calls alternating, timed by the thread's CPU time. One BLAS thread (OPENBLAS_NUM_THREADS=1, set here before numpy
-is imported).
+instead: the evaluator with ``prepare_depthwise`` taken from ``conv_depthwise.py`` at ``--base COMMIT``
+(that one file, loaded beside this one; the rest of the tree is this tree) and with this file, and
+onnxruntime, calls alternating, timed by the thread's CPU time (``--base HEAD`` measures the tool's own
+bias: the same file on both sides). One BLAS thread (OPENBLAS_NUM_THREADS=1, set here before numpy is
+imported).
 """
 
 from __future__ import annotations
@@ -108,33 +109,44 @@ def _onnxruntime(x, w, b, attrs):
     return lambda x: session.run(None, {"x": x})[0]
 
 
-# the switches as before this session's changes (``--models``)
-BEFORE = {"BAND_MIN_WIDTH": 0, "BIAS_BY_ONES": False}
+def _module_at(commit):
+    """``conv_depthwise`` as it was at ``commit``, loaded as a sibling module of the package."""
+    import importlib.util
+    import subprocess
+
+    root = os.path.dirname(HERE)
+    source = subprocess.run(["git", "-C", root, "show", f"{commit}:onnxtext/evaluator/kernels/conv_depthwise.py"],
+                            check=True, capture_output=True, text=True).stdout
+    name = "onnxtext.evaluator.kernels._conv_depthwise_at_base"
+    spec = importlib.util.spec_from_loader(name, loader=None)
+    module = importlib.util.module_from_spec(spec)
+    module.__package__ = "onnxtext.evaluator.kernels"
+    exec(compile(source, f"conv_depthwise.py@{commit}", "exec"), module.__dict__)
+    return module
 
 
-def _models(names, rounds):
+def _models(names, rounds, base):
     sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "tests")]
     import onnxruntime
     from eval_models import cases
 
     import onnxtext
+    from onnxtext.evaluator.kernels import conv_fused, conv_prepared
 
-    print("| model | before ms | after ms | onnxruntime ms | before/ort | after/ort | after/before |")
+    before_module = _module_at(base)
+    print(f"| model | {base} ms | this tree ms | onnxruntime ms | {base}/ort | this/ort | this/{base} |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, _, _, load in cases(names):
         path, model, feeds = load()
         evaluators = []
-        for settings in (BEFORE, {}):
-            saved = {k: getattr(conv_depthwise, k) for k in settings}
-            for k, v in settings.items():
-                setattr(conv_depthwise, k, v)
+        for prepare in (before_module.prepare_depthwise, conv_depthwise.prepare_depthwise):
+            conv_prepared.prepare_depthwise = conv_fused.prepare_depthwise = prepare
             try:
                 ev = onnxtext.Evaluator(model)
-                for _ in range(4):  # prepared and compiled with the switches as set
+                for _ in range(4):  # prepared and compiled with this prepare_depthwise
                     ev.run(None, feeds)
             finally:
-                for k, v in saved.items():
-                    setattr(conv_depthwise, k, v)
+                conv_prepared.prepare_depthwise = conv_fused.prepare_depthwise = conv_depthwise.prepare_depthwise
             evaluators.append(ev)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = options.inter_op_num_threads = 1
@@ -166,9 +178,11 @@ def main(argv=None) -> int:
     ap.add_argument("--only", help="only geometries whose description contains this")
     ap.add_argument("--variants", action="store_true", help="also time the forced closures of VARIANTS")
     ap.add_argument("--models", nargs="+", metavar="NAME", help="time whole models before/after instead")
+    ap.add_argument("--base", default="62de3f2", help="with --models: the commit whose conv_depthwise.py is "
+                    "the before side (default: this work's starting point)")
     args = ap.parse_args(argv)
     if args.models:
-        _models(args.models, args.rounds)
+        _models(args.models, args.rounds, args.base)
         return 0
     names = list(VARIANTS) if args.variants else []
     print("| input | kernel | stride | closure | onnxtext us | onnxruntime us | onnxtext/ort |"
