@@ -11,7 +11,8 @@ onnxruntime's CPU kernels are float32 only, so float64 cases compare with onnx.r
 sequence_lens and clip: no float64 case has them); onnxruntime has
 no batch-first (layout 1) recurrence, so layout-1 cases compare with the layout-0 node on transposed inputs.
 
-Add a case: one ``Case(...)`` line in ``CASES`` (or ``QUANTIZED``).
+Add a case: one ``Case(...)`` line in ``CASES`` (or ``QUANTIZED``, or ``QUANTIZED_AT_SCALE`` for
+DynamicQuantizeLSTM at OCR-model sizes).
 """
 
 from __future__ import annotations
@@ -161,6 +162,26 @@ QUANTIZED = [
          hidden=5),
 ]
 
+# DynamicQuantizeLSTM at the sizes of OCR models (ddddocr_common_old: bidirectional, 20 steps, batch 1, input
+# and hidden 512): recurrent products of megabytes a step. hidden * 255 * max|R - zero point| < 2**24 takes
+# the exact float32 product (500 * 255 * 129), above it the chunked one (ddddocr's zero points are 0, so
+# its hidden 512 is exact: 512 * 255 * 127)
+QUANTIZED_AT_SCALE = [
+    Case("dq_lstm_ocr_sized", "DynamicQuantizeLSTM", "bidirectional", steps=20, batch=1, inputs=512, hidden=500),
+    Case("dq_lstm_ocr_sized_chunked", "DynamicQuantizeLSTM", "bidirectional", steps=6, batch=1, inputs=64,
+         hidden=640),
+    Case("dq_lstm_large_batch4_initial", "DynamicQuantizeLSTM", "bidirectional", steps=9, batch=4, inputs=96,
+         hidden=256, initial=True),
+    Case("dq_lstm_large_reverse_batch2", "DynamicQuantizeLSTM", "reverse", steps=16, batch=2, inputs=128,
+         hidden=192),
+    Case("dq_lstm_large_column_scales", "DynamicQuantizeLSTM", "bidirectional", steps=8, batch=2, inputs=64,
+         hidden=160, column_scales=True),
+    Case("dq_lstm_large_lengths", "DynamicQuantizeLSTM", "bidirectional", steps=10, batch=3, inputs=48,
+         hidden=128, lens=(10, 4, 7)),
+    Case("dq_lstm_large_all_shorter", "DynamicQuantizeLSTM", "forward", steps=12, batch=2, inputs=64,
+         hidden=200, lens=(9, 5), initial=True),
+]
+
 
 def _values(case: Case, rng) -> tuple[dict, dict]:
     """(inputs, constants) for the node, in the operator's input order."""
@@ -248,7 +269,7 @@ def _oracle(case: Case, model, feeds) -> list:
     return ReferenceEvaluator(model).run(None, feeds)
 
 
-@pytest.mark.parametrize("case", CASES + QUANTIZED, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", CASES + QUANTIZED + QUANTIZED_AT_SCALE, ids=lambda c: c.name)
 def test_matches_oracle(case):
     model, feeds = _model(case, np.random.default_rng(18))
     got = Evaluator(model).run(None, feeds)
@@ -354,7 +375,7 @@ def test_runs_in_threads_at_once(case):
 
 
 # DynamicQuantizeLSTM's fast path: sequences as long as X, default activations, no clip or peepholes
-QUANTIZED_FAST = [c for c in QUANTIZED if c.lens is None and not c.peepholes and not c.attrs]
+QUANTIZED_FAST = [c for c in QUANTIZED + QUANTIZED_AT_SCALE if c.lens is None and not c.peepholes and not c.attrs]
 
 
 @pytest.mark.parametrize("case", [c for c in FAST if c not in EMPTY] + QUANTIZED_FAST, ids=lambda c: c.name)
