@@ -1,18 +1,24 @@
-"""Where ort_lstm_qdyn's time goes, and the floor of its DynamicQuantizeLSTM steps in numpy.
+"""Where a quantized-LSTM model's time goes (ort_lstm_qdyn by default), and the floor of its
+DynamicQuantizeLSTM steps in numpy.
 
     python benchmarks/eval_quant_lstm_floor.py [--rounds 150] [--phases 1000]
+    python benchmarks/eval_quant_lstm_floor.py --model ddddocr_common_old --rounds 10
 
 One process, one thread each. Per round, each measurement is the best of 10 calls; the table gives the
 median over the rounds (us): onnxruntime's whole run, onnxtext's whole run, and each of the model's two
 DynamicQuantizeLSTM steps (kernels/contrib/quant_lstm.py) called alone on their inputs three ways: as
 they are, with the step loop replaced by nothing (the node's setup: input quantization, projection,
 scaling, copies), and with the loop replaced by its 14 numpy calls per step alone (the scales of the
-first step kept, none of the Python arithmetic that finds each step's range and scale). The last line
-puts the minimal loop into the whole run: what the model would cost if the loop's Python work were free.
+first step kept, none of the Python arithmetic that finds each step's range and scale); a fourth way
+runs the loop's recurrent products alone (one matmul of the codes with R a step: for a large hidden
+size they are the loop, and the line after the table gives the megabytes of R they read a step and the
+rate). The last line puts the minimal loop into the whole run: what the model would cost if the loop's
+Python work were free.
 ``--phases N`` adds a table of each node's run phase by phase (the run written out with a clock between
 its phases, as the model's nodes take it: exact float32 product, every sequence as long as X), median of
 N calls.
-The machine may be shared: compare the rows of one run with each other.
+The machine may be shared: compare the rows of one run with each other (``--clock thread``, the default,
+times each call's thread CPU time; the phases are wall time).
 """
 
 from __future__ import annotations
@@ -31,9 +37,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"  # before numpy is imported
 
 import numpy as np  # noqa: E402
-
-STEPS = 12  # the model's sequence length
-
 
 def minimal_loop(ws, weights, steps):
     """The fast loop's numpy calls (quant_lstm._quantized_lstm_loop) without the per-step range arithmetic
@@ -62,6 +65,13 @@ def minimal_loop(ws, weights, steps):
         np.add(gi, gf, c)
         np.tanh(c, tmp)
         np.multiply(go, tmp, h_next)
+
+
+def products_alone(ws, weights, steps):
+    """The loop's recurrent products alone (the codes as the workspace holds them), one a step."""
+    codes, r_t, product = ws.codes, weights.r_t, ws.product
+    for _ in range(steps):
+        np.matmul(codes, r_t, product)
 
 
 PHASES = ("workspace lookup", "X's range and codes", "product with W", "scales and biases", "into step order",
@@ -134,17 +144,22 @@ def phase_table(steps, values, calls: int) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="ort_lstm_qdyn", help="a corpus model with DynamicQuantizeLSTM nodes")
     parser.add_argument("--rounds", type=int, default=150, help="rounds of 10 calls per measurement")
     parser.add_argument("--phases", type=int, default=0, metavar="CALLS",
                         help="also time the DynamicQuantizeLSTM steps phase by phase over CALLS calls")
+    parser.add_argument("--clock", choices=("thread", "wall"), default="thread",
+                        help="the calls' thread CPU time (default: leaves out waiting for a core on a loaded "
+                             "machine; onnxruntime with one thread runs on the calling thread) or wall time")
     args = parser.parse_args(argv)
+    clock = time.thread_time if args.clock == "thread" else time.perf_counter
     import onnxruntime as ort
     import realmodels
 
     import onnxtext
     from onnxtext.evaluator.kernels.contrib import quant_lstm
 
-    model = realmodels.get("ort_lstm_qdyn")
+    model = realmodels.get(args.model)
     proto, feeds = model.load(), model.feeds()
     ev = onnxtext.Evaluator(proto, threads=1)
     options = ort.SessionOptions()
@@ -158,20 +173,23 @@ def main(argv=None) -> int:
     steps = [st for st in ev._main.steps if st.info.node.op_type == "DynamicQuantizeLSTM"]
     calls = [(lambda st=st, a=[values.get(n) for n in st.inputs]: st.fn(*a)) for st in steps]
     loops = {"": quant_lstm._quantized_lstm_loop, " no loop": lambda ws, weights, steps: None,
-             " minimal loop": minimal_loop}
+             " minimal loop": minimal_loop, " products alone": products_alone}
+    lengths = [values[st.inputs[0]].shape[0] for st in steps]
+    r_bytes = [st.fn.attrs["prepared"].r_t.nbytes for st in steps]
 
     def best(f):
         times = []
         for _ in range(10):
-            t0 = time.perf_counter()
+            t0 = clock()
             f()
-            times.append(time.perf_counter() - t0)
+            times.append(clock() - t0)
         return min(times)
 
     rows: dict[str, list] = {}
     real = quant_lstm._quantized_lstm_loop
     try:
         for _ in range(args.rounds):
+            quant_lstm._quantized_lstm_loop = real  # (the previous round left its last variant in place)
             rows.setdefault("onnxruntime", []).append(best(lambda: session.run(None, feeds)))
             rows.setdefault("onnxtext", []).append(best(lambda: ev.run(None, feeds)))
             for label, loop in loops.items():
@@ -181,16 +199,20 @@ def main(argv=None) -> int:
     finally:
         quant_lstm._quantized_lstm_loop = real
     med = {k: statistics.median(v) * 1e6 for k, v in rows.items()}
-    print(f"one thread each; median of {args.rounds} rounds of the best of 10 calls (us)\n")
+    print(f"one thread each; median of {args.rounds} rounds of the best of 10 calls ({args.clock} time, us)\n")
     print("| measured | us |\n|---|---:|")
     for k, v in med.items():
         print(f"| {k} | {v:.1f} |")
     print()
-    for j in range(1, len(calls) + 1):
+    for j, n, nbytes in zip(range(1, len(calls) + 1), lengths, r_bytes):
         loop = med[f"layer {j}"] - med[f"layer {j} no loop"]
         floor = med[f"layer {j} minimal loop"] - med[f"layer {j} no loop"]
-        print(f"layer {j}: the loop {loop:.1f} us ({loop / STEPS:.2f} a step); its numpy calls alone {floor:.1f} us "
-              f"({floor / STEPS:.2f} a step); the rest of the node {med[f'layer {j} no loop']:.1f} us")
+        products = med[f"layer {j} products alone"] - med[f"layer {j} no loop"]
+        print(f"layer {j} ({n} steps): the loop {loop:.1f} us ({loop / n:.2f} a step); its numpy calls alone "
+              f"{floor:.1f} us ({floor / n:.2f} a step); its recurrent products alone {products:.1f} us "
+              f"({products / n:.2f} a step, reading {nbytes / 1e6:.2f} MB of R: "
+              f"{nbytes * n / max(products, 1e-9) / 1e3:.1f} GB/s); the rest of the node "
+              f"{med[f'layer {j} no loop']:.1f} us")
     rest = med["onnxtext"] - sum(med[f"layer {j}"] for j in range(1, len(calls) + 1))
     ratio = med["onnxtext"] / med["onnxruntime"]
     print(f"the model's other steps and the run's own cost: {rest:.1f} us; onnxtext / onnxruntime {ratio:.2f}")
