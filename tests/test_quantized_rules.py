@@ -217,23 +217,32 @@ def test_prepared_matmul_nbits_is_exactly_the_kernel(case):
                                rtol=1e-5 if dtype == np.float32 else 1e-2, atol=1e-5 if dtype == np.float32 else 1e-2)
 
 
-def test_uint8_scale_zero_point_equals_float32_arithmetic():
-    """The Python-float scale and zero point of DynamicQuantizeLinear's fast path against the same formula
-    in numpy float32 scalar arithmetic (onnxruntime's), over random ranges of every magnitude."""
-    from onnxtext.evaluator.kernels.quantize import uint8_scale_zero_point
+def test_dynamic_uint8_scale_zero_point_equal_float32_arithmetic():
+    """The Python-float scale and zero point of the dynamic uint8 quantization (``dynamic_uint8_codes``,
+    struct-rounded) against the same formula in numpy float32 scalar arithmetic (onnxruntime's), over
+    random ranges of every magnitude; a scale that underflows to 0 is refused (the callers' rules)."""
+    from onnxtext.evaluator.kernels.quantize import dynamic_uint8_codes
 
     rng = np.random.default_rng(5)
     lows = -(2.0 ** rng.uniform(-140, 127, 20000)).astype(np.float32) * rng.random(20000).astype(np.float32)
     highs = (2.0 ** rng.uniform(-140, 127, 20000)).astype(np.float32) * rng.random(20000).astype(np.float32)
     lows[:200], highs[200:400] = 0, 0  # one-sided ranges
+    tiny = np.finfo(np.float32).smallest_subnormal
+    lows[400:420], highs[400:420] = -tiny * np.arange(20), tiny * np.arange(20) * 3  # widths to 80 subnormals
+    refused = 0
     with np.errstate(all="ignore"):
         for low, high in zip(lows.tolist(), highs.tolist()):
             scale = np.float32((np.float32(high) - np.float32(low)) / np.float32(255))
-            got_scale, got_zero_point = uint8_scale_zero_point(low, high)
-            assert got_scale.tobytes() == scale.tobytes(), (low, high)
-            if scale and np.isfinite(scale):
+            got = dynamic_uint8_codes(np.array([low, high], np.float32))
+            if not scale:
+                assert got is None, (low, high)
+                refused += 1
+                continue
+            assert np.float32(got[1]).tobytes() == scale.tobytes(), (low, high)
+            if np.isfinite(scale):
                 want = min(255.0, max(0.0, round(float(np.float32(0) - np.float32(low) / scale))))
-                assert got_zero_point == want, (low, high)
+                assert got[2] == want, (low, high)
+    assert refused == 20  # (widths of 0 to 76 subnormals: the scale underflows to 0)
 
 
 # (id, operator between the two pairs, its attributes, its extra constant inputs, the second pair's scale,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.quantize import (dynamic_quantize_codes, dynamic_quantize_linear, round_float32, saturate_float32,
+from ..kernels.quantize import (dynamic_quantize_linear, dynamic_uint8_codes, round_float32, saturate_float32,
                                 shifted_codes)
 
 _F32 = np.dtype(np.float32)
@@ -146,10 +146,12 @@ class DynamicQuantizeCodes:
     __slots__ = ()
 
     def __call__(self, x):
-        fast = dynamic_quantize_codes(x)
-        if fast is not None:
-            return fast[0], np.asarray(fast[1])
-        q, scale, zero_point = dynamic_quantize_linear(x)  # (NaN, infinities: the kernel's general path)
+        if type(x) is np.ndarray and x.dtype == _F32:
+            fast = dynamic_uint8_codes(x)
+            if fast is not None:
+                return fast[0], np.asarray(fast[1], _F32)
+        # (NaN, infinities, all zeros, a scale that underflows to 0: the kernel's rules for them)
+        q, scale, zero_point = dynamic_quantize_linear(x)
         codes = q.astype(_F32)
         codes -= zero_point.astype(_F32)
         return codes, scale

@@ -252,28 +252,56 @@ def dynamic_quantize_linear(x):
 def dynamic_quantize_codes(x):
     """DynamicQuantizeLinear of a NaN-free float32 ``x`` as ``(codes - zero point as float32, scale,
     zero point)``: ``clip(rint(x / scale), -zp, 255 - zp)``, every step exact; None for other inputs
-    (NaN or infinities, other types: the general path). The reductions propagate NaN, so finding one
-    costs nothing. The clip is skipped when it changes nothing: ``x / scale`` and ``rint`` are
-    monotonic, so the codes lie between those of the minimum and the maximum, computed as scalars; only
-    when one of those falls outside the range (the zero point's rounding) does the clip run."""
+    (NaN or infinities, other types: the general path). :func:`dynamic_uint8_codes` where it applies;
+    an all-zero range or a scale that underflows to 0 gives zeros and scale 1 (DynamicQuantizeLinear's
+    rule)."""
     if type(x) is not np.ndarray or x.dtype != _F32 or not x.size:
         return None
-    lo, hi = float(_min_all(x, axis=None)), float(_max_all(x, axis=None))
-    if not (-_INF < lo and hi < _INF):  # (NaN compares false)
+    fast = dynamic_uint8_codes(x)
+    if fast is not None:
+        return fast[0], np.float32(fast[1]), fast[2]
+    if not (-_INF < float(_min_all(x, axis=None)) and float(_max_all(x, axis=None)) < _INF):  # (NaN compares false)
         return None
-    scale, zero_point = uint8_scale_zero_point(min(0.0, lo), max(0.0, hi))
-    if not scale:  # all zeros: scale 1, as below
-        return np.zeros(x.shape, np.float32), np.float32(1), 0.0
-    q = np.divide(x, scale)
-    np.rint(q, out=q)
-    s = float(scale)
-    if not (round(round_float32(lo / s)) >= -zero_point and round(round_float32(hi / s)) <= 255.0 - zero_point):
-        clip_ufunc(q, np.float32(-zero_point), np.float32(255.0 - zero_point), out=q)
-    return q, scale, zero_point
+    return np.zeros(x.shape, np.float32), np.float32(1), 0.0  # (all zeros, or the scale underflowed)
+
+
+def dynamic_uint8_codes(x: np.ndarray, out: np.ndarray | None = None):
+    """THE dynamic uint8 quantization of onnxruntime (DynamicQuantizeLinear, and the activations of
+    DynamicQuantizeMatMul, MatMulIntegerToFloat's quantizer, DynamicQuantizeLSTM): for a float32 array,
+    ``(codes - zero point as float32, scale, zero point)`` with scale and zero point as Python floats
+    (``scale`` a float32 value), or None where the callers' rules differ: NaN or infinities, an all-zero
+    (or empty) range, a scale that underflows to 0. A width beyond float32 gives scale infinity and zero
+    codes, as both rules do (``struct``'s native "f" converts as a C cast: no OverflowError).
+
+    The range (0 included) by two reductions; ``scale = (high - low) / 255`` and ``low / scale`` as Python
+    floats rounded to float32 through ``struct`` (a float32 difference or quotient of float32 values
+    computed in double and rounded once is the float32 result); the zero point ``round(-low / scale)``
+    (ties to even, as np.rint) clamped to [0, 255]; the codes by a division and a rounding, and a clamp
+    only where a range end's code leaves ``[-zp, 255 - zp]`` (``x / scale`` and rint never decrease, so
+    the codes lie between the ends'). 4 array calls. ``out``: an array of x's shape for the codes."""
+    low = float(_min_all(x, None, None, None, False, 0.0))
+    high = float(_max_all(x, None, None, None, False, 0.0))
+    if not (low - low == 0 and high - high == 0) or low == high:
+        return None
+    try:
+        width = _F32_PAIR.unpack(_F32_PAIR.pack(high - low, 0.0))[0]
+        scale = _F32_PAIR.unpack(_F32_PAIR.pack(width / 255.0, 0.0))[0]
+        below, above = _F32_PAIR.unpack(_F32_PAIR.pack(low / scale, high / scale))
+    except ZeroDivisionError:  # (the scale underflowed)
+        return None
+    zero_point = min(255, max(0, round(-below)))
+    codes = np.divide(x, scale, out)
+    np.rint(codes, out=codes)
+    if round(below) < -zero_point:
+        np.maximum(codes, float(-zero_point), out=codes)
+    if round(above) > 255 - zero_point:
+        np.minimum(codes, float(255 - zero_point), out=codes)
+    return codes, scale, float(zero_point)
 
 
 _min_all, _max_all = np.minimum.reduce, np.maximum.reduce
 _FLOAT32_STRUCT = struct.Struct("f")
+_F32_PAIR = struct.Struct("2f")  # float32 rounding of two Python floats: unpack(pack(x, y))
 
 
 def round_float32(value: float) -> float:
@@ -294,19 +322,6 @@ def _range(x: np.ndarray) -> tuple[float, float]:
     return min(0.0, float(x.min())), max(0.0, float(x.max()))
 
 
-def uint8_scale_zero_point(low: float, high: float) -> tuple[np.float32, float]:
-    """DynamicQuantizeLinear's ``scale = (high - low) / 255`` and ``zero point = round(-low / scale)``
-    clamped to [0, 255] (half to even), each operation rounded to float32 as onnxruntime computes them,
-    for float32 values ``low <= 0 <= high``. In Python floats with one rounding to float32 per operation
-    (three numpy scalar operations instead of eight): a float32 difference or quotient of two float32
-    values computed in float64 first and then rounded to float32 is the correctly rounded float32 result
-    (the float64 value can only fall on a float32 rounding boundary if the exact value is on it)."""
-    scale = round_float32(round_float32(high - low) / 255.0)
-    if not scale:
-        return np.float32(scale), 0.0
-    return np.float32(scale), _clamped_zero_point(-round_float32(low / scale))
-
-
 def _zero_point(low: float, scale: np.float32) -> float:
     """round(0 - low / scale) (half to even, in float32 as onnxruntime) clamped to [0, 255]."""
     return _clamped_zero_point(float(np.float32(0) - np.float32(low) / scale))
@@ -319,7 +334,7 @@ def _clamped_zero_point(initial: float) -> float:
     point 255, scale inf; see tests/test_quantize_special_values.py)."""
     if initial != initial:
         return 255.0
-    return float(min(255.0, max(0.0, round(initial))))
+    return float(round(min(255.0, max(0.0, initial))))  # (clamped first: a scale that underflowed gives inf)
 
 
 def _quantized_codes(x, scale, zero_point, shift=0.0):
@@ -385,6 +400,12 @@ def dynamic_uint8_parameters(x: np.ndarray) -> tuple[np.float32, float]:
 
 
 def dynamic_quantize_uint8(x: np.ndarray):
-    """(x quantized to uint8 as float32 values minus the zero point, scale): ready for integer_product."""
+    """(x quantized to uint8 as float32 values minus the zero point, scale): ready for integer_product.
+    :func:`dynamic_uint8_codes` where it applies; else (NaN ignored, infinities, an all-zero range,
+    float32 overflow or underflow) in numpy float32 scalars."""
+    if type(x) is np.ndarray and x.dtype == _F32:
+        fast = dynamic_uint8_codes(x)
+        if fast is not None:
+            return fast[0], np.float32(fast[1])
     scale, zero_point = dynamic_uint8_parameters(x)
     return _quantized_codes(x, scale, zero_point, shift=zero_point), scale

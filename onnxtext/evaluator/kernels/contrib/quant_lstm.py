@@ -25,7 +25,7 @@ from ...registry import kernel
 from .. import rnn_cells
 from ..derived_cache import derived
 from ..linalg import integer_product
-from ..quantize import dynamic_quantize_uint8
+from ..quantize import dynamic_quantize_uint8, dynamic_uint8_codes
 from ..rnn import _recurrent
 from . import MS
 
@@ -263,35 +263,18 @@ class _Workspace:
 
 
 def quantized_input(x: np.ndarray, out: np.ndarray | None = None):
-    """:func:`..quantize.dynamic_quantize_uint8` of a float32 array (the same codes minus the zero point,
-    and scale) in fewer calls: the range by two reductions, the scale and zero point in Python floats
-    rounded to float32 through ``struct`` (each a float32 operation computed in double and rounded: the
-    float32 result), the codes by a division and a rounding, and a clamp only where a range end's code
-    can leave [0, 255] (4 array calls instead of 7). Arrays with NaN or infinities, all zeros, or a range
-    whose float32 arithmetic overflows or underflows take dynamic_quantize_uint8 itself. ``out``: an array
-    of x's shape for the codes."""
-    low = float(np.minimum.reduce(x, None, None, None, False, 0.0))
-    high = float(np.maximum.reduce(x, None, None, None, False, 0.0))
-    try:
-        if not (low - low == 0 and high - high == 0) or low == high:
-            raise ValueError
-        width = _F32_PAIR.unpack(_F32_PAIR.pack(high - low, 0.0))[0]
-        scale = _F32_PAIR.unpack(_F32_PAIR.pack(width / 255.0, 0.0))[0]
-        below, above = _F32_PAIR.unpack(_F32_PAIR.pack(low / scale, high / scale))
-    except (ValueError, OverflowError, ZeroDivisionError):
-        codes, scale = dynamic_quantize_uint8(x)
-        if out is None:
-            return codes, scale
-        np.copyto(out, codes)
-        return out, scale
-    zero_point = min(255, max(0, round(-below)))  # round() ties to even, as np.rint
-    codes = np.divide(x, scale, out)
-    np.rint(codes, out=codes)
-    if round(below) < -zero_point:
-        np.maximum(codes, np.float32(-zero_point), out=codes)
-    if round(above) > 255 - zero_point:
-        np.minimum(codes, np.float32(255 - zero_point), out=codes)
-    return codes, np.float32(scale)
+    """:func:`..quantize.dynamic_quantize_uint8` of a float32 array (codes minus the zero point, and scale):
+    :func:`..quantize.dynamic_uint8_codes` (4 array calls), the codes written into ``out`` (an array of x's
+    shape) when given; arrays with NaN or infinities, all zeros, or a scale that underflows to 0 take
+    dynamic_quantize_uint8 itself."""
+    fast = dynamic_uint8_codes(x, out)
+    if fast is not None:
+        return fast[0], np.float32(fast[1])
+    codes, scale = dynamic_quantize_uint8(x)
+    if out is None:
+        return codes, scale
+    np.copyto(out, codes)
+    return out, scale
 
 
 def _exact_parameters(low: float, high: float):
