@@ -22,6 +22,8 @@ TOLERANCE = {np.float32: 1e-5, np.float64: 1e-12, np.float16: 2e-3}
 SHAPES = [
     (1, 1000, 13, 13),  # SqueezeNet's final pool
     (2, 64, 7, 7),
+    (2, 32, 8, 8),  # the small CNN's final pool (torch_cnn_ts, ort_cnn_*)
+    (0, 4, 3, 3),  # no image
     (1, 3, 1, 1),
     (3, 5, 4, 9),
     (1, 4, 10),  # 1-D
@@ -60,8 +62,10 @@ def test_spatial_mean(op, shape, dtype):
 
 
 def test_non_finite_values_propagate():
-    x = RNG.standard_normal((1, 3, 4, 4)).astype(np.float32)
+    x = RNG.standard_normal((1, 5, 4, 4)).astype(np.float32)
     x[0, 0, 1, 2] = np.nan
     x[0, 1, 0, 0] = np.inf
+    x[0, 2, 3, 3] = -np.inf
+    x[0, 3, 0, 1], x[0, 3, 2, 2] = np.inf, -np.inf
     y = _run("GlobalAveragePool", x).reshape(-1)
-    assert np.isnan(y[0]) and y[1] == np.inf and np.isfinite(y[2])
+    assert np.isnan(y[0]) and y[1] == np.inf and y[2] == -np.inf and np.isnan(y[3]) and np.isfinite(y[4])
