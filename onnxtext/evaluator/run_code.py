@@ -17,7 +17,8 @@ general path, which converts the feed or refuses it with its own message; so the
 differ in what they accept or how they word a refusal. String tensors (numpy ``str``/``bytes``
 arrays made ``object``), maps and sequences of numeric tensors are taken as the general path's fast
 check takes them; a model with an input of another kind (optional, sequences of maps) keeps the
-general path.
+general path. That check (:func:`take_plain_feeds`, for calls naming some outputs or feeding an
+initializer) and the table both read (:func:`plain_feed_types`) live here too.
 """
 
 from __future__ import annotations
@@ -26,12 +27,94 @@ import time
 
 import numpy as np
 
-from ..errors import EvalError
+from .. import dtypes
+from ..errors import EvalError, OnnxTextError
 from . import limits
 
 
-#: the kinds of feed the generated check covers (the ``kind`` of :func:`.runtime._plain_feed_types`)
+#: the kinds of feed the generated check covers (the ``kind`` of :func:`plain_feed_types`)
 TENSOR, STRINGS, MAP, SEQUENCE = range(4)
+
+
+def plain_tensor_type(tt):
+    """``(numpy dtype, rank or -1, kind)`` of a declared tensor type for the fast feed check, or None
+    when it does not cover it (no or unknown element type)."""
+    if not tt.elem_type:
+        return None
+    try:
+        kind = dtypes.from_enum(tt.elem_type)
+    except (KeyError, ValueError, OnnxTextError):  # (an unknown type: check_input words the error)
+        return None
+    rank = len(tt.shape.dim) if tt.HasField("shape") else -1
+    if kind.kind == "string":
+        return np.dtype(object), rank, STRINGS
+    if kind.np is None:
+        return None
+    return np.dtype(kind.np), rank, TENSOR
+
+
+def plain_feed_types(names, types: dict):
+    """``(name, numpy dtype, rank or -1, kind)`` for each required input when the fast feed check of
+    :func:`take_plain_feeds` and :func:`compile_run` cover every one (tensors with an element type,
+    maps, sequences of numeric tensors), else None."""
+    plain = []
+    for name in names:
+        tp = types.get(name)
+        which = tp.WhichOneof("value") if tp is not None else None
+        if which == "tensor_type":
+            entry = plain_tensor_type(tp.tensor_type)
+        elif which == "map_type":
+            entry = (None, -1, MAP)
+        elif which == "sequence_type" and tp.sequence_type.elem_type.WhichOneof("value") == "tensor_type":
+            entry = plain_tensor_type(tp.sequence_type.elem_type.tensor_type)
+            entry = (entry[0], entry[1], SEQUENCE) if entry is not None and entry[2] == TENSOR else None
+        else:
+            entry = None
+        if entry is None:
+            return None
+        plain.append((name,) + entry)
+    return tuple(plain)
+
+
+def take_plain_feeds(plain, feeds, env: dict) -> bool:
+    """Store ``feeds`` in ``env`` when each is what :func:`.runtime.check_input` would accept unchanged
+    or with the one conversion it makes (the general path's check for a call the generated one does not
+    take: a dict lookup and a few comparisons per input); False when any is not (then check_input
+    converts or refuses each feed with its message). ``plain`` is :func:`plain_feed_types`'s table.
+    Per input: a numeric tensor must be a numpy array of exactly the declared element type and rank; a
+    string tensor an array of ``object`` (kept) or of numpy ``str``/``bytes`` (made ``object``, as
+    check_input does) of the declared rank; a map a dict; a sequence a list of numeric arrays of the
+    declared element type and rank."""
+    if plain is None or len(feeds) != len(plain):
+        return False
+    ndarray = np.ndarray
+    try:
+        for name, dtype, rank, kind in plain:
+            value = feeds[name]
+            if kind == TENSOR:
+                if type(value) is not ndarray or value.dtype != dtype or (rank >= 0 and value.ndim != rank):
+                    return False
+            elif kind == STRINGS:
+                if type(value) is not ndarray or (rank >= 0 and value.ndim != rank):
+                    return False
+                if value.dtype != dtype:  # (dtype is object here)
+                    if value.dtype.kind not in "US":
+                        return False
+                    value = value.astype(object)
+            elif kind == MAP:
+                if type(value) is not dict:
+                    return False
+            else:  # SEQUENCE of numeric tensors
+                if type(value) is not list:
+                    return False
+                for item in value:
+                    if type(item) is not ndarray or item.dtype != dtype or (rank >= 0 and item.ndim != rank):
+                        return False
+                value = list(value)  # (check_input builds a new list too: the caller's stays theirs)
+            env[name] = value
+    except KeyError:
+        return False
+    return True
 
 
 def _missing_output(name) -> EvalError:
@@ -39,11 +122,11 @@ def _missing_output(name) -> EvalError:
 
 
 def compile_run(feed_types, dims, plan, state: dict, chooser, float_errors):
-    """``run(feeds) -> list or None`` for one model (see the module docstring), or None when the model's
-    inputs are not all numeric tensors or a name is not an exact ``str``.
+    """``run(feeds) -> list or None`` for one model (see the module docstring), or None when an input is
+    of a kind it does not cover or a name is not an exact ``str``.
 
     ``feed_types`` is ``(name, dtype, rank or -1, kind)`` per required input (as
-    :func:`.runtime._plain_feed_types` gives them), None when one is of a kind not covered;
+    :func:`plain_feed_types` gives them), None when one is of a kind not covered;
     ``dims`` the model's :class:`.feed_dims.DimensionCheck`; ``plan`` the main plan;
     ``state`` the Evaluator's training-state dict (read at each run: training updates it); ``chooser``
     its ThreadChooser or None; ``float_errors`` the ``(context variable, value ignoring every float

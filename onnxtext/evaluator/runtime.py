@@ -27,7 +27,7 @@ from .optimizer import MAX_LEVEL, check_options
 from .plan import (GraphPlan, KernelContext, Preparation, attribute_value, prepare_graph,  # noqa: F401
                    schema_defaults)
 from .limits import begin_run, end_run
-from .run_code import MAP as _MAP, SEQUENCE as _SEQUENCE, STRINGS as _STRINGS, TENSOR as _TENSOR, compile_run
+from .run_code import compile_run, plain_feed_types, take_plain_feeds
 from .registry import normalize_domain
 from .steps import CONTROL, RunControl
 
@@ -123,7 +123,7 @@ class Evaluator:
         self.output_names = [o.name for o in g.output]
         self._input_types = {i.name: i.type for i in g.input}
         self._dims = DimensionCheck(self._input_types)
-        self._plain_feeds = _plain_feed_types(self.input_names, self._input_types)
+        self._plain_feeds = plain_feed_types(self.input_names, self._input_types)
         self._fast_run = None  # run_code.compile_run's function for the usual call, when it covers the model
         if engine == "onnxruntime":
             self._ort = _onnxruntime_session(self.model, model, self.base_dir, threads)
@@ -224,7 +224,7 @@ class Evaluator:
             overridden = tuple(sorted(n for n in feeds if n in self._inits)) if len(feeds) > self._n_required else ()
             plan = self._plan_for(output_names, overridden)
         env = plan.bind_outer(self._state)
-        if not self._take_plain_feeds(feeds, env):
+        if not take_plain_feeds(self._plain_feeds, feeds, env):
             for name, value in feeds.items():
                 if name not in self._input_types:
                     raise EvalError(f"{name!r} is not an input of the model (inputs: {', '.join(self.input_names)})")
@@ -254,46 +254,6 @@ class Evaluator:
             return [env[n] for n in plan.output_names]
         except KeyError as e:
             raise EvalError(f"no value named {e.args[0]!r} was computed") from None
-
-    def _take_plain_feeds(self, feeds: dict, env: dict) -> bool:
-        """Store ``feeds`` in ``env`` when each is what :func:`check_input` would accept unchanged or
-        with the one conversion it makes (the usual call: a dict lookup and a few comparisons per
-        input); False when any is not (then :func:`check_input` converts or refuses each feed with its
-        message). Per input (:func:`_plain_feed_types`): a numeric tensor must be a numpy array of
-        exactly the declared element type and rank; a string tensor an array of ``object`` (kept) or
-        of numpy ``str``/``bytes`` (made ``object``, as check_input does) of the declared rank; a map a
-        dict; a sequence a list of numeric arrays of the declared element type and rank."""
-        plain = self._plain_feeds
-        if plain is None or len(feeds) != len(plain):
-            return False
-        ndarray = np.ndarray
-        try:
-            for name, dtype, rank, kind in plain:
-                value = feeds[name]
-                if kind == _TENSOR:
-                    if type(value) is not ndarray or value.dtype != dtype or (rank >= 0 and value.ndim != rank):
-                        return False
-                elif kind == _STRINGS:
-                    if type(value) is not ndarray or (rank >= 0 and value.ndim != rank):
-                        return False
-                    if value.dtype != dtype:  # (dtype is object here)
-                        if value.dtype.kind not in "US":
-                            return False
-                        value = value.astype(object)
-                elif kind == _MAP:
-                    if type(value) is not dict:
-                        return False
-                else:  # _SEQUENCE of numeric tensors
-                    if type(value) is not list:
-                        return False
-                    for item in value:
-                        if type(item) is not ndarray or item.dtype != dtype or (rank >= 0 and item.ndim != rank):
-                            return False
-                    value = list(value)  # (check_input builds a new list too: the caller's stays theirs)
-                env[name] = value
-        except KeyError:
-            return False
-        return True
 
     # ------------------------------------------------------------------------------------ training
     def _initial_state(self) -> dict:
@@ -370,46 +330,6 @@ class Evaluator:
 
 
 # ---------------------------------------------------------------------------------------- input checks
-
-
-def _plain_tensor_type(tt):
-    """``(numpy dtype, rank or -1, kind)`` of a declared tensor type for the fast feed check, or None
-    when it does not cover it (no or unknown element type)."""
-    if not tt.elem_type:
-        return None
-    try:
-        kind = dtypes.from_enum(tt.elem_type)
-    except (KeyError, ValueError, OnnxTextError):  # (an unknown type: check_input words the error)
-        return None
-    rank = len(tt.shape.dim) if tt.HasField("shape") else -1
-    if kind.kind == "string":
-        return np.dtype(object), rank, _STRINGS
-    if kind.np is None:
-        return None
-    return np.dtype(kind.np), rank, _TENSOR
-
-
-def _plain_feed_types(names, types: dict):
-    """``(name, numpy dtype, rank or -1, kind)`` for each required input when the fast feed check of
-    :meth:`Evaluator._take_plain_feeds` covers every one (tensors with an element type, maps,
-    sequences of numeric tensors), else None."""
-    plain = []
-    for name in names:
-        tp = types.get(name)
-        which = tp.WhichOneof("value") if tp is not None else None
-        if which == "tensor_type":
-            entry = _plain_tensor_type(tp.tensor_type)
-        elif which == "map_type":
-            entry = (None, -1, _MAP)
-        elif which == "sequence_type" and tp.sequence_type.elem_type.WhichOneof("value") == "tensor_type":
-            entry = _plain_tensor_type(tp.sequence_type.elem_type.tensor_type)
-            entry = (entry[0], entry[1], _SEQUENCE) if entry is not None and entry[2] == _TENSOR else None
-        else:
-            entry = None
-        if entry is None:
-            return None
-        plain.append((name,) + entry)
-    return tuple(plain)
 
 
 def _element_bytes(data_type: int) -> int:
