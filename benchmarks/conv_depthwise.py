@@ -14,7 +14,9 @@ instead: the evaluator with ``prepare_depthwise`` taken from ``conv_depthwise.py
 (that one file, loaded beside this one; the rest of the tree is this tree) and with this file, and
 onnxruntime, calls alternating, timed by the thread's CPU time (``--base HEAD`` measures the tool's own
 bias: the same file on both sides). One BLAS thread (OPENBLAS_NUM_THREADS=1, set here before numpy is
-imported).
+imported). ``--activation NAME`` (HardSwish, HardSigmoid, Relu6) times each layer alone and followed
+by that activation as ``fused.conv_activation.ActivatedConv`` runs it (one in-place pass over the
+result, in blocks), against onnxruntime's Conv and activation nodes (thread CPU time).
 """
 
 from __future__ import annotations
@@ -109,6 +111,58 @@ def _onnxruntime(x, w, b, attrs):
     return lambda x: session.run(None, {"x": x})[0]
 
 
+def _activation(name):
+    from onnxtext.evaluator.fused import conv_activation as ca
+
+    return {"HardSwish": ca.InPlaceHardSwish(), "HardSigmoid": ca.InPlaceHardSigmoid(0.2, 0.5),
+            "Relu6": ca.InPlaceClip(np.float32(0), np.float32(6))}[name]
+
+
+def _onnxruntime_activated(x, w, b, attrs, name):
+    import onnx
+    import onnxruntime
+    from onnx import TensorProto, helper, numpy_helper
+
+    conv = helper.make_node("Conv", ["x", "w", "b"], ["c"], **{k: v for k, v in attrs.items() if k != "auto_pad"})
+    if name == "Relu6":
+        act = helper.make_node("Clip", ["c", "lo", "hi"], ["y"])
+    elif name == "HardSigmoid":
+        act = helper.make_node("HardSigmoid", ["c"], ["y"], alpha=0.2, beta=0.5)
+    else:
+        act = helper.make_node(name, ["c"], ["y"])
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")]
+    if name == "Relu6":
+        inits += [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("lo", 0), ("hi", 6))]
+    graph = helper.make_graph([conv, act], "dw", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return lambda x: session.run(None, {"x": x})[0]
+
+
+def _activated(args):
+    from onnxtext.evaluator.fused.conv_activation import ActivatedConv
+
+    print("| input | kernel | stride | closure | conv us | conv + activation us | activation share | "
+          "onnxruntime us | onnxtext/ort |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|")
+    for shape, k, stride, pad in GEOMETRIES:
+        desc = f"{shape} {k}x{k} s{stride}"
+        if args.only and args.only not in desc:
+            continue
+        x = np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
+        conv, w, b, attrs = _prepared(x, k, stride, pad, np.random.default_rng(1))
+        activated = ActivatedConv(conv, _activation(args.activation))
+        ort = _onnxruntime_activated(x, w, b, attrs, args.activation)
+        np.testing.assert_allclose(activated(x), ort(x), rtol=1e-4, atol=1e-4)
+        c, a, o = _alternate([conv, activated, ort], x, args.rounds, time.thread_time)
+        closure = getattr(conv._shapes.get(x.shape), "__name__", "general")
+        print(f"| {shape} | {k}x{k} | {stride[0]}x{stride[1]} | {closure} | {c:.1f} | {a:.1f} | {(a - c) / a:.2f} | "
+              f"{o:.1f} | {a / o:.2f} |", flush=True)
+
+
 def _module_at(commit):
     """``conv_depthwise`` as it was at ``commit``, loaded as a sibling module of the package."""
     import importlib.util
@@ -180,7 +234,12 @@ def main(argv=None) -> int:
     ap.add_argument("--models", nargs="+", metavar="NAME", help="time whole models before/after instead")
     ap.add_argument("--base", default="62de3f2", help="with --models: the commit whose conv_depthwise.py is "
                     "the before side (default: this work's starting point)")
+    ap.add_argument("--activation", choices=("HardSwish", "HardSigmoid", "Relu6"),
+                    help="time each layer alone and followed by this activation")
     args = ap.parse_args(argv)
+    if args.activation:
+        _activated(args)
+        return 0
     if args.models:
         _models(args.models, args.rounds, args.base)
         return 0

@@ -13,7 +13,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from onnx import helper
+
+from helpers import graph_model
+from onnxtext import Evaluator
 from onnxtext.evaluator.kernels import conv_depthwise
+from onnxtext.evaluator.kernels.activation import hard_sigmoid, hard_swish
 from onnxtext.evaluator.kernels.conv_prepared import PreparedConv
 from test_conv_paths import reference_conv
 
@@ -98,3 +103,87 @@ def test_row_bands_match_the_definition(geometry, with_bias, monkeypatch):
             run(x, cols[:, :, :c // 2])
             np.testing.assert_allclose(cols[:, :, :c // 2].reshape(expected.shape), expected, rtol=1e-4, atol=1e-4)
             assert (cols[:, :, -1] == 7).all()
+
+
+# depthwise layers whose activation runs on the prepared conv's result (rule ``conv_activation``, or the
+# Relu of ``fold_affine_and_relu``), as (input shape, kernel, strides, pads, closure the layer takes)
+ACTIVATED_LAYERS = [
+    ((1, 4, 10, 40), 3, [1, 1], [1, 1, 1, 1], "depthwise_bands"),
+    ((1, 3, 20, 20), 5, [1, 1], [2, 2, 2, 2], "depthwise_bands"),
+    ((2, 6, 9, 9), 3, [1, 1], [1, 1, 1, 1], "depthwise"),
+    ((1, 6, 12, 11), 3, [2, 2], [1, 1, 1, 1], "depthwise"),
+    ((2, 5, 14, 14), 3, [2, 1], [0, 1, 1, 1], "depthwise"),
+    ((2, 4, 3, 20), 5, [1, 1], [2, 2, 2, 2], "depthwise_short_rows"),
+]
+# (activation node(s) reading "c" and writing "y", extra constants, the activation on an array)
+ACTIVATIONS = {
+    "HardSwish": ([("HardSwish", ["c"], {})], {}, hard_swish),
+    "HardSigmoid": ([("HardSigmoid", ["c"], {"alpha": 0.2, "beta": 0.5})], {}, lambda c: hard_sigmoid(c, 0.2, 0.5)),
+    "Relu6": ([("Clip", ["c", "lo", "hi"], {})], {"lo": np.float32(0), "hi": np.float32(6)},
+              lambda c: np.minimum(np.maximum(c, np.float32(0)), np.float32(6))),
+    "Relu": ([("Relu", ["c"], {})], {}, lambda c: np.maximum(c, np.float32(0))),
+}
+
+
+def _activated_model(layers, activation, concat=False):
+    """Depthwise Convs of ``layers`` ((weights, bias, attrs) each) on input x, each followed by
+    ``activation``; their results are the outputs, or one Concat of them (channels)."""
+    ops, constants, _ = ACTIVATIONS[activation]
+    nodes, outputs, consts = [], [], dict(constants)
+    for i, (w, b, attrs) in enumerate(layers):
+        consts.update({f"w{i}": w, f"b{i}": b})
+        nodes.append(helper.make_node("Conv", ["x", f"w{i}", f"b{i}"], [f"c{i}"],
+                                      **{k: v for k, v in attrs.items() if k != "auto_pad"}))
+        for op, inputs, op_attrs in ops:
+            nodes.append(helper.make_node(op, [f"c{i}"] + inputs[1:], [f"y{i}"], **op_attrs))
+        outputs.append(f"y{i}")
+    if concat:
+        nodes.append(helper.make_node("Concat", outputs, ["y"], axis=1))
+        outputs = ["y"]
+    return nodes, outputs, consts
+
+
+@pytest.mark.parametrize("activation", list(ACTIVATIONS))
+@pytest.mark.parametrize("geometry", ACTIVATED_LAYERS, ids=lambda g: f"{g[0]}-{g[1]}x{g[1]}-s{g[2]}")
+def test_activated_depthwise_is_the_activation_of_the_prepared_conv(geometry, activation):
+    """The fused step's values are exactly the activation's kernel applied to the same prepared
+    conv's result (the rules are level 1 for these activations), alone and written into a Concat's
+    channel slices; and they match the definition of Conv then the activation, and optimize=0."""
+    shape, k, strides, pads, closure = geometry
+    rng = np.random.default_rng(7)
+    layers = [_layer(shape, k, strides, pads, rng)[1:] for _ in range(2)]
+    for layer in layers:  # scaled so values fall on both sides of the activations' corners
+        layer[0][...] *= 2
+    x = rng.standard_normal(shape).astype(np.float32) * 2
+    kernel = ACTIVATIONS[activation][2]
+    conv_nodes = [helper.make_node("Conv", ["x", f"w{i}", f"b{i}"], [f"c{i}"],
+                                   **{k: v for k, v in attrs.items() if k != "auto_pad"})
+                  for i, (w, b, attrs) in enumerate(layers)]
+    consts = {name: value for i, (w, b, _) in enumerate(layers) for name, value in ((f"w{i}", w), (f"b{i}", b))}
+    convs = Evaluator(graph_model(conv_nodes, {"x": x}, ["c0", "c1"], consts)).run(None, {"x": x})
+    expected = [np.asarray(kernel(c), np.float32) for c in convs]
+    for concat in (False, True):
+        nodes, outputs, constants = _activated_model(layers, activation, concat)
+        model = graph_model(nodes, {"x": x}, outputs, constants, opset=14)
+        ev = Evaluator(model)
+        got = ev.run(None, {"x": x})
+        want = [np.concatenate(expected, axis=1)] if concat else expected
+        for g, e in zip(got, want):
+            np.testing.assert_array_equal(g, e)
+            assert np.signbit(g).tolist() == np.signbit(e).tolist()
+        steps = []
+        ev.run(None, {"x": x}, trace=lambda step, outputs: steps.append(step.fn))
+        # one step per Conv and its activation (one step in all when they write a Concat's slices)
+        assert len(steps) == (1 if concat else 2), steps
+        parts = steps[0].parts if concat else steps
+        prepared = [getattr(p, "conv", p) for p in parts]
+        assert all(type(c) is PreparedConv for c in prepared), parts
+        # (a fused Relu wraps the closure: ``conv_prepared._finished``)
+        assert all(c._shapes[x.shape].__name__ == ("finished" if c.relu else closure) for c in prepared)
+        assert all(c.relu for c in prepared) == (activation == "Relu")
+        reference = Evaluator(model, optimize=0).run(None, {"x": x})
+        for g, r in zip(got, reference):
+            np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-5)
+    for (w, b, attrs), e in zip(layers, expected):
+        definition = reference_conv(x, w, b, attrs["group"], attrs["strides"], attrs["dilations"], attrs["pads"])
+        np.testing.assert_allclose(e, kernel(definition.astype(np.float32)), rtol=1e-4, atol=1e-4)
