@@ -431,3 +431,41 @@ def test_max_pool_before_fake_quantize_keeps_a_pair_read_elsewhere():
     x = RNG.standard_normal((1, 2, 4, 4)).astype(np.float32)
     for g, w in zip(optimized.run(None, {"x": x}), run_onnxruntime(model, {"x": x})):
         np.testing.assert_array_equal(g, w)
+
+
+_RESIDUAL_MODEL = """<ir_version: 8, opset_import: ["": 13]>
+residual (float[B, S, 4] x, R_TYPE r) => (float[B, S, 4] y) {
+  w = Constant <value = int8[4, 4] {113, 32, -47, 101, 20, -70, 85, -70, -113, -51, 55, 95, 105, -126, 0, 82}> ()
+  z = Constant <value = int8 {0}> ()
+  s1 = Constant <value = float {0.0125}> ()
+  b = Constant <value = float[4] {-1.5, 0.25, -0.125, 2.0}> ()
+  xq, xs, xz = DynamicQuantizeLinear(x)
+  s = Mul(xs, s1)
+  p = MatMulInteger(xq, w, xz, z)
+  c = Cast <to = 1> (p)
+  m = Mul(c, s)
+  d = Add(m, b)
+  y = Add(r, d)
+}"""
+# (x's shape, r's shape: the product's shape takes the fused addition; a broadcast residual the original steps)
+RESIDUALS = [((2, 3, 4), (2, 3, 4)), ((1, 5, 4), (1, 5, 4)), ((2, 3, 4), (4,)), ((2, 3, 4), (1, 3, 4)),
+             ((1, 1, 4), (2, 3, 4)), ((2, 3, 4), ())]
+
+
+@pytest.mark.parametrize("x_shape, r_shape", RESIDUALS, ids=str)
+def test_quantized_residual_add_is_exactly_the_nodes(x_shape, r_shape):
+    """Rule quantized_residual_add: one QuantizedMatMulResidual step, bit for bit the nodes' values,
+    whether the residual has the product's shape (added in place) or broadcasts (the original steps)."""
+    import onnxtext
+
+    r_type = f"float[{', '.join(f'R{i}' for i in range(len(r_shape)))}]" if r_shape else "float"
+    model = onnxtext.parse_model(_RESIDUAL_MODEL.replace("R_TYPE", r_type))
+    optimized = Evaluator(model)
+    assert "QuantizedMatMulResidual" in step_classes(optimized)
+    assert "QuantizedMatMulResidual" not in step_classes(Evaluator(model, disable=("quantized_residual_add",)))
+    x = RNG.standard_normal(x_shape).astype(np.float32)
+    r = RNG.standard_normal(r_shape).astype(np.float32)
+    got = optimized.run(None, {"x": x, "r": r})[0]
+    want = Evaluator(model, optimize=0).run(None, {"x": x, "r": r})[0]
+    assert got.dtype == want.dtype and got.shape == want.shape and got.tobytes() == want.tobytes()
+    np.testing.assert_allclose(got, run_onnxruntime(model, {"x": x, "r": r})[0], rtol=1e-6, atol=1e-6)

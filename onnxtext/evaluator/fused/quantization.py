@@ -3,7 +3,7 @@
 :class:`PooledFakeQuantize` (rule ``max_pool_before_fake_quantize``), :class:`IntegerMatMulToFloat` (rule
 ``integer_matmul_to_float``), :class:`DynamicQuantizeCodes`, :class:`CodesMatMulToFloat` and
 :class:`QuantizedInputMatMul` (rule ``dynamic_quantized_matmul``), :class:`SharedCodesProducts` (rule
-``shared_codes_products``), :class:`DequantizedGather` (rule ``dequantized_gather``),
+``shared_codes_products``), :class:`QuantizedMatMulResidual` (rule ``quantized_residual_add``), :class:`DequantizedGather` (rule ``dequantized_gather``),
 :class:`DequantizedMatMul` (rule ``prepared_matmul_nbits``). Each computes exactly the values of the nodes
 it replaces, but for :class:`ConvFakeQuantize` (level 2). QOperator models' steps: :mod:`.qoperator`.
 
@@ -232,6 +232,26 @@ class QuantizedInputMatMul:
     def __call__(self, x):
         codes, scale = self.quantize(x)
         return self.product(codes, scale)
+
+
+class QuantizedMatMulResidual:
+    """``Add(QuantizedInputMatMul(x), r)`` (rule ``quantized_residual_add``: the attention output and
+    the second feed-forward product of a dynamically quantized transformer layer, added to the
+    residual stream): ``r`` added in place into the product's new result, one array and one step
+    instead of two each; ``p + r`` equals ``r + p``. ``fallback`` (the original steps) when ``r`` is not
+    a float32 array of the product's shape (an Add that broadcasts or converts)."""
+
+    __slots__ = ("product", "fallback")
+
+    def __init__(self, product: QuantizedInputMatMul, fallback):
+        self.product, self.fallback = product, fallback
+
+    def __call__(self, x, r):
+        y = self.product(x)
+        if type(r) is np.ndarray and r.dtype == _F32 and r.shape == y.shape and y.dtype == _F32:
+            y += r
+            return y
+        return self.fallback(x, r)
 
 
 class DequantizedMatMul:

@@ -53,6 +53,7 @@ def _rules() -> tuple[Rule, ...]:
     from . import common_steps, contrib_transformer, repeated_heads
     from . import dequantized_gather, space_to_depth_slices
     from . import max_pool_before_fake_quantize, prepared_qlinear_ops, quantized_codes, shared_codes_products
+    from . import quantized_residual_add
 
     def module_rule(m):
         return Rule(m.NAME, m.LEVEL, m.apply, m.__doc__)
@@ -70,6 +71,7 @@ def _rules() -> tuple[Rule, ...]:
         module_rule(redundant_fake_quantize),
         module_rule(dynamic_quantized_matmul),
         module_rule(shared_codes_products),
+        module_rule(quantized_residual_add),
         *(Rule(r.name, r.level, r.apply, r.doc) for r in (layout_chains.TRANSPOSE_RULE, layout_chains.RESHAPE_RULE)),
         module_rule(norm_casts),
         module_rule(shared_input_products),
