@@ -161,3 +161,46 @@ def test_float16_to_float32_bit_path_is_numpys_conversion_for_every_half():
         got, want = float16_to_float32(x), x.astype(np.float32)
         assert got.dtype == np.float32 and got.shape == want.shape
         assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+_W2 = np.random.default_rng(6).standard_normal((6, 8, 3, 3)) * 0.2
+_G = np.random.default_rng(7).standard_normal((5, 6)) * 0.5
+HEAD = """<ir_version: 8, opset_import: ["": 17]>
+g (%(t)s[2, 8, 9, 7] x) => (%(t)s[2, 5] y) {
+  w = Constant <value = %(t)s[6, 8, 3, 3] {%(w)s}> ()
+  lo = Constant <value = %(t)s {0.0}> ()
+  hi = Constant <value = %(t)s {6.0}> ()
+  gw = Constant <value = %(t)s[5, 6] {%(g)s}> ()
+  gb = Constant <value = %(t)s[5] {0.5, -0.25, 0.125, 1.0, -1.0}> ()
+  c = Conv <pads = [1, 1, 1, 1], strides = [2, 2]> (x, w)
+  r = Clip(c, lo, hi)
+  p = GlobalAveragePool(r)
+  f = Flatten(p)
+  y = Gemm <transB = 1> (f, gw, gb)
+}"""
+
+
+def _head(t):
+    halves = lambda a: ", ".join(repr(float(v)) for v in a.astype(np.float16).reshape(-1))  # noqa: E731
+    return text_model(HEAD % dict(t=t, w=halves(_W2), g=halves(_G)))
+
+
+def test_region_steps_take_the_float32_fusions():
+    """Inside the region a Clip with constant bounds fuses into the conv before it and a Gemm with constant
+    weights becomes a product, as in the float32 twin of the model: the same steps between the
+    conversions; values within one float16 rounding of onnxruntime's, with NaN and infinities."""
+    half, single = _head("float16"), _head("float")
+    labels = [type(st.fn).__name__ for st in Evaluator(half)._plan_for(None, ()).steps]
+    assert labels == ["ToFloat32"] + [type(st.fn).__name__ for st in Evaluator(single)._plan_for(None, ()).steps] + \
+        ["ToFloat16"]
+    assert "ActivatedConv" in labels and "MatMulAdd" in labels
+    x = np.random.default_rng(8).standard_normal((2, 8, 9, 7)).astype(np.float16) * 4
+    x[0, 1, 2, 3], x[1, 2, 0, 0], x[1, 5, 8, 6] = np.nan, np.inf, -np.inf
+    got = Evaluator(half).run(None, {"x": x})[0]
+    want = run_onnxruntime(half, {"x": x})[0]
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2 ** -10, atol=2 ** -10,
+                               equal_nan=True)
+    level0 = Evaluator(half, optimize=0).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got.astype(np.float32), level0.astype(np.float32), rtol=4e-3, atol=4e-3,
+                               equal_nan=True)

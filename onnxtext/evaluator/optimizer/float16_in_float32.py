@@ -26,7 +26,7 @@ differ from float16 computed node by node by float16 rounding (level 2).
 from __future__ import annotations
 
 import numpy as np
-from onnx import helper
+from onnx import NodeProto, helper
 
 from ..fused.float16 import ToFloat16, ToFloat32
 from ..registry import lookup
@@ -67,6 +67,19 @@ def _cast_info(info, src, dst, to):
     """A StepInfo for an inserted conversion next to ``info``'s node (errors name that node's place)."""
     node = helper.make_node("Cast", [src], [dst], name=f"{info.node.name or info.node.op_type} ({dst})", to=to)
     return StepInfo(node, info.index, info.opset, "", info.prep, info.graph, path=info.path)
+
+
+def _renamed_info(info, inputs, outputs):
+    """A StepInfo for a region step: a copy of its node reading and writing the float32 names, so the
+    later rules see the operator running its own kernel on its step's inputs (a Clip with constant
+    bounds fuses into the conv before it, a Gemm with a constant weight becomes a product, as in
+    float32 models); path, index and opset stay the original node's."""
+    node = NodeProto()
+    node.CopyFrom(info.node)
+    del node.input[:], node.output[:]
+    node.input.extend(inputs)
+    node.output.extend(outputs)
+    return StepInfo(node, info.index, info.opset, info.domain, info.prep, info.graph, path=info.path)
 
 
 def apply(steps: list, keep: set, known) -> list:
@@ -117,6 +130,8 @@ def apply(steps: list, keep: set, known) -> list:
                              False), [n]))
             new_ins.append(converted[n])
         new_outs = tuple(o + SUFFIX if o in outside_readers else o for o in outs)
+        if tuple(new_ins) != ins or new_outs != outs:
+            info = _renamed_info(info, new_ins, new_outs)
         out.append(((fn, tuple(new_ins), new_outs, attrs, free, info, context), [n for n in new_ins if n]))
         for o, o32 in zip(outs, new_outs):
             if o != o32:
