@@ -152,16 +152,17 @@ SHARED_FORMS = [
 @pytest.mark.parametrize("x", [c[1] for c in SHARED_INPUTS], ids=[c[0] for c in SHARED_INPUTS])
 @pytest.mark.parametrize("shared", [False, True], ids=["separate", "shared_codes_products"])
 def test_dynamic_quantized_matmul_is_exactly_the_nodes(x, form, shared):
-    """Both products as their own CodesMatMulToFloat steps, or (rule shared_codes_products, when both or
-    neither has a bias) one SharedCodesProducts step: bit for bit the nodes' values either way."""
+    """Both products as their own CodesMatMulToFloat steps after a DynamicQuantizeCodes, or (rule
+    shared_codes_products, when both or neither has a bias) one QuantizedInputSharedProducts step (the
+    quantization and the products, the codes read nowhere else): bit for bit the nodes' values either way."""
     _, biases, weight_scales = form
     model = _shared_dynamic_quantization(False, biases, weight_scales)
     optimized = Evaluator(model) if shared else Evaluator(model, disable=("shared_codes_products",))
     names = step_classes(optimized)
     merged = shared and biases[0] == biases[1]
-    assert "DynamicQuantizeCodes" in names
+    assert names.count("DynamicQuantizeCodes") == (0 if merged else 1)
     assert names.count("CodesMatMulToFloat") == (0 if merged else 2)
-    assert names.count("SharedCodesProducts") == (1 if merged else 0)
+    assert names.count("QuantizedInputSharedProducts") == (1 if merged else 0)
     with np.errstate(all="ignore"):
         got = optimized.run(None, {"x": x})
         want = Evaluator(model, optimize=0).run(None, {"x": x})
@@ -363,13 +364,15 @@ _HEAD_INPUTS = [
 
 
 @pytest.mark.parametrize("values", [v for _, v in _HEAD_INPUTS], ids=[n for n, _ in _HEAD_INPUTS])
-def test_quantized_input_matmul_equals_the_nodes_on_special_values(values):
+@pytest.mark.parametrize("weight_scale", [True, False], ids=["scale_product", "activation_scale"])
+def test_quantized_input_matmul_equals_the_nodes_on_special_values(values, weight_scale):
+    """One QuantizedInputMatMul step, its product scaled by x's scale times W's or by x's scale alone."""
     x = np.array(values, np.float32)
     nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["a", "xs", "az"]),
-             helper.make_node("Mul", ["xs", "ws"], ["s"]),
+             *([helper.make_node("Mul", ["xs", "ws"], ["s"])] if weight_scale else []),
              helper.make_node("MatMulInteger", ["a", "w", "az", "wz"], ["p"]),
              helper.make_node("Cast", ["p"], ["c"], to=1),
-             helper.make_node("Mul", ["c", "s"], ["m"]),
+             helper.make_node("Mul", ["c", "s" if weight_scale else "xs"], ["m"]),
              helper.make_node("Add", ["b", "m"], ["y"])]
     consts = {"w": ints(np.int8, (4, 3), -127, 127), "wz": np.array(0, np.int8), "ws": np.array(0.0125, np.float32),
               "b": np.array([0.5, -1.0, 0.25], np.float32)}

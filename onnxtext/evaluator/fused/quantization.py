@@ -3,7 +3,7 @@
 :class:`PooledFakeQuantize` (rule ``max_pool_before_fake_quantize``), :class:`IntegerMatMulToFloat` (rule
 ``integer_matmul_to_float``), :class:`DynamicQuantizeCodes`, :class:`CodesMatMulToFloat` and
 :class:`QuantizedInputMatMul` (rule ``dynamic_quantized_matmul``), :class:`SharedCodesProducts` (rule
-``shared_codes_products``), :class:`QuantizedMatMulResidual` (rule ``quantized_residual_add``), :class:`DequantizedGather` (rule ``dequantized_gather``),
+``shared_codes_products``, with :class:`QuantizedInputSharedProducts`), :class:`QuantizedMatMulResidual` (rule ``quantized_residual_add``), :class:`DequantizedGather` (rule ``dequantized_gather``),
 :class:`DequantizedMatMul` (rule ``prepared_matmul_nbits``). Each computes exactly the values of the nodes
 it replaces, but for :class:`ConvFakeQuantize` (level 2). QOperator models' steps: :mod:`.qoperator`.
 
@@ -170,12 +170,23 @@ class CodesMatMulToFloat:
     the product of two float32 values is exact in float64, so this is the Mul node's float32 product
     (without two numpy scalar operations)."""
 
-    __slots__ = ("w", "scale_factor", "bias", "factor_value")
+    __slots__ = ("w", "scale_factor", "bias", "factor_value", "direct")
 
     def __init__(self, product: IntegerMatMulToFloat):
         self.w, self.scale_factor, self.bias = product.w, product.scale_factor, product.bias
         f = self.scale_factor
         self.factor_value = float(f) if f is not None and f.ndim == 0 and f.dtype == _F32 else None
+        # (whether :meth:`scaled` applies: no factor, or a one-element float32 one)
+        self.direct = f is None or self.factor_value is not None
+
+    def scaled(self, y: np.ndarray, scale: float) -> np.ndarray:
+        """``y`` (the float32 product) times a Python-float scale (a float32 value) and the constant
+        factor, plus the bias, for a product with :attr:`direct`: the same float32 operations as
+        :meth:`__call__` (a Python float operand is a float32 one in numpy's arithmetic)."""
+        y *= scale if self.factor_value is None else round_float32(scale * self.factor_value)
+        if self.bias is not None:
+            y = y + self.bias if self.bias.ndim > y.ndim else np.add(y, self.bias, out=y)
+        return y
 
     def __call__(self, codes, scale):
         y = np.matmul(codes, self.w)
@@ -219,6 +230,30 @@ class SharedCodesProducts:
         return tuple(y[..., start:stop] for start, stop in self.bounds)
 
 
+class QuantizedInputSharedProducts:
+    """A :class:`DynamicQuantizeCodes` whose codes and scale only one :class:`SharedCodesProducts` reads
+    (rule ``shared_codes_products``: the Q/K/V projections of a layer's input), as one step ``x -> (y1,
+    y2, ...)``: the same computations without a step between them, the scale kept a Python float."""
+
+    __slots__ = ("quantize", "products")
+
+    def __init__(self, quantize: DynamicQuantizeCodes, products: SharedCodesProducts):
+        self.quantize, self.products = quantize, products
+
+    def __call__(self, x):
+        if type(x) is np.ndarray and x.dtype == _F32 and x.ndim:
+            fast = dynamic_uint8_codes(x)
+            if fast is not None:
+                p = self.products
+                y = np.matmul(fast[0], p.w)
+                y *= np.multiply(p.factors, fast[1])  # (a Python float operand is a float32 one)
+                if p.bias is not None:
+                    y += p.bias
+                return tuple(y[..., start:stop] for start, stop in p.bounds)
+        codes, scale = self.quantize(x)
+        return self.products(codes, scale)
+
+
 class QuantizedInputMatMul:
     """A :class:`DynamicQuantizeCodes` whose codes and scale only one :class:`CodesMatMulToFloat` reads
     (rule ``dynamic_quantized_matmul``: a classifier's head after onnxruntime's dynamic quantizer), as
@@ -230,8 +265,13 @@ class QuantizedInputMatMul:
         self.quantize, self.product = quantize, product
 
     def __call__(self, x):
+        product = self.product
+        if type(x) is np.ndarray and x.dtype == _F32 and product.direct:
+            fast = dynamic_uint8_codes(x)  # (the scale as a Python float: no 0-d array made and read back)
+            if fast is not None:
+                return product.scaled(np.matmul(fast[0], product.w), fast[1])
         codes, scale = self.quantize(x)
-        return self.product(codes, scale)
+        return product(codes, scale)
 
 
 class QuantizedMatMulResidual:

@@ -3,7 +3,9 @@ reading the same codes and scale (rule ``dynamic_quantized_matmul``: the query, 
 projections of every attention layer after onnxruntime's dynamic quantizer, a gated MLP's two
 products) become one :class:`~..fused.quantization.SharedCodesProducts` step: the shifted weights (and
 biases) concatenated once, one product, one scaling and one bias addition per call instead of one
-each per projection, each result a view of its columns.
+each per projection, each result a view of its columns. When the codes and scale are read by these products only, the
+:class:`~..fused.quantization.DynamicQuantizeCodes` step joins them
+(:class:`~..fused.quantization.QuantizedInputSharedProducts`, one step ``x -> (y1, y2, ...)``).
 
 Condition: at least two such steps read the same codes and scale, with weights of the same number of
 rows, float32 constant factors of one element or one per column (or none), all with a bias or all
@@ -18,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..fused.original import OriginalSteps
-from ..fused.quantization import CodesMatMulToFloat, SharedCodesProducts
+from ..fused.quantization import (CodesMatMulToFloat, DynamicQuantizeCodes, QuantizedInputSharedProducts,
+                                  SharedCodesProducts)
 from .graph import GraphView
 
 NAME = "shared_codes_products"
@@ -72,6 +75,16 @@ def apply(steps: list, keep: set, known) -> list:
         fused = SharedCodesProducts(w, factors, bias, bounds, OriginalSteps(originals, inputs, outputs, {}))
         for i in indices[1:]:
             view.remove(i)
-        view.replace(indices[0], (fused, inputs, outputs, {}, (), originals[0][5], False), list(inputs))
+        k = view.producer.get(inputs[0])
+        quantize = view.step(k) if k is not None else None
+        if quantize is not None and type(quantize[0]) is DynamicQuantizeCodes and tuple(quantize[2]) == inputs and \
+                all(view.readers[n] == len(members) and n not in view.keep for n in inputs):
+            # (the codes and scale read by these products only: the quantization joins the step)
+            x = quantize[1][0]
+            view.remove(k)
+            view.replace(indices[0], (QuantizedInputSharedProducts(quantize[0], fused), (x,), outputs, {}, (),
+                                      originals[0][5], False), [x])
+        else:
+            view.replace(indices[0], (fused, inputs, outputs, {}, (), originals[0][5], False), list(inputs))
         changed = True
     return view.entries() if changed else steps
