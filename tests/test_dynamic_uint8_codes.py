@@ -136,7 +136,8 @@ def test_the_one_home_refuses_only_the_degenerate_ranges(name):
     high = max([0.0, *x.tolist()])
     with np.errstate(all="ignore"):
         width = np.float32(high) - np.float32(low)
-    degenerate = not np.isfinite(x).all() or low == high or width / np.float32(255) == 0  # (an infinite width: scale inf)
+    # (an infinite width is not degenerate: scale inf)
+    degenerate = not np.isfinite(x).all() or low == high or width / np.float32(255) == 0
     assert (fast is None) == degenerate
     if fast is not None:
         want, want_scale, want_zp = _reference(x, zero_scale_rule=False)

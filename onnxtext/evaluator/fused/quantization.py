@@ -2,8 +2,9 @@
 :class:`FakeQuantize` (rule ``qdq_pair``), :class:`ConvFakeQuantize` (rule ``fake_quantize_into_conv``),
 :class:`PooledFakeQuantize` (rule ``max_pool_before_fake_quantize``), :class:`IntegerMatMulToFloat` (rule
 ``integer_matmul_to_float``), :class:`DynamicQuantizeCodes`, :class:`CodesMatMulToFloat` and
-:class:`QuantizedInputMatMul` (rule ``dynamic_quantized_matmul``), :class:`SharedCodesProducts` (rule
-``shared_codes_products``, with :class:`QuantizedInputSharedProducts`), :class:`QuantizedMatMulResidual` (rule ``quantized_residual_add``), :class:`DequantizedGather` (rule ``dequantized_gather``),
+:class:`QuantizedInputMatMul` (rule ``dynamic_quantized_matmul``), :class:`SharedCodesProducts` and
+:class:`QuantizedInputSharedProducts` (rule ``shared_codes_products``), :class:`QuantizedMatMulResidual`
+(rule ``quantized_residual_add``), :class:`DequantizedGather` (rule ``dequantized_gather``),
 :class:`DequantizedMatMul` (rule ``prepared_matmul_nbits``). Each computes exactly the values of the nodes
 it replaces, but for :class:`ConvFakeQuantize` (level 2). QOperator models' steps: :mod:`.qoperator`.
 
