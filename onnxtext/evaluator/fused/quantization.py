@@ -55,7 +55,7 @@ class ConvFakeQuantize(FakeQuantize):
     ``c * s`` (the reading convs' weights were multiplied by ``s``). Other inputs than float32 are
     converted to float32. Without ``divide`` the input is the fresh result of a conv that nothing else
     reads (the rule's condition), so it is rounded and saturated in place (one array fewer per conv
-    to allocate and write to)."""
+    to allocate and write to); a read-only result (the general conv's views) is copied."""
 
     __slots__ = ("divide", "multiply")
 
@@ -69,7 +69,7 @@ class ConvFakeQuantize(FakeQuantize):
         if self.divide:
             q = shifted_codes(x, self.scale, self.low, self.high)
         else:
-            q = saturate_float32(np.rint(x, out=x), self.low, self.high)
+            q = saturate_float32(np.rint(x, out=x) if x.flags.writeable else np.rint(x), self.low, self.high)
         if self.multiply:
             q += _ZERO
             q *= self.scale
