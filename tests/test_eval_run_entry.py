@@ -12,6 +12,7 @@ from helpers import text_model
 
 from onnxtext import Evaluator
 from onnxtext.errors import EvalError
+from onnxtext.evaluator.plan import COMPILE_AFTER
 
 MODEL = text_model("""<ir_version: 9, opset_import: ["": 18]>
 g (float[N, 3] x, int64[N] n, float[3] w) => (float[N, 3] y, int64[N] m) <float[3] w = {1.0, 2.0, 3.0}> {
@@ -115,8 +116,9 @@ MIXED_CASES = [
 def test_string_map_and_sequence_feeds(feeds, expected):
     ev = Evaluator(MIXED)
     assert ev._plain_feeds is not None  # (the fast check covers this model's inputs)
-    assert ev._fast_run is not None  # (and so does the generated usual call, run_code.py)
-    ev.run(None, {"s": S, "q": Q, "d": D})  # the plain call first
+    for _ in range(COMPILE_AFTER):  # the plain call first (the usual call is generated at the third)
+        ev.run(None, {"s": S, "q": Q, "d": D})
+    assert ev._fast_run is not None  # (the generated usual call, run_code.py, covers this model too)
     if isinstance(expected, str):
         with pytest.raises(EvalError, match=expected):
             ev.run(None, feeds)
@@ -165,7 +167,7 @@ GENERATED_CASES = [
 def test_every_output_named_takes_the_usual_call_and_a_subset_its_own_plan():
     ev = Evaluator(text_model("""<ir_version: 9, opset_import: ["": 18]>
     g (float[N, 3] x) => (float[N, 3] y, float[N, 3] z) { y = Neg(x)  z = Abs(x) }"""))
-    for _ in range(4):  # (compiled from the third run on)
+    for _ in range(2 * COMPILE_AFTER + 1):  # (the usual call generated at the third, its plan compiled after)
         y, z = ev.run(["y", "z"], {"x": X})
         (z2,) = ev.run(["z"], {"x": X})
         assert np.array_equal(y, -X) and np.array_equal(z, np.abs(X)) and np.array_equal(z2, np.abs(X))
@@ -177,10 +179,11 @@ def test_every_output_named_takes_the_usual_call_and_a_subset_its_own_plan():
                          ids=[f"case{i}" for i in range(len(GENERATED_CASES))])
 def test_the_generated_usual_call_accepts_and_refuses_as_the_general_path(text, feeds, expected, threads):
     ev = Evaluator(text_model('<ir_version: 9, opset_import: ["": 18]>\n' + text), threads=threads)
-    assert ev._fast_run is not None  # (these models' inputs are all numeric tensors)
-    for _ in range(3):
+    assert ev._fast_run is None  # (generated at the COMPILE_AFTER-th usual call, below)
+    for _ in range(COMPILE_AFTER + 2):
         if isinstance(expected, str):
             with pytest.raises(EvalError, match=expected):
                 ev.run(None, feeds)
         else:
             assert [np.asarray(v).tolist() for v in ev.run(None, feeds)] == expected
+    assert ev._fast_run is not None  # (these models' inputs are all numeric tensors)

@@ -24,7 +24,7 @@ from ..errors import EvalError, ModelFileError, OnnxTextError
 from .feed_dims import DimensionCheck
 from .graph_checks import refuse_reassigned_values
 from .optimizer import MAX_LEVEL, check_options
-from .plan import (GraphPlan, KernelContext, Preparation, attribute_value, prepare_graph,  # noqa: F401
+from .plan import (COMPILE_AFTER, GraphPlan, KernelContext, Preparation, attribute_value, prepare_graph,  # noqa: F401
                    schema_defaults)
 from .limits import begin_run, end_run
 from .run_code import compile_run, plain_feed_types, take_plain_feeds
@@ -125,6 +125,7 @@ class Evaluator:
         self._dims = DimensionCheck(self._input_types)
         self._plain_feeds = plain_feed_types(self.input_names, self._input_types)
         self._fast_run = None  # run_code.compile_run's function for the usual call, when it covers the model
+        self._fast_args = None  # compile_run's arguments until it is called (see the end of __init__)
         if engine == "onnxruntime":
             self._ort = _onnxruntime_session(self.model, model, self.base_dir, threads)
             return
@@ -163,9 +164,13 @@ class Evaluator:
         missing = [n for n in self._main.free if n not in self._state]
         if missing:
             raise EvalError(f"graph {g.name!r}: value {missing[0]!r} is used but never defined")
-        if _FLOAT_ERRORS is not None:  # the usual call as one generated function (None: the general path)
-            self._fast_run = compile_run(self._plain_feeds, self._dims, self._main, self._state, self._threads,
-                                         (_FLOAT_ERRORS, _IGNORED_FLOAT_ERRORS))
+        # the usual call as one generated function (None: the general path), written at the
+        # COMPILE_AFTER-th usual call: compiling it costs ~0.25 ms, more than a small model's first runs
+        # (the node suite creates an Evaluator per case and runs it once)
+        self._usual_calls = 0
+        self._fast_args = None if _FLOAT_ERRORS is None else \
+            (self._plain_feeds, self._dims, self._main, self._state, self._threads,
+             (_FLOAT_ERRORS, _IGNORED_FLOAT_ERRORS))
 
     # ------------------------------------------------------------------------------------ preparation
     def decode_initializer(self, init: onnx.TensorProto) -> np.ndarray:
@@ -213,6 +218,10 @@ class Evaluator:
                 outputs = fast(feeds)
                 if outputs is not None:
                     return outputs
+            elif self._fast_args is not None:
+                self._usual_calls += 1
+                if self._usual_calls >= COMPILE_AFTER:
+                    self._fast_run, self._fast_args = compile_run(*self._fast_args), None
         if self.engine == "onnxruntime":
             try:
                 return self._ort.run(output_names, feeds)
