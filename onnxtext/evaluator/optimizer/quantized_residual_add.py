@@ -14,32 +14,18 @@ from __future__ import annotations
 
 from ..fused.original import OriginalSteps
 from ..fused.quantization import QuantizedInputMatMul, QuantizedMatMulResidual
-from .graph import GraphView
+from .residual_add import fuse_residual_adds
 
 NAME = "quantized_residual_add"
 LEVEL = 1
 
 
+def _fuse_quantized(view, k: int, product, add, r: str):
+    if type(product[0]) is not QuantizedInputMatMul or len(product[1]) != 1:
+        return None
+    x = product[1][0]
+    return QuantizedMatMulResidual(product[0], OriginalSteps([product, add], (x, r), add[2], {})), x
+
+
 def apply(steps: list, keep: set, known) -> list:
-    view = GraphView(steps, keep, known)
-    changed = False
-    for i in range(len(view)):
-        if view.op(i) != "Add":
-            continue
-        st = view.step(i)
-        if len(st[1]) != 2:
-            continue
-        for p, r in (st[1], st[1][::-1]):
-            k = view.producer.get(p)
-            product = view.step(k) if k is not None else None
-            if product is None or type(product[0]) is not QuantizedInputMatMul or len(product[1]) != 1 or \
-                    not view.single_reader_value(p) or view.constant(r) is not None or p == r:
-                continue
-            x = product[1][0]
-            fallback = OriginalSteps([product, st], (x, r), st[2], {})
-            fused = QuantizedMatMulResidual(product[0], fallback)
-            view.remove(k)
-            view.replace(i, (fused, (x, r), st[2], {}, (), product[5], False), [x, r])
-            changed = True
-            break
-    return view.entries() if changed else steps
+    return fuse_residual_adds(steps, keep, known, _fuse_quantized)

@@ -36,7 +36,11 @@ def _linear(view: GraphView, k: int):
     return None
 
 
-def apply(steps: list, keep: set, known) -> list:
+def fuse_residual_adds(steps: list, keep: set, known, fuse) -> list:
+    """Each ``Add(p, r)`` (either order) whose ``p`` is read only by it, ``r`` not a constant, and
+    ``fuse(view, k, product, add, r)`` (``k`` the producer of ``p``) gives ``(fused step, its input)``,
+    becomes that one step reading ``(input, r)``; ``fuse`` returns None for a product it does not take.
+    The loop of rules ``residual_add`` and ``quantized_residual_add``."""
     view = GraphView(steps, keep, known)
     changed = False
     for i in range(len(view)):
@@ -50,15 +54,25 @@ def apply(steps: list, keep: set, known) -> list:
             product = view.step(k) if k is not None else None
             if product is None or not view.single_reader_value(p) or view.constant(r) is not None or p == r:
                 continue
-            linear = _linear(view, k)
-            if linear is None:
+            made = fuse(view, k, product, st, r)
+            if made is None:
                 continue
-            a = product[1][0]
-            constants = {n: view.constant(n) for n in product[1] if n and view.constant(n) is not None}
-            fallback = OriginalSteps([product, st], (a, r), st[2], constants)
-            fused = MatMulAddResidual(linear, fallback)
+            fused, a = made
             view.remove(k)
             view.replace(i, (fused, (a, r), st[2], {}, (), product[5], False), [a, r])
             changed = True
             break
     return view.entries() if changed else steps
+
+
+def _fuse_float(view: GraphView, k: int, product, add, r: str):
+    linear = _linear(view, k)
+    if linear is None:
+        return None
+    a = product[1][0]
+    constants = {n: view.constant(n) for n in product[1] if n and view.constant(n) is not None}
+    return MatMulAddResidual(linear, OriginalSteps([product, add], (a, r), add[2], constants)), a
+
+
+def apply(steps: list, keep: set, known) -> list:
+    return fuse_residual_adds(steps, keep, known, _fuse_float)
